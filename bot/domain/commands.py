@@ -1,0 +1,421 @@
+"""Slash commands in comments (SPEC 8): parsing only, no permission checks or effects.
+
+A command is a line that starts with ``/`` followed by a word (a letter, then letters, digits,
+``-`` or ``_``) and then whitespace or the end of the line; up to 3 leading spaces are allowed,
+as in Markdown. Lines inside fenced code blocks (```` ``` ```` / ``~~~``), indented code (4
+columns or more), block quotes (``>``) and HTML comments are never commands, so quoting a
+command in a reply or a code sample does not run it. Text like ``/usr/bin/env`` or ``/ path``
+is not a command; ``/shrug`` is one (an unknown one: it gets the help text, never silence).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "COMMAND_NAMES",
+    "HELP_TEXT",
+    "MAX_BODY_BYTES",
+    "MAX_COMMANDS",
+    "MAX_REASON",
+    "Command",
+    "CommandError",
+    "Help",
+    "Hold",
+    "Promote",
+    "PromoteExplicit",
+    "Recheck",
+    "Rollback",
+    "Status",
+    "Unhold",
+    "parse_commands",
+    "render_help",
+]
+
+MAX_BODY_BYTES = 64 * 1024
+MAX_COMMANDS = 10
+MAX_REASON = 1024
+
+COMMAND_NAMES = ("promote", "rollback", "hold", "unhold", "recheck", "status", "help")
+
+USAGE = {
+    "promote": "/promote <env> or /promote <service> <tag-or-digest> <env>",
+    "rollback": "/rollback <service> <env> [<tag-or-digest>]",
+    "hold": "/hold [reason]",
+    "unhold": "/unhold",
+    "recheck": "/recheck",
+    "status": "/status [service]",
+    "help": "/help",
+}
+
+HELP_TEXT = """\
+| command | where | effect |
+| --- | --- | --- |
+| `/promote <env>` | on a promotion PR | opens the promotion of the same digest to `<env>` |
+| `/promote <service> <tag-or-digest> <env>` | any issue or PR | opens that promotion |
+| `/rollback <service> <env> [<tag-or-digest>]` | any issue or PR | PR back to the previous \
+(or given) digest that was live in `<env>` |
+| `/hold [reason]`, `/unhold` | on a promotion PR | the gate fails while held |
+| `/recheck` | on a PR | re-evaluates the gate now |
+| `/status [service]` | anywhere | replies with a table: environment → version, digest, since, \
+open PRs |
+| `/help` | anywhere | replies with this table |
+
+One command per line, at the start of the line; several lines run in order (at most \
+10 per comment). A `<tag-or-digest>` is a tag such as `1.4.2` or a digest \
+`sha256:<64 hex>`. Only users with write, maintain or admin permission on this repository \
+may run commands."""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    args: tuple[str, ...]
+    line: int  # 1-based line of the comment body
+    raw: str  # the line as written, without surrounding whitespace
+
+
+@dataclass(frozen=True)
+class Promote(Command):
+    """``/promote <env>``: the same digest as this promotion PR, to ``environment``."""
+
+    environment: str
+
+
+@dataclass(frozen=True)
+class PromoteExplicit(Command):
+    """``/promote <service> <tag-or-digest> <env>``."""
+
+    service: str
+    ref: str
+    environment: str
+
+    @property
+    def is_digest(self) -> bool:
+        return self.ref.startswith("sha256:")
+
+
+@dataclass(frozen=True)
+class Rollback(Command):
+    """``/rollback <service> <env> [<tag-or-digest>]``; ``ref`` None means "the previous"."""
+
+    service: str
+    environment: str
+    ref: str | None
+
+    @property
+    def is_digest(self) -> bool:
+        return self.ref is not None and self.ref.startswith("sha256:")
+
+
+@dataclass(frozen=True)
+class Hold(Command):
+    reason: str  # "" when none was given
+
+
+@dataclass(frozen=True)
+class Unhold(Command):
+    pass
+
+
+@dataclass(frozen=True)
+class Recheck(Command):
+    pass
+
+
+@dataclass(frozen=True)
+class Status(Command):
+    service: str | None
+
+
+@dataclass(frozen=True)
+class Help(Command):
+    pass
+
+
+@dataclass(frozen=True)
+class CommandError:
+    line: int
+    raw: str
+    message: str
+
+
+_COMMAND_RE = re.compile(r"/([A-Za-z][A-Za-z0-9_-]*)[.,;:!?]*(?=\s|$)")
+_FENCE_RE = re.compile(r"(`{3,}|~{3,})(.*)")
+_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}", re.IGNORECASE)
+_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+
+
+def parse_commands(
+    body: str, *, services: Sequence[str], environments: Sequence[str]
+) -> list[Command | CommandError]:
+    """Every command line of ``body``, in order, parsed or with the reason it is wrong."""
+    found: list[Command | CommandError] = []
+    lines = list(_command_lines(_bounded(body)))
+    for index, (number, text) in enumerate(lines):
+        if index == MAX_COMMANDS:
+            rest = len(lines) - MAX_COMMANDS - 1
+            after = f" and the {rest} after it" if rest else ""
+            found.append(
+                CommandError(
+                    number,
+                    text,
+                    f"at most {MAX_COMMANDS} commands per comment; this one{after} were not run",
+                )
+            )
+            break
+        found.append(_parse_line(number, text, services, environments))
+    return found
+
+
+def render_help(error: str | None = None) -> str:
+    """The reply to ``/help``, or to a command that could not be run (``error``)."""
+    if error is None:
+        return HELP_TEXT
+    return f"❌ {_neutralise(error)}\n\n{HELP_TEXT}"
+
+
+def _bounded(body: str) -> str:
+    encoded = body.encode("utf-8")
+    if len(encoded) <= MAX_BODY_BYTES:
+        return body
+    cut = encoded[:MAX_BODY_BYTES].decode("utf-8", "ignore")
+    # The last line is cut short: "/promote web 1.4.2" could have become "/promote web 1.4".
+    return "\n".join(_NEWLINE_RE.split(cut)[:-1])
+
+
+def _indent(line: str) -> tuple[int, str]:
+    """Leading whitespace as Markdown columns (a tab reaches the next multiple of 4)."""
+    columns = 0
+    for position, char in enumerate(line):
+        if char == " ":
+            columns += 1
+        elif char == "\t":
+            columns += 4 - columns % 4
+        else:
+            return columns, line[position:]
+    return columns, ""
+
+
+def _command_lines(body: str) -> list[tuple[int, str]]:
+    """``(line number, stripped line)`` of each line that is a command, outside code and quotes."""
+    found: list[tuple[int, str]] = []
+    fence: str | None = None  # the opening fence while inside a fenced code block
+    in_html_comment = False
+    for number, line in enumerate(_NEWLINE_RE.split(body), start=1):
+        columns, text = _indent(line)
+        if fence is not None:
+            closing = _FENCE_RE.fullmatch(text.rstrip())
+            if (
+                columns < 4
+                and closing
+                and closing.group(1)[0] == fence[0]
+                and len(closing.group(1)) >= len(fence)
+                and not closing.group(2).strip()
+            ):
+                fence = None
+            continue
+        if in_html_comment:
+            in_html_comment = "-->" not in line
+            continue
+        if columns >= 4:
+            continue
+        opening = _FENCE_RE.fullmatch(text)
+        # A backtick fence's info string cannot hold a backtick (that is inline code).
+        if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+            fence = opening.group(1)
+            continue
+        if text.startswith("<!--"):
+            in_html_comment = "-->" not in text[4:]
+            continue
+        if _COMMAND_RE.match(text):
+            found.append((number, text.strip()))
+    return found
+
+
+def _parse_line(
+    number: int, text: str, services: Sequence[str], environments: Sequence[str]
+) -> Command | CommandError:
+    match = _COMMAND_RE.match(text)
+    assert match is not None  # _command_lines kept only matching lines
+    word = match.group(1)
+    if word not in COMMAND_NAMES:
+        return CommandError(number, text, _unknown_command(word))
+    line = _Line(word, tuple(text[match.end() :].split()), number, text, services, environments)
+    outcome = _PARSERS[word](line)
+    return CommandError(number, text, outcome) if isinstance(outcome, str) else outcome
+
+
+@dataclass(frozen=True)
+class _Line:
+    word: str
+    args: tuple[str, ...]
+    number: int
+    text: str
+    services: Sequence[str]
+    environments: Sequence[str]
+
+    @property
+    def rest(self) -> str:
+        """Everything after the command word, as written."""
+        match = _COMMAND_RE.match(self.text)
+        assert match is not None
+        return self.text[match.end() :].strip()
+
+    def wrong_arity(self, expected: str) -> str:
+        return f"/{self.word} takes {expected}: {USAGE[self.word]}"
+
+
+def _parse_promote(line: _Line) -> Command | str:
+    if len(line.args) == 1:
+        (environment,) = line.args
+        problem = _check_environment(environment, line.environments)
+        if problem:
+            return problem
+        return Promote(line.word, line.args, line.number, line.text, environment=environment)
+    if len(line.args) == 3:
+        service, ref, environment = line.args
+        problem = (
+            _check_service(service, line.services)
+            or _check_ref(ref)
+            or _check_environment(environment, line.environments)
+        )
+        if problem:
+            return problem
+        return PromoteExplicit(
+            line.word,
+            line.args,
+            line.number,
+            line.text,
+            service=service,
+            ref=_normal_ref(ref),
+            environment=environment,
+        )
+    return line.wrong_arity("1 or 3 arguments")
+
+
+def _parse_rollback(line: _Line) -> Command | str:
+    if len(line.args) not in (2, 3):
+        return line.wrong_arity("2 or 3 arguments")
+    service, environment, *given = line.args
+    problem = (
+        _check_service(service, line.services)
+        or _check_environment(environment, line.environments)
+        or (_check_ref(given[0]) if given else None)
+    )
+    if problem:
+        return problem
+    return Rollback(
+        line.word,
+        line.args,
+        line.number,
+        line.text,
+        service=service,
+        environment=environment,
+        ref=_normal_ref(given[0]) if given else None,
+    )
+
+
+def _parse_hold(line: _Line) -> Command | str:
+    reason = line.rest
+    if len(reason) > MAX_REASON:
+        return f"the /hold reason is too long ({len(reason)} characters; at most {MAX_REASON})"
+    return Hold(line.word, line.args, line.number, line.text, reason=reason)
+
+
+def _parse_status(line: _Line) -> Command | str:
+    if len(line.args) > 1:
+        return line.wrong_arity("at most 1 argument")
+    service = line.args[0] if line.args else None
+    if service is not None:
+        problem = _check_service(service, line.services)
+        if problem:
+            return problem
+    return Status(line.word, line.args, line.number, line.text, service=service)
+
+
+def _no_arguments(kind: type[Unhold | Recheck | Help]) -> Callable[[_Line], Command | str]:
+    def parse(line: _Line) -> Command | str:
+        if line.args:
+            return line.wrong_arity("no arguments")
+        return kind(line.word, line.args, line.number, line.text)
+
+    return parse
+
+
+_PARSERS: dict[str, Callable[[_Line], Command | str]] = {
+    "promote": _parse_promote,
+    "rollback": _parse_rollback,
+    "hold": _parse_hold,
+    "unhold": _no_arguments(Unhold),
+    "recheck": _no_arguments(Recheck),
+    "status": _parse_status,
+    "help": _no_arguments(Help),
+}
+
+
+def _quote(value: str) -> str:
+    shown = value if len(value) <= 64 else value[:63] + "…"
+    return f"'{shown}'"
+
+
+def _suggest(value: str, choices: Sequence[str]) -> str | None:
+    folded = {choice.casefold(): choice for choice in choices}
+    if value.casefold() in folded:
+        return folded[value.casefold()]
+    prefixed = [c for c in choices if len(value) >= 2 and c.casefold().startswith(value.casefold())]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    close = difflib.get_close_matches(value.casefold(), list(folded), n=1, cutoff=0.6)
+    return folded[close[0]] if close else None
+
+
+def _unknown_command(word: str) -> str:
+    message = f"unknown command {_quote('/' + word)}"
+    suggestion = _suggest(word, COMMAND_NAMES)
+    return f"{message}; did you mean /{suggestion}?" if suggestion else message
+
+
+def _unknown(kind: str, plural: str, value: str, choices: Sequence[str]) -> str:
+    if not choices:
+        return f"unknown {kind} {_quote(value)}; no {plural} are configured"
+    message = f"unknown {kind} {_quote(value)}; {plural} are: {', '.join(choices)}"
+    suggestion = _suggest(value, choices)
+    return f"{message}; did you mean {_quote(suggestion)}?" if suggestion else message
+
+
+def _check_environment(value: str, environments: Sequence[str]) -> str | None:
+    if value in environments:
+        return None
+    return _unknown("environment", "environments", value, environments)
+
+
+def _check_service(value: str, services: Sequence[str]) -> str | None:
+    if value in services:
+        return None
+    return _unknown("service", "services", value, services)
+
+
+def _check_ref(value: str) -> str | None:
+    if _DIGEST_RE.fullmatch(value) or _TAG_RE.fullmatch(value):
+        return None
+    return (
+        f"{_quote(value)} is not a tag or a digest: a tag is 1 to 128 letters, digits, "
+        "'_', '.' or '-' (not starting with '.' or '-'); a digest is sha256:<64 hex digits>"
+    )
+
+
+def _normal_ref(value: str) -> str:
+    return value.lower() if _DIGEST_RE.fullmatch(value) else value
+
+
+def _neutralise(text: str) -> str:
+    """User-supplied words echoed in a reply: no Markdown, no @-mentions, no #-references."""
+    text = " ".join(text.split())
+    text = re.sub(r"([\\`*_\[\]<>|~])", r"\\\1", text)
+    # A zero-width joiner keeps "@team" and "#12" from notifying or linking.
+    return text.replace("@", "@\u2060").replace("#", "#\u2060")

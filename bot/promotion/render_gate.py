@@ -1,0 +1,116 @@
+"""The check run ``output`` of ``conveyor/promotion-gate`` for a :class:`Verdict`."""
+
+from __future__ import annotations
+
+import re
+
+from bot.domain.gate import NO_GATED_CHANGE, Condition, Verdict, format_time
+
+__all__ = ["MAX_OUTPUT", "MAX_TITLE", "NO_GATED_CHANGE", "render_gate_output"]
+
+# GitHub rejects a check run whose output.summary or output.text exceeds 65,535 characters.
+# Counting UTF-8 bytes instead keeps us under the limit however GitHub counts.
+MAX_OUTPUT = 65_535
+MAX_TITLE = 250
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~])")
+
+NO_GATED_CHANGE_SUMMARY = (
+    "no gated environment changed: this pull request changes no file of an environment "
+    "that has `after:` in `.github/conveyor.yml`."
+)
+
+
+def render_gate_output(verdict: Verdict) -> dict[str, str]:
+    """``{"title", "summary", "text"}`` for the check run's ``output``."""
+    if not verdict.conditions:
+        summary = NO_GATED_CHANGE_SUMMARY if verdict.conclusion == "success" else verdict.title
+        return {"title": _bounded_title(verdict.title), "summary": summary, "text": ""}
+    return {
+        "title": _bounded_title(verdict.title),
+        "summary": _bounded(_summary_lines(verdict)),
+        "text": _bounded(_text_lines(verdict)),
+    }
+
+
+def _bounded_title(title: str) -> str:
+    title = " ".join(title.split())
+    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
+
+
+def _summary_lines(verdict: Verdict) -> list[str]:
+    lines: list[str] = []
+    groups: dict[str, list[Condition]] = {}
+    for condition in verdict.conditions:
+        groups.setdefault(condition.subject, []).append(condition)
+    for subject, conditions in groups.items():
+        if lines:
+            lines.append("")
+        lines.append(f"### {_escape(subject) if subject else 'Pull request'}")
+        lines.extend(_condition_line(condition) for condition in conditions)
+    return lines
+
+
+def _condition_line(condition: Condition) -> str:
+    if condition.ok:
+        mark = "✅"
+    elif condition.pending_until is not None:
+        mark = "⏳"
+    else:
+        mark = "❌"
+    line = f"- {mark} {_escape(condition.text)}"
+    link = _safe_link(condition.link)
+    if link:
+        line += f" ([evidence]({link}))"
+    if not condition.ok and condition.pending_until is not None:
+        line += f" — passes at {format_time(condition.pending_until)}"
+    return line
+
+
+def _text_lines(verdict: Verdict) -> list[str]:
+    met = sum(1 for c in verdict.conditions if c.ok)
+    lines = [f"{met} of {len(verdict.conditions)} conditions met."]
+    if verdict.evaluated_at is not None:
+        lines.append(f"Evaluated at {format_time(verdict.evaluated_at)}.")
+    if verdict.recheck_at is not None:
+        lines.append(f"Conveyor re-evaluates the gate at {format_time(verdict.recheck_at)}.")
+    lines += [
+        "",
+        "✅ met · ❌ not met · ⏳ waiting (soak or freeze window); "
+        "comment `/recheck` to re-evaluate now.",
+    ]
+    return lines
+
+
+def _escape(text: str) -> str:
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def _safe_link(url: str | None) -> str | None:
+    if not url or not url.startswith(("https://", "http://")):
+        return None
+    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def _bounded(lines: list[str]) -> str:
+    """Join lines, dropping whole lines from the end, with a note, to fit ``MAX_OUTPUT``."""
+    text = "\n".join(lines)
+    if _size(text) <= MAX_OUTPUT:
+        return text
+    kept: list[str] = []
+    used = 0
+    for index, line in enumerate(lines):
+        note = f"\n\n… {len(lines) - index} more lines not shown (GitHub's output limit)."
+        # A single line longer than the whole budget is cut, not dropped silently.
+        if not kept and _size(line) + _size(note) > MAX_OUTPUT:
+            line = line.encode("utf-8")[: MAX_OUTPUT - _size(note) - 4].decode("utf-8", "ignore")
+            return line + "…" + note
+        if used + _size(line) + 1 + _size(note) > MAX_OUTPUT:
+            return "\n".join(kept) + note
+        kept.append(line)
+        used += _size(line) + 1
+    return "\n".join(kept)  # pragma: no cover - the whole text fits, handled above
