@@ -1,0 +1,246 @@
+"""The GitHub edge: one gidgethub client per installation over one shared aiohttp session.
+
+Adds what a production app needs on top of gidgethub: a conditional-request (ETag) cache per
+installation, pacing on the primary rate limit, retries for secondary rate limits, 5xx and
+timeouts with capped exponential backoff, and serialised mutating requests per installation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import cachetools
+import gidgethub
+from gidgethub import aiohttp as gh_aiohttp
+
+from ..metrics import Metrics
+from .auth import AppAuth
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "conveyor-bot"
+_MUTATING = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 5
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    # Never sleep longer than this for one rate-limit wait; beyond it the job fails and the
+    # resync picks the work up later.
+    max_rate_limit_wait: float = 900.0
+    request_timeout: float = 30.0
+
+    def backoff(self, attempt: int) -> float:
+        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+class TransientError(gidgethub.GitHubException):
+    """A timeout or connection failure that outlived its retries."""
+
+
+class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        installation_id: int | None,
+        mutation_lock: asyncio.Lock,
+        metrics: Metrics | None,
+        retry: RetryPolicy,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(session, USER_AGENT, **kwargs)
+        self.installation_id = installation_id
+        self._mutation_lock = mutation_lock
+        self._metrics = metrics
+        self._retry = retry
+        self.requests_made = 0
+
+    async def _request(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                if method in _MUTATING:
+                    async with self._mutation_lock:
+                        result = await self._send(method, url, headers, body)
+                else:
+                    result = await self._send(method, url, headers, body)
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                self._count(method, "error")
+                if attempt >= self._retry.attempts:
+                    reason = type(exc).__name__
+                    raise TransientError(f"{method} {_path(url)} failed: {reason}") from None
+                delay = self._retry.backoff(attempt)
+                log.warning(
+                    "github request failed, retrying",
+                    extra={"method": method, "path": _path(url), "error": type(exc).__name__,
+                           "attempt": attempt, "delay": round(delay, 2)},
+                )
+                await self.sleep(delay)
+                continue
+            self._count(method, str(result[0]))
+            return result
+
+    async def _send(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        self.requests_made += 1
+        timeout = aiohttp.ClientTimeout(total=self._retry.request_timeout)
+        async with self._session.request(
+            method, url, headers=headers, data=body, timeout=timeout
+        ) as response:
+            return response.status, response.headers, await response.read()
+
+    def _count(self, method: str, status: str) -> None:
+        if self._metrics is not None:
+            self._metrics.github_requests.labels(method, status).inc()
+
+    async def manage_rate_limit(self, *, method: str, url: str) -> None:
+        limit = self.rate_limit
+        if limit is None or limit.remaining > 0:
+            return
+        wait = limit.reset_datetime.timestamp() - time.time()
+        if wait > self._retry.max_rate_limit_wait:
+            raise gidgethub.RateLimitExceeded(limit, "rate limit exhausted; reset too far away")
+        if wait > 0:
+            log.warning("rate limit exhausted, waiting for reset", extra={"seconds": round(wait)})
+            await self.sleep(wait)
+
+    async def handle_rate_limit_error(
+        self, *, method: str, url: str, exception: gidgethub.HTTPException, attempt: int
+    ) -> bool:
+        if self._metrics is not None and self.rate_limit is not None and self.installation_id:
+            self._metrics.rate_limit_remaining.labels(str(self.installation_id)).set(
+                self.rate_limit.remaining
+            )
+        if attempt >= self._retry.attempts:
+            return False
+        status = int(exception.status_code)
+        headers = getattr(exception, "headers", None) or {}
+        delay: float | None = None
+        if status in (403, 429):
+            delay = _rate_limit_delay(headers)
+            if delay is None:
+                return False  # a plain permission error: retrying cannot help
+            if delay > self._retry.max_rate_limit_wait:
+                return False
+        elif status in (500, 502, 503, 504):
+            delay = self._retry.backoff(attempt)
+        else:
+            return False
+        log.warning(
+            "github answered %s, retrying",
+            status,
+            extra={"method": method, "path": _path(url), "attempt": attempt,
+                   "delay": round(delay, 2)},
+        )
+        await self.sleep(delay)
+        return True
+
+
+def _rate_limit_delay(headers: Mapping[str, str]) -> float | None:
+    """How long GitHub asks us to wait, or None when the 403 is not about rate limits."""
+    retry_after = headers.get("retry-after")
+    if retry_after is not None:
+        try:
+            return max(0.0, float(retry_after))
+        except ValueError:
+            return 60.0
+    if headers.get("x-ratelimit-remaining") == "0":
+        try:
+            return max(0.0, float(headers["x-ratelimit-reset"]) - time.time()) + 1
+        except (KeyError, ValueError):
+            return 60.0
+    return None
+
+
+def _path(url: str) -> str:
+    return url.split("?", 1)[0]
+
+
+class GitHubClients:
+    """Owns the shared HTTP session, the app auth and the per-installation caches."""
+
+    def __init__(
+        self,
+        *,
+        api_url: str,
+        app_id: str,
+        private_key: str,
+        metrics: Metrics | None = None,
+        retry: RetryPolicy | None = None,
+        etag_cache_entries: int = 2000,
+    ) -> None:
+        self.api_url = api_url
+        self.metrics = metrics
+        self.retry = retry or RetryPolicy()
+        self._session: aiohttp.ClientSession | None = None
+        self._etag_cache_entries = etag_cache_entries
+        self._caches: cachetools.LRUCache[int, cachetools.LRUCache[str, Any]] = (
+            cachetools.LRUCache(maxsize=1024)
+        )
+        self._mutation_locks: dict[int | None, asyncio.Lock] = {}
+        self.auth = AppAuth(app_id, private_key, self._request_installation_token)
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=64, limit_per_host=32)
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    def _client(self, installation_id: int | None, **kwargs: Any) -> ConveyorGitHubAPI:
+        lock = self._mutation_locks.setdefault(installation_id, asyncio.Lock())
+        return ConveyorGitHubAPI(
+            self.session,
+            installation_id=installation_id,
+            mutation_lock=lock,
+            metrics=self.metrics,
+            retry=self.retry,
+            base_url=self.api_url,
+            **kwargs,
+        )
+
+    def app(self) -> ConveyorGitHubAPI:
+        """A client authenticated as the app itself (JWT), for /app endpoints."""
+        return self._client(None, app_id=self.auth.app_id, private_key=self.auth._private_key)
+
+    async def installation(
+        self, installation_id: int, *, repositories: tuple[str, ...] = ()
+    ) -> ConveyorGitHubAPI:
+        token = await self.auth.installation_token(installation_id, repositories=repositories)
+        cache = self._caches.get(installation_id)
+        if cache is None:
+            cache = cachetools.LRUCache(maxsize=self._etag_cache_entries)
+            self._caches[installation_id] = cache
+        return self._client(installation_id, oauth_token=token, cache=cache)
+
+    async def _request_installation_token(
+        self, installation_id: int, app_jwt: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        gh = self._client(None)
+        result: dict[str, Any] = await gh.post(
+            "/app/installations/{installation_id}/access_tokens",
+            {"installation_id": installation_id},
+            data=body,
+            jwt=app_jwt,
+        )
+        return result

@@ -1,0 +1,56 @@
+"""Prometheus metrics, all prefixed `conveyor_`, in one registry per process."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.deliveries = Counter(
+            "conveyor_deliveries",
+            "Webhook deliveries by event and outcome",
+            ["event", "outcome"],
+            registry=self.registry,
+        )
+        self.processing_seconds = Histogram(
+            "conveyor_processing_seconds",
+            "Time from accepting a delivery to finishing its work",
+            ["event"],
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=self.registry,
+        )
+        self.github_requests = Counter(
+            "conveyor_github_requests",
+            "Requests made to the GitHub API by method and status",
+            ["method", "status"],
+            registry=self.registry,
+        )
+        self.rate_limit_remaining = Gauge(
+            "conveyor_github_rate_limit_remaining",
+            "Requests left in the current rate-limit window, per installation",
+            ["installation"],
+            registry=self.registry,
+        )
+        self.queue_depth = Gauge(
+            "conveyor_queue_depth", "Deliveries waiting for a worker", registry=self.registry
+        )
+        self.handler_errors = Counter(
+            "conveyor_handler_errors",
+            "Handler failures by event",
+            ["event"],
+            registry=self.registry,
+        )
+        self.promotions = Counter(
+            "conveyor_promotions",
+            "Promotion pull requests by environment and action",
+            ["environment", "action"],
+            registry=self.registry,
+        )
+        self.gate_verdicts = Counter(
+            "conveyor_gate_verdicts",
+            "Gate evaluations by conclusion",
+            ["conclusion"],
+            registry=self.registry,
+        )

@@ -1,0 +1,150 @@
+"""The intake queue and the worker pool behind the webhook endpoint.
+
+`DeliveryQueue` is the seam for other transports (a durable stream for several replicas): the
+server only calls `offer`, the workers only call `take` and `done`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    delivery_id: str
+    event: str
+    payload: dict[str, Any]
+    received_at: float = field(default_factory=time.monotonic)
+
+
+class DeliveryQueue(Protocol):
+    def offer(self, job: Job) -> bool:
+        """Store the job; False when the queue is full (the caller answers 503)."""
+
+    async def take(self) -> Job: ...
+
+    def done(self, job: Job) -> None: ...
+
+    def depth(self) -> int: ...
+
+    async def join(self) -> None: ...
+
+
+class MemoryQueue:
+    """A bounded in-process queue: memory stays bounded, overflow is refused, never dropped."""
+
+    def __init__(self, maxsize: int) -> None:
+        self._queue: asyncio.Queue[Job] = asyncio.Queue(maxsize=maxsize)
+
+    def offer(self, job: Job) -> bool:
+        try:
+            self._queue.put_nowait(job)
+        except asyncio.QueueFull:
+            return False
+        return True
+
+    async def take(self) -> Job:
+        return await self._queue.get()
+
+    def done(self, job: Job) -> None:
+        self._queue.task_done()
+
+    def depth(self) -> int:
+        return self._queue.qsize()
+
+    async def join(self) -> None:
+        await self._queue.join()
+
+
+class KeyedLocks:
+    """One asyncio.Lock per key (a repository), dropped when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        key = key.lower()
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+
+class WorkerPool:
+    """Runs jobs with bounded concurrency; `drain` finishes in-flight work before shutdown."""
+
+    def __init__(
+        self,
+        queue: DeliveryQueue,
+        handle: Callable[[Job], Awaitable[None]],
+        *,
+        workers: int,
+    ) -> None:
+        self.queue = queue
+        self._handle = handle
+        self._count = workers
+        self._tasks: list[asyncio.Task[None]] = []
+        self._busy = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._run(), name=f"conveyor-worker-{i}")
+            for i in range(self._count)
+        ]
+
+    async def _run(self) -> None:
+        while True:
+            job = await self.queue.take()
+            self._busy += 1
+            self._idle.clear()
+            try:
+                await self._handle(job)
+            except Exception:
+                log.exception("job failed", extra={"delivery_id": job.delivery_id})
+            finally:
+                self._busy -= 1
+                self.queue.done(job)
+                if self._busy == 0 and self.queue.depth() == 0:
+                    self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Until the queue is empty and no job runs (used by tests and the sandbox)."""
+        while True:
+            await self.queue.join()
+            if self._busy == 0 and self.queue.depth() == 0:
+                return
+            await asyncio.sleep(0)
+
+    async def drain(self, grace_seconds: float) -> bool:
+        """Stop taking new jobs once the queue is empty; True if everything finished in time."""
+        try:
+            await asyncio.wait_for(self.wait_idle(), grace_seconds)
+            finished = True
+        except TimeoutError:
+            finished = False
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        return finished

@@ -1,0 +1,240 @@
+"""The aiohttp application: webhook intake, health, metrics, and the background workers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import cachetools
+import gidgethub
+from aiohttp import web
+from gidgethub import routing, sansio
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from . import __version__
+from .context import Context, utc_now
+from .github.client import GitHubClients, RetryPolicy
+from .logs import delivery_id_var
+from .metrics import Metrics
+from .queue import DeliveryQueue, Job, MemoryQueue, WorkerPool
+from .scheduler import Scheduler
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+WEBHOOK_PATH = "/api/github/webhooks"
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    router: routing.Router
+    ctx: Context
+    queue: DeliveryQueue
+    pool: WorkerPool
+    seen_deliveries: cachetools.TTLCache[str, bool]
+    background: list[asyncio.Task[None]]
+    ready: bool = False
+
+
+_RUNTIME: web.AppKey[Runtime] = web.AppKey("conveyor_runtime")
+
+
+def runtime_of(app: web.Application) -> Runtime:
+    return app[_RUNTIME]
+
+
+def create_app(
+    settings: Settings,
+    router: routing.Router,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    retry: RetryPolicy | None = None,
+    queue: DeliveryQueue | None = None,
+    background: Callable[[Runtime], list[asyncio.Task[None]]] | None = None,
+) -> web.Application:
+    metrics = Metrics()
+    clients = GitHubClients(
+        api_url=settings.api_url,
+        app_id=settings.app_id,
+        private_key=settings.private_key,
+        metrics=metrics,
+        retry=retry,
+    )
+    intake: DeliveryQueue = queue or MemoryQueue(settings.queue_size)
+    ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
+                  clock=clock)
+    runtime = Runtime(
+        settings=settings,
+        router=router,
+        ctx=ctx,
+        queue=intake,
+        pool=WorkerPool(intake, lambda job: process_job(runtime, job), workers=settings.workers),
+        seen_deliveries=cachetools.TTLCache(maxsize=100_000, ttl=24 * 3600),
+        background=[],
+    )
+    # The body limit is enforced by the webhook handler itself so that it can answer 413.
+    app = web.Application(client_max_size=settings.max_body_bytes + 1)
+    app[_RUNTIME] = runtime
+    app.router.add_post(WEBHOOK_PATH, webhook)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_endpoint)
+
+    async def on_startup(_app: web.Application) -> None:
+        runtime.pool.start()
+        runtime.ready = True
+        await learn_bot_login(runtime)
+        if background is not None:
+            runtime.background.extend(background(runtime))
+
+    async def on_shutdown(_app: web.Application) -> None:
+        runtime.ready = False
+        for task in runtime.background:
+            task.cancel()
+        await asyncio.gather(*runtime.background, return_exceptions=True)
+        runtime.ctx.scheduler.cancel_all()
+        finished = await runtime.pool.drain(settings.shutdown_grace)
+        if not finished:
+            log.warning("shutdown: in-flight work did not finish; the resync will redo it")
+        await clients.close()
+
+    app.on_startup.append(on_startup)
+    app.on_shutdown.append(on_shutdown)
+    return app
+
+
+async def learn_bot_login(runtime: Runtime) -> None:
+    """Ask GitHub who we are, so that our own comments are never taken as commands."""
+    try:
+        app_info = await runtime.ctx.clients.app().getitem("/app")
+    except (gidgethub.GitHubException, OSError) as exc:
+        log.warning("could not read the app's identity yet", extra={"error": str(exc)})
+        return
+    runtime.ctx.bot_login = f"{app_info['slug']}[bot]"
+
+
+def _answer(status: int, message: str, **extra: Any) -> web.Response:
+    return web.json_response({"message": message, **extra}, status=status)
+
+
+async def webhook(request: web.Request) -> web.Response:
+    runtime = runtime_of(request.app)
+    settings = runtime.settings
+    event_name = request.headers.get("X-GitHub-Event", "")
+    metrics = runtime.ctx.metrics
+    if request.content_length is not None and request.content_length > settings.max_body_bytes:
+        metrics.deliveries.labels(event_name or "unknown", "too_large").inc()
+        return _answer(413, "payload too large")
+    body = await _read_bounded(request, settings.max_body_bytes)
+    if body is None:
+        metrics.deliveries.labels(event_name or "unknown", "too_large").inc()
+        return _answer(413, "payload too large")
+    signature = request.headers.get("X-Hub-Signature-256", "")
+    if not signature:
+        metrics.deliveries.labels("unknown", "unsigned").inc()
+        return _answer(401, "missing X-Hub-Signature-256")
+    try:
+        sansio.validate_event(body, signature=signature, secret=settings.webhook_secret)
+    except gidgethub.ValidationFailure:
+        metrics.deliveries.labels("unknown", "bad_signature").inc()
+        return _answer(401, "signature does not match")
+    delivery_id = request.headers.get("X-GitHub-Delivery", "")
+    if not event_name or not delivery_id or len(delivery_id) > 100 or len(event_name) > 100:
+        metrics.deliveries.labels("unknown", "bad_headers").inc()
+        return _answer(400, "missing X-GitHub-Event or X-GitHub-Delivery")
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        metrics.deliveries.labels(event_name, "malformed").inc()
+        return _answer(400, "body is not valid JSON")
+    if not isinstance(payload, dict):
+        metrics.deliveries.labels(event_name, "malformed").inc()
+        return _answer(400, "body must be a JSON object")
+    if event_name == "ping":
+        metrics.deliveries.labels(event_name, "pong").inc()
+        return _answer(200, "pong")
+    event = sansio.Event(payload, event=event_name, delivery_id=delivery_id)
+    if not runtime.router.fetch(event):
+        metrics.deliveries.labels(event_name, "ignored").inc()
+        return web.Response(status=204)
+    if delivery_id in runtime.seen_deliveries:
+        metrics.deliveries.labels(event_name, "duplicate").inc()
+        return _answer(202, "duplicate delivery, already accepted")
+    if not runtime.queue.offer(Job(delivery_id, event_name, payload)):
+        metrics.deliveries.labels(event_name, "queue_full").inc()
+        log.warning("queue full, delivery refused", extra={"delivery_id": delivery_id})
+        return _answer(503, "queue full, retry later")
+    runtime.seen_deliveries[delivery_id] = True
+    metrics.deliveries.labels(event_name, "accepted").inc()
+    metrics.queue_depth.set(runtime.queue.depth())
+    return _answer(202, "accepted")
+
+
+async def _read_bounded(request: web.Request, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_chunked(65536):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def process_job(runtime: Runtime, job: Job) -> None:
+    """Run every handler of the job; one handler's failure never stops the others."""
+    token = delivery_id_var.set(job.delivery_id)
+    ctx = runtime.ctx
+    started = time.monotonic()
+    try:
+        ctx.metrics.queue_depth.set(runtime.queue.depth())
+        event = sansio.Event(job.payload, event=job.event, delivery_id=job.delivery_id)
+        callbacks = runtime.router.fetch(event)
+        installation = job.payload.get("installation")
+        installation_id = installation.get("id") if isinstance(installation, dict) else None
+        if not isinstance(installation_id, int):
+            log.info("event without an installation, nothing to do", extra={"event": job.event})
+            return
+        try:
+            gh = await ctx.clients.installation(installation_id)
+        except gidgethub.GitHubException as exc:
+            ctx.metrics.handler_errors.labels(job.event).inc()
+            log.error("no installation token", extra={"installation": installation_id,
+                                                      "error": str(exc)})
+            return
+        for callback in sorted(callbacks, key=lambda cb: cb.__qualname__):
+            try:
+                await callback(event, gh, ctx)
+            except Exception:
+                ctx.metrics.handler_errors.labels(job.event).inc()
+                log.exception(
+                    "handler failed",
+                    extra={"handler": f"{callback.__module__}.{callback.__qualname__}",
+                           "event": job.event, "action": job.payload.get("action")},
+                )
+    finally:
+        ctx.metrics.processing_seconds.labels(job.event).observe(time.monotonic() - started)
+        delivery_id_var.reset(token)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    runtime = runtime_of(request.app)
+    status = 200 if runtime.ready else 503
+    return web.json_response(
+        {"status": "ok" if runtime.ready else "starting", "version": __version__,
+         "queue_depth": runtime.queue.depth()},
+        status=status,
+    )
+
+
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    runtime = runtime_of(request.app)
+    runtime.ctx.metrics.queue_depth.set(runtime.queue.depth())
+    body = generate_latest(runtime.ctx.metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -1,0 +1,163 @@
+"""Settings from the environment and an optional `.env` file (the environment wins)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+DEFAULT_API_URL = "https://api.github.com"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class SettingsError(Exception):
+    """A missing or malformed setting; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    app_id: str
+    private_key: str = field(repr=False)
+    webhook_secret: str = field(repr=False)
+    api_url: str = DEFAULT_API_URL
+    host: str = "0.0.0.0"
+    port: int = 3000
+    log_level: str = "INFO"
+    resync_interval: float = 600.0
+    max_body_bytes: int = 25 * 1024 * 1024
+    queue_size: int = 10_000
+    workers: int = 8
+    shutdown_grace: float = 25.0
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """Parse a `.env` file: KEY=VALUE lines, `#` comments, optional quotes, `export ` prefix.
+
+    Double-quoted values may span lines (a PEM key pasted as is) and understand `\\n`.
+    """
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    lines = path.read_text(encoding="utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index].strip()
+        index += 1
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise SettingsError(f"{path}: line {index}: expected KEY=VALUE")
+        value = value.strip()
+        if value.startswith('"'):
+            body = value[1:]
+            while not _closes_double_quote(body) and index < len(lines):
+                body += "\n" + lines[index]
+                index += 1
+            if not _closes_double_quote(body):
+                raise SettingsError(f"{path}: {key}: unterminated double quote")
+            value = body.rstrip()[:-1].replace("\\n", "\n").replace('\\"', '"')
+        elif value.startswith("'") and value.endswith("'") and len(value) >= 2:
+            value = value[1:-1]
+        else:
+            value = value.split(" #", 1)[0].strip()
+        values[key] = value
+    return values
+
+
+def _closes_double_quote(body: str) -> bool:
+    stripped = body.rstrip()
+    return stripped.endswith('"') and not stripped.endswith('\\"')
+
+
+def merged_environment(
+    environ: Mapping[str, str] | None = None, dotenv: Path | None = None
+) -> dict[str, str]:
+    values = read_dotenv(dotenv if dotenv is not None else Path.cwd() / ".env")
+    values.update(os.environ if environ is None else environ)
+    return values
+
+
+def _required(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise SettingsError(f"{name} is not set")
+    return value
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, integer: bool = False) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+    if value < 0:
+        raise SettingsError(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
+def _private_key(env: Mapping[str, str]) -> str:
+    inline = env.get("GITHUB_PRIVATE_KEY", "").strip()
+    key_path = env.get("GITHUB_PRIVATE_KEY_PATH", "").strip()
+    if inline:
+        key, name = inline.replace("\\n", "\n"), "GITHUB_PRIVATE_KEY"
+    elif key_path:
+        try:
+            key = Path(key_path).expanduser().read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SettingsError(
+                f"GITHUB_PRIVATE_KEY_PATH cannot be read: {exc.strerror or exc}"
+            ) from None
+        name = "GITHUB_PRIVATE_KEY_PATH"
+    else:
+        raise SettingsError("GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH is not set")
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        load_pem_private_key(key.strip().encode(), password=None)
+    except (ValueError, TypeError):
+        raise SettingsError(f"{name} is not a PEM private key") from None
+    return key.strip() + "\n"
+
+
+def _api_url(env: Mapping[str, str]) -> str:
+    url = env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+        raise SettingsError(f"GITHUB_API_URL must be an http(s) URL, got {url!r}")
+    return url.rstrip("/")
+
+
+def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None = None) -> Settings:
+    """Build Settings; raises SettingsError naming the first bad variable."""
+    env = merged_environment(environ, dotenv)
+    app_id = _required(env, "GITHUB_APP_ID")
+    if not app_id.isdigit():
+        raise SettingsError(f"GITHUB_APP_ID must be the numeric app id, got {app_id!r}")
+    secret = _required(env, "GITHUB_WEBHOOK_SECRET")
+    private_key = _private_key(env)
+    log_level = (env.get("LOG_LEVEL", "").strip() or "INFO").upper()
+    if log_level not in LOG_LEVELS:
+        raise SettingsError(f"LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
+    port = int(_number(env, "PORT", 3000, integer=True))
+    if not 0 < port < 65536:
+        raise SettingsError(f"PORT must be between 1 and 65535, got {port}")
+    return Settings(
+        app_id=app_id,
+        private_key=private_key,
+        webhook_secret=secret,
+        api_url=_api_url(env),
+        host=env.get("HOST", "").strip() or "0.0.0.0",
+        port=port,
+        log_level=log_level,
+        resync_interval=_number(env, "CONVEYOR_RESYNC_INTERVAL", 600.0),
+        max_body_bytes=int(_number(env, "CONVEYOR_MAX_BODY_BYTES", 25 * 1024 * 1024, integer=True)),
+        queue_size=max(1, int(_number(env, "CONVEYOR_QUEUE_SIZE", 10_000, integer=True))),
+        workers=max(1, int(_number(env, "CONVEYOR_WORKERS", 8, integer=True))),
+    )
