@@ -288,22 +288,22 @@ def _evidence_conditions(
     gate: GateInput,
     subject: str,
 ) -> list[Condition]:
+    if digest is None:
+        if not rules.evidence:
+            return []
+        return [
+            Condition(
+                ok=False,
+                text=f"evidence from {rules.after} cannot be looked up without a digest",
+                subject=subject,
+            )
+        ]
     found: list[Condition] = []
     # When all required evidence first existed: the latest of each kind's earliest evidence.
     started: datetime | None = None
     complete = True
     for kind in rules.evidence:
         accepted = f"{kind} (or history)" if gate.rollback else kind
-        if digest is None:
-            complete = False
-            found.append(
-                Condition(
-                    ok=False,
-                    text=f"no {accepted} evidence from {rules.after}: no digest to look for",
-                    subject=subject,
-                )
-            )
-            continue
         earliest = _earliest(
             _matching(
                 gate.evidence.get(digest, ()), kind, digest, change, rules, rollback=gate.rollback
@@ -340,6 +340,8 @@ def _evidence_conditions(
                 ok=False,
                 text=f"soak of {soak} starts once all evidence exists",
                 subject=subject,
+                # A consequence of the missing evidence, reported as a wait, not a second failure.
+                when_unmet="in_progress",
             )
         )
         return found

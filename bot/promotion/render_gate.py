@@ -54,7 +54,7 @@ def _summary_lines(verdict: Verdict) -> list[str]:
 def _condition_line(condition: Condition) -> str:
     if condition.ok:
         mark = "✅"
-    elif condition.pending_until is not None:
+    elif condition.when_unmet == "in_progress":
         mark = "⏳"
     else:
         mark = "❌"
