@@ -1,0 +1,191 @@
+"""Turning a promotion into text splices and the value changes they must cause.
+
+Per SPEC section 4 a promotion always pins the digest and keeps the tag beside it:
+image strings become ``name:tag@digest``; Kustomize entries get ``newTag`` plus ``digest``;
+Helm blocks get ``digest`` beside ``tag`` when they already have a digest key, otherwise
+``tag: <tag>@<digest>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bot.domain.images import is_digest, parse_image_ref
+from bot.manifests.errors import UneditableImageError
+from bot.manifests.locate import Found, Pair, split_tag
+from bot.manifests.scalars import render
+from bot.manifests.splice import Splice
+from bot.manifests.tree import LineIndex, Mapping, Scalar
+
+
+@dataclass
+class Plan:
+    splices: list[Splice] = field(default_factory=list)
+    # id(old scalar) -> expected new value
+    changes: dict[int, str] = field(default_factory=dict)
+    # id(old mapping) -> {index of the pair after which keys are added: [(key, value), ...]}
+    insertions: dict[int, dict[int, list[tuple[str, str]]]] = field(default_factory=dict)
+
+
+class Planner:
+    def __init__(self, index: LineIndex, path: str, tag: str | None, digest: str) -> None:
+        self.index = index
+        self.path = path
+        self.tag = tag
+        self.digest = digest
+        self.plan = Plan()
+        self._done: set[int] = set()
+        self._eol = "\r\n" if "\r\n" in index.text else "\n"
+
+    def add(self, found: Found) -> None:
+        for ref in found.refs:
+            self._set_ref(ref)
+        if found.shape == "kustomize":
+            self._kustomize(found)
+        elif found.shape == "helm":
+            self._helm(found)
+        else:
+            self._group(found)
+
+    # -- shapes -------------------------------------------------------------------------------
+
+    def _set_ref(self, scalar: Scalar) -> None:
+        ref = parse_image_ref(scalar.value)
+        tag = self.tag if self.tag is not None else ref.tag
+        value = ref.name + (f":{tag}" if tag else "") + f"@{self.digest}"
+        self._set(scalar, None, value)
+
+    def _current_tag(self, found: Found, slots: list[Pair | Scalar]) -> str | None:
+        if self.tag is not None:
+            return self.tag
+        for slot in slots:
+            tag, _ = split_tag(_value(slot).value)
+            if tag is not None:
+                if is_digest(tag) or tag.startswith("sha256:"):
+                    raise UneditableImageError(
+                        self.path,
+                        _value(slot).line,
+                        f"{found.tag_key} holds a digest, not a tag; give the tag to keep",
+                    )
+                return tag
+        return None
+
+    def _kustomize(self, found: Found) -> None:
+        tag = self._current_tag(found, found.tags)
+        new_keys: list[tuple[str, str]] = []
+        for slot in found.tags:
+            if tag is not None:
+                self._set_slot(slot, tag)
+        if not found.tags and tag is not None:
+            new_keys.append(("newTag", tag))
+        for slot in found.digests:
+            self._set_slot(slot, self.digest)
+        if not found.digests:
+            new_keys.append(("digest", self.digest))
+        self._insert(found, new_keys)
+
+    def _helm(self, found: Found) -> None:
+        tag = self._current_tag(found, found.tags)
+        if found.digest_key is not None:
+            for slot in found.tags:
+                if tag is not None:
+                    self._set_slot(slot, tag)
+            for slot in found.digests:
+                self._set_slot(slot, self.digest)
+            if not found.tags and self.tag is not None:
+                self._insert(found, [("tag", self.tag)])
+            return
+        if tag is None:
+            raise UneditableImageError(
+                self.path, found.line, f"{found.name} has no tag to keep; give the tag"
+            )
+        pinned = f"{tag}@{self.digest}"
+        for slot in found.tags:
+            self._set_slot(slot, pinned)
+        if not found.tags:
+            self._insert(found, [("tag", pinned)])
+
+    def _group(self, found: Found) -> None:
+        if not (found.refs or found.tags or found.digests):
+            raise UneditableImageError(
+                self.path, found.line, f"{found.name} is marked by name only; mark its tag too"
+            )
+        if found.digests:
+            tag = self._current_tag(found, found.tags)
+            for slot in found.tags:
+                if tag is not None:
+                    self._set_slot(slot, tag)
+            for slot in found.digests:
+                self._set_slot(slot, self.digest)
+        elif found.tags:
+            tag = self._current_tag(found, found.tags)
+            if tag is None:
+                raise UneditableImageError(
+                    self.path, found.line, f"{found.name} has no tag to keep; give the tag"
+                )
+            for slot in found.tags:
+                self._set_slot(slot, f"{tag}@{self.digest}")
+
+    # -- primitives ---------------------------------------------------------------------------
+
+    def _set_slot(self, slot: Pair | Scalar, value: str) -> None:
+        if isinstance(slot, tuple):
+            self._set(slot[1], slot[0], value)
+        else:
+            self._set(slot, None, value)
+
+    def _set(self, scalar: Scalar, key: Scalar | None, value: str) -> None:
+        if id(scalar) in self._done:
+            return
+        self._done.add(id(scalar))
+        if scalar.value == value:
+            return
+        if scalar.style in ("|", ">"):
+            raise UneditableImageError(
+                self.path, scalar.line, "the value is a block scalar; write it on one line"
+            )
+        if scalar.start == scalar.end:
+            # an empty value (`digest:`): write after the key's colon
+            if key is None:
+                raise UneditableImageError(self.path, scalar.line, "empty value without a key")
+            colon = self.index.text.index(":", key.end)
+            text = " " + render(value, None)
+            self.plan.splices.append(Splice(colon + 1, colon + 1, text))
+        else:
+            text = render(value, scalar.style)
+            self.plan.splices.append(Splice(scalar.start, scalar.end, text))
+        self.plan.changes[id(scalar)] = value
+
+    def _insert(self, found: Found, keys: list[tuple[str, str]]) -> None:
+        if not keys:
+            return
+        mapping, after = found.mapping, found.anchor_pair
+        assert mapping is not None and after is not None
+        position = _pair_index(mapping, after)
+        value_node = mapping.pairs[position][1]
+        if mapping.flow:
+            at = value_node.end
+            text = "".join(f", {k}: {render(v, None)}" for k, v in keys)
+        else:
+            if after[0].line != value_node.line and value_node.end > value_node.start:
+                raise UneditableImageError(
+                    self.path, after[0].line, f"cannot add keys after a multi-line {after[0].value}"
+                )
+            last = value_node.end - 1 if value_node.end > value_node.start else after[0].end
+            at = self.index.line_end(last)
+            eol = self.index.line_break_at(at) or self._eol
+            indent = " " * after[0].column
+            text = "".join(f"{eol}{indent}{k}: {render(v, None)}" for k, v in keys)
+        self.plan.splices.append(Splice(at, at, text))
+        self.plan.insertions.setdefault(id(mapping), {}).setdefault(position, []).extend(keys)
+
+
+def _value(slot: Pair | Scalar) -> Scalar:
+    return slot[1] if isinstance(slot, tuple) else slot
+
+
+def _pair_index(mapping: Mapping, pair: Pair) -> int:
+    for i, (k, _) in enumerate(mapping.pairs):
+        if k is pair[0]:
+            return i
+    raise ValueError("pair not in mapping")

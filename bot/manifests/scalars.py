@@ -1,0 +1,50 @@
+"""Writing a new scalar value in the style of the one it replaces."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.resolver import VersionedResolver
+
+_STR_TAG = "tag:yaml.org,2002:str"
+# Kubernetes tooling reads YAML 1.1 (go-yaml: `on`, `0755`), ruamel reads 1.2: a plain value must
+# be a string under both.
+_RESOLVERS = (VersionedResolver(version=(1, 1)), VersionedResolver(version=(1, 2)))
+_PLAIN_SAFE_RE = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./:@+-]*")
+
+
+@lru_cache(maxsize=4096)
+def plain_is_string(value: str) -> bool:
+    """Whether ``value`` written without quotes is read back as a string by YAML 1.1 and 1.2."""
+    return all(
+        str(resolver.resolve(ScalarNode, value, (True, False))) == _STR_TAG
+        for resolver in _RESOLVERS
+    )
+
+
+def can_be_plain(value: str) -> bool:
+    return _PLAIN_SAFE_RE.fullmatch(value) is not None and plain_is_string(value)
+
+
+def double_quoted(value: str) -> str:
+    # JSON string syntax is a subset of YAML's double-quoted style.
+    return json.dumps(value)
+
+
+def single_quoted(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def render(value: str, style: str | None) -> str:
+    """``value`` in the quoting ``style`` of the scalar it replaces (None = plain).
+
+    A plain value that would read back as a number, date, boolean or null is double-quoted.
+    """
+    if style == "'":
+        return single_quoted(value)
+    if style == '"':
+        return double_quoted(value)
+    return value if can_be_plain(value) else double_quoted(value)

@@ -1,0 +1,227 @@
+"""A light YAML node tree with exact character offsets, built from parser events.
+
+ruamel's composer resolves an alias to the anchored node and forgets where the alias was
+written; building the tree from events keeps every alias as its own node with its position,
+which is what the editor needs to report which places inherit an anchored value. The C parser
+of ``ruamel.yaml.clib`` is used when installed (it is an order of magnitude faster); the pure
+Python parser otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from bot.manifests.errors import YamlSyntaxError
+
+_BREAK_RE = re.compile(r"\r\n|[\n\r\x85\u2028\u2029]")
+
+
+def _make_loader() -> YAML:
+    try:
+        import ruamel.yaml.clib  # noqa: F401
+    except ImportError:
+        return YAML(typ="safe", pure=True)
+    return YAML(typ="safe")
+
+
+_LOADER = _make_loader()
+
+
+class LineIndex:
+    """Converts (line, column) marks into offsets into the text, and back."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in _BREAK_RE.finditer(text)]
+
+    def offset(self, line: int, column: int) -> int:
+        if line >= len(self.starts):
+            return len(self.text)
+        return self.starts[line] + column
+
+    def line_end(self, offset: int) -> int:
+        """Offset of the line break (or end of text) of the line holding ``offset``."""
+        match = _BREAK_RE.search(self.text, offset)
+        return len(self.text) if match is None else match.start()
+
+    def line_break_at(self, offset: int) -> str | None:
+        match = _BREAK_RE.match(self.text, offset)
+        return None if match is None else match.group()
+
+
+@dataclass(eq=False)
+class Node:
+    start: int
+    end: int
+    line: int  # 1-based
+    column: int  # 0-based
+    anchor: str | None
+    tag: str | None
+
+
+@dataclass(eq=False)
+class Scalar(Node):
+    value: str
+    style: str | None  # None (plain), "'", '"', "|", ">"
+    plain_implicit: bool
+
+
+@dataclass(eq=False)
+class Mapping(Node):
+    flow: bool
+    pairs: list[tuple[Node, Node]] = field(default_factory=list)
+
+    def get(self, key: str) -> tuple[Scalar, Node] | None:
+        for k, v in self.pairs:
+            if isinstance(k, Scalar) and k.value == key:
+                return k, v
+        return None
+
+
+@dataclass(eq=False)
+class Sequence(Node):
+    flow: bool
+    items: list[Node] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Alias(Node):
+    target: Node | None = None
+
+
+@dataclass(eq=False)
+class Document:
+    root: Node | None
+    aliases: list[Alias]
+
+
+def resolve(node: Node | None) -> Node | None:
+    """Follow an alias to its anchored node."""
+    if isinstance(node, Alias):
+        return node.target
+    return node
+
+
+def _position(index: LineIndex, mark: Any) -> int:
+    return index.offset(mark.line, mark.column)
+
+
+def parse_documents(text: str, path: str) -> tuple[list[Document], LineIndex]:
+    """Parse every document of ``text``; raise YamlSyntaxError with the line on failure."""
+    index = LineIndex(text)
+    documents: list[Document] = []
+    try:
+        _build(_LOADER.parse(text), index, documents)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 0
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise YamlSyntaxError(path, line, f"YAML does not parse: {problem}") from exc
+    except YAMLError as exc:
+        raise YamlSyntaxError(path, 0, f"YAML does not parse: {exc}") from exc
+    return documents, index
+
+
+_PROPERTY_RE = re.compile(r"(?:[&!][^\s]*\s+)+")
+
+
+def _skip_properties(text: str, start: int) -> int:
+    """Offset of a scalar's value after its ``&anchor`` / ``!tag`` properties."""
+    match = _PROPERTY_RE.match(text, start)
+    return start if match is None else match.end()
+
+
+def _tag(event: Any) -> str | None:
+    tag = getattr(event, "tag", None)
+    return None if tag is None else str(tag)
+
+
+def _build(events: Any, index: LineIndex, documents: list[Document]) -> None:
+    stack: list[Node] = []
+    pending_key: list[Node | None] = []
+    anchors: dict[str, Node] = {}
+    aliases: list[Alias] = []
+    root: list[Node | None] = [None]
+
+    def attach(node: Node) -> None:
+        if not stack:
+            root[0] = node
+            return
+        parent = stack[-1]
+        if isinstance(parent, Sequence):
+            parent.items.append(node)
+        elif isinstance(parent, Mapping):
+            key = pending_key[-1]
+            if key is None:
+                pending_key[-1] = node
+            else:
+                parent.pairs.append((key, node))
+                pending_key[-1] = None
+
+    for event in events:
+        kind = type(event).__name__
+        if kind == "DocumentStartEvent":
+            anchors = {}
+            aliases = []
+            root[0] = None
+            continue
+        if kind == "DocumentEndEvent":
+            documents.append(Document(root=root[0], aliases=aliases))
+            continue
+        if kind in ("StreamStartEvent", "StreamEndEvent"):
+            continue
+        start = _position(index, event.start_mark)
+        line = event.start_mark.line + 1
+        column = event.start_mark.column
+        anchor = getattr(event, "anchor", None)
+        if kind == "ScalarEvent":
+            style = event.style or None
+            implicit = event.implicit
+            if anchor is not None or _tag(event) is not None:
+                start = _skip_properties(index.text, start)
+            node: Node = Scalar(
+                start=start,
+                end=_position(index, event.end_mark),
+                line=line,
+                column=column,
+                anchor=anchor,
+                tag=_tag(event),
+                value=event.value,
+                style=style,
+                plain_implicit=bool(implicit[0]) if implicit is not None else False,
+            )
+            attach(node)
+        elif kind == "AliasEvent":
+            node = Alias(
+                start=start,
+                end=_position(index, event.end_mark),
+                line=line,
+                column=column,
+                anchor=anchor,
+                tag=None,
+                target=anchors.get(anchor) if anchor is not None else None,
+            )
+            aliases.append(node)
+            attach(node)
+            continue
+        elif kind in ("MappingStartEvent", "SequenceStartEvent"):
+            flow = start < len(index.text) and index.text[start] in "{["
+            if kind == "MappingStartEvent":
+                node = Mapping(start, start, line, column, anchor, _tag(event), flow)
+            else:
+                node = Sequence(start, start, line, column, anchor, _tag(event), flow)
+            attach(node)
+            stack.append(node)
+            pending_key.append(None)
+        else:  # MappingEndEvent / SequenceEndEvent
+            closed = stack.pop()
+            pending_key.pop()
+            closed.end = _position(index, event.end_mark)
+            continue
+        if anchor is not None:
+            anchors[anchor] = node
