@@ -1,0 +1,402 @@
+"""Validation of the ``environments`` list."""
+
+from __future__ import annotations
+
+import difflib
+from datetime import timedelta
+from typing import Any
+
+from bot.domain.durations import parse_duration
+from bot.domain.freeze import FreezeWindow, parse_freeze
+from bot.domain.policy.model import Environment
+from bot.domain.policy.reader import Pos, Reader, type_name
+from bot.domain.policy.syntax import (
+    RESERVED_ENVIRONMENT_NAMES,
+    approver_problem,
+    name_problem,
+    path_problem,
+    placeholder_problem,
+)
+from bot.domain.tags import TagPolicy
+
+MAX_ENVIRONMENTS = 20
+MAX_APPROVERS = 100
+MAX_FREEZE_WINDOWS = 50
+MAX_APPROVALS = 10
+
+ENV_KEYS = (
+    "name", "path", "from", "after", "promote", "evidence", "soak", "tags", "approvals",
+    "approvers", "allow_self_approval", "deployed_context", "freeze", "merge_method",
+    "auto_merge", "require_attestation",
+)  # fmt: skip
+GATE_ONLY_KEYS = (
+    "promote", "evidence", "soak", "approvals", "approvers", "allow_self_approval",
+    "deployed_context",
+)  # fmt: skip
+FROM_VALUES = ("release", "package", "any")
+PROMOTE_VALUES = ("manual", "auto")
+EVIDENCE_VALUES = ("merged", "deployed")
+MERGE_METHODS = ("squash", "merge", "rebase")
+
+
+def suggest(word: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def check_template(reader: Reader, pos: Pos, where: str, template: str) -> bool:
+    problem = placeholder_problem(template) or path_problem(template)
+    if problem is not None:
+        reader.error(pos, f"{where}: {problem}")
+        return False
+    return True
+
+
+def _choice(
+    reader: Reader, raw: dict[Any, Any], key: str, where: str, choices: tuple[str, ...]
+) -> str | None:
+    value = reader.typed(raw, key, str, "a string", where)
+    if value is None:
+        return None
+    if value not in choices:
+        reader.error(
+            reader.value_pos(raw, key),
+            f"{where}.{key}: must be one of {', '.join(choices)}, not {value!r}"
+            + suggest(value, list(choices)),
+        )
+        return None
+    return str(value)
+
+
+def _string_list(
+    reader: Reader, raw: dict[Any, Any], key: str, where: str, limit: int
+) -> list[tuple[str, Pos]]:
+    seq = reader.typed(raw, key, list, "a list of strings", where)
+    if seq is None:
+        return []
+    if len(seq) > limit:
+        reader.error(reader.value_pos(raw, key), f"{where}.{key}: at most {limit} entries")
+        return []
+    items: list[tuple[str, Pos]] = []
+    for index, item in enumerate(seq):
+        pos = reader.item_pos(seq, index)
+        if not isinstance(item, str):
+            reader.error(pos, f"{where}.{key}[{index}]: expected a string, got {type_name(item)}")
+        else:
+            items.append((str(item), pos))
+    return items
+
+
+class _EnvParser:
+    def __init__(self, reader: Reader, names: dict[str, int], tag_cache: dict[str, TagPolicy]):
+        self.reader = reader
+        self.names = names
+        self.tag_cache = tag_cache
+
+    def parse(self, index: int, raw: dict[Any, Any], name: str) -> Environment:
+        reader, where = self.reader, f"environments[{index}]"
+        gated = isinstance(raw.get("after"), str)
+        for key in GATE_ONLY_KEYS:
+            if key in raw and not gated:
+                reader.error(
+                    reader.key_pos(raw, key),
+                    f"{where}.{key}: only applies to gated environments (those with 'after')",
+                )
+        path = ""
+        if "path" in raw:
+            template = reader.typed(raw, "path", str, "a string", where)
+            if template is not None and check_template(
+                reader, reader.value_pos(raw, "path"), f"{where}.path", template
+            ):
+                path = str(template)
+        after = self._after(raw, where, name) if "after" in raw else None
+        entry_from: str | None = None if gated else "any"
+        if "from" in raw:
+            if gated:
+                reader.error(
+                    reader.key_pos(raw, "from"),
+                    f"{where}.from: only applies to entry environments; this one is gated "
+                    "by 'after' and is opened by /promote or promote: auto",
+                )
+            else:
+                entry_from = _choice(reader, raw, "from", where, FROM_VALUES) or "any"
+        promote = "manual"
+        if "promote" in raw and gated:
+            promote = _choice(reader, raw, "promote", where, PROMOTE_VALUES) or "manual"
+        evidence = self._evidence(raw, where) if gated else ()
+        soak = self._soak(raw, where) if "soak" in raw and gated else timedelta(0)
+        approvals = self._approvals(raw, where) if "approvals" in raw and gated else 0
+        approvers = self._approvers(raw, where) if "approvers" in raw and gated else ()
+        self._check_approvers_fit(raw, where, approvals, approvers)
+        allow_self = self._bool(raw, "allow_self_approval", where) if gated else False
+        context = self._deployed_context(raw, where, evidence) if gated else None
+        return Environment(
+            name=name,
+            path=path,
+            entry_from=entry_from,
+            after=after,
+            promote=promote,
+            evidence=evidence,
+            soak=soak,
+            tags=self._tags(raw, where),
+            approvals=approvals,
+            approvers=approvers,
+            allow_self_approval=allow_self,
+            deployed_context=context,
+            freeze=self._freeze(raw, where),
+            merge_method=(
+                _choice(reader, raw, "merge_method", where, MERGE_METHODS) or "squash"
+                if "merge_method" in raw
+                else "squash"
+            ),
+            auto_merge=self._bool(raw, "auto_merge", where),
+            require_attestation=self._bool(raw, "require_attestation", where),
+            line=reader.node_pos(raw)[0],
+        )
+
+    def _after(self, raw: dict[Any, Any], where: str, name: str) -> str | None:
+        reader = self.reader
+        after = reader.typed(raw, "after", str, "the name of an environment", where)
+        if after is None:
+            return None
+        pos = reader.value_pos(raw, "after")
+        if after == name:
+            reader.error(pos, f"{where}.after: an environment cannot come after itself")
+            return None
+        elif after not in self.names:
+            reader.error(
+                pos,
+                f"{where}.after: unknown environment '{after}'" + suggest(after, list(self.names)),
+            )
+            return None
+        return str(after)
+
+    def _bool(self, raw: dict[Any, Any], key: str, where: str) -> bool:
+        if key not in raw:
+            return False
+        return bool(self.reader.typed(raw, key, bool, "true or false", where))
+
+    def _evidence(self, raw: dict[Any, Any], where: str) -> tuple[str, ...]:
+        if "evidence" not in raw:
+            return ("merged",)
+        items = _string_list(self.reader, raw, "evidence", where, len(EVIDENCE_VALUES) + 5)
+        if not items and isinstance(raw["evidence"], list):
+            self.reader.error(
+                self.reader.value_pos(raw, "evidence"),
+                f"{where}.evidence: list at least one of {', '.join(EVIDENCE_VALUES)}",
+            )
+        result: list[str] = []
+        for item, pos in items:
+            if item not in EVIDENCE_VALUES:
+                self.reader.error(
+                    pos,
+                    f"{where}.evidence: unknown evidence '{item}'; use "
+                    + " and/or ".join(EVIDENCE_VALUES)
+                    + suggest(item, list(EVIDENCE_VALUES)),
+                )
+            elif item in result:
+                self.reader.error(pos, f"{where}.evidence: '{item}' is listed twice")
+            else:
+                result.append(item)
+        return tuple(result) or ("merged",)
+
+    def _soak(self, raw: dict[Any, Any], where: str) -> timedelta:
+        value = raw["soak"]
+        pos = self.reader.value_pos(raw, "soak")
+        if value == 0 and isinstance(value, int) and not isinstance(value, bool):
+            return timedelta(0)
+        if not isinstance(value, str):
+            self.reader.error(
+                pos, f"{where}.soak: expected a duration such as 30m, got {type_name(value)}"
+            )
+            return timedelta(0)
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.reader.error(pos, f"{where}.soak: {exc}")
+            return timedelta(0)
+
+    def _approvals(self, raw: dict[Any, Any], where: str) -> int:
+        value = self.reader.typed(raw, "approvals", int, "an integer", where)
+        if value is None:
+            return 0
+        if not 0 <= value <= MAX_APPROVALS:
+            self.reader.error(
+                self.reader.value_pos(raw, "approvals"),
+                f"{where}.approvals: must be between 0 and {MAX_APPROVALS}, not {value}",
+            )
+            return 0
+        return int(value)
+
+    def _approvers(self, raw: dict[Any, Any], where: str) -> tuple[str, ...]:
+        result: list[str] = []
+        for item, pos in _string_list(self.reader, raw, "approvers", where, MAX_APPROVERS):
+            problem = approver_problem(item)
+            if problem is not None:
+                self.reader.error(pos, f"{where}.approvers: {problem}")
+            elif item.casefold() in (a.casefold() for a in result):
+                self.reader.error(pos, f"{where}.approvers: '{item}' is listed twice")
+            else:
+                result.append(item)
+        return tuple(result)
+
+    def _check_approvers_fit(
+        self, raw: dict[Any, Any], where: str, approvals: int, approvers: tuple[str, ...]
+    ) -> None:
+        if approvers and approvals == 0:
+            self.reader.error(
+                self.reader.key_pos(raw, "approvers"),
+                f"{where}.approvers: has no effect while approvals is 0; set approvals: 1 or more",
+            )
+        users = [a for a in approvers if not a.startswith("@")]
+        if approvers and len(users) == len(approvers) and approvals > len(users):
+            self.reader.error(
+                self.reader.value_pos(raw, "approvals"),
+                f"{where}.approvals: {approvals} approvals required but only {len(users)} "
+                "approver(s) listed, so the gate could never pass",
+            )
+
+    def _deployed_context(
+        self, raw: dict[Any, Any], where: str, evidence: tuple[str, ...]
+    ) -> str | None:
+        if "deployed_context" not in raw:
+            return None
+        value = self.reader.typed(raw, "deployed_context", str, "a string", where)
+        if value is None:
+            return None
+        pos = self.reader.value_pos(raw, "deployed_context")
+        if not value.strip() or len(value) > 255:
+            self.reader.error(pos, f"{where}.deployed_context: must be 1 to 255 characters")
+            return None
+        if "deployed" not in evidence:
+            self.reader.error(
+                pos,
+                f"{where}.deployed_context: only used with evidence: [deployed]; add "
+                "'deployed' to evidence",
+            )
+        return str(value)
+
+    def _tags(self, raw: dict[Any, Any], where: str) -> TagPolicy | None:
+        if "tags" not in raw:
+            return None
+        return parse_tags(self.reader, raw, where, self.tag_cache)
+
+    def _freeze(self, raw: dict[Any, Any], where: str) -> tuple[FreezeWindow, ...]:
+        if "freeze" not in raw:
+            return ()
+        windows: list[FreezeWindow] = []
+        for item, pos in _string_list(self.reader, raw, "freeze", where, MAX_FREEZE_WINDOWS):
+            try:
+                windows.append(parse_freeze(item))
+            except ValueError as exc:
+                self.reader.error(pos, f"{where}.freeze: {exc}")
+        return tuple(windows)
+
+
+def parse_tags(
+    reader: Reader, raw: dict[Any, Any], where: str, cache: dict[str, TagPolicy]
+) -> TagPolicy | None:
+    text = reader.typed(raw, "tags", str, 'a tag policy string such as "semver:^1.4"', where)
+    if text is None:
+        return None
+    if text in cache:
+        return cache[text]
+    try:
+        policy = TagPolicy.parse(text)
+    except ValueError as exc:
+        reader.error(reader.value_pos(raw, "tags"), f"{where}.tags: {exc}")
+        return None
+    cache[text] = policy
+    return policy
+
+
+def _names(reader: Reader, seq: list[Any]) -> dict[str, int]:
+    """Environment names in file order; reports missing, invalid and duplicate names."""
+    names: dict[str, int] = {}
+    folded: dict[str, int] = {}
+    for index, raw in enumerate(seq):
+        where = f"environments[{index}]"
+        if not isinstance(raw, dict) or "name" not in raw:
+            continue
+        name = reader.typed(raw, "name", str, "a string", where)
+        if name is None:
+            continue
+        pos = reader.value_pos(raw, "name")
+        problem = name_problem(name, "environment")
+        if problem is None and name.lower() in RESERVED_ENVIRONMENT_NAMES:
+            problem = f"'{name}' is reserved (Conveyor uses it in branch names)"
+        if problem is not None:
+            reader.error(pos, f"{where}.name: {problem}")
+            continue
+        if name.casefold() in folded:
+            first = reader.value_pos(seq[folded[name.casefold()]], "name")
+            reader.error(
+                pos,
+                f"{where}.name: duplicate environment '{name}' (first defined at line {first[0]})",
+            )
+            continue
+        folded[name.casefold()] = index
+        names[str(name)] = index
+    return names
+
+
+def _cycles(reader: Reader, seq: list[Any], envs: dict[str, Environment]) -> None:
+    reported: set[frozenset[str]] = set()
+    for start in envs:
+        chain = [start]
+        current = envs[start].after
+        while current is not None and current in envs and current not in chain:
+            chain.append(current)
+            current = envs[current].after
+        if current is None or current not in chain:
+            continue
+        cycle = chain[chain.index(current) :]
+        if frozenset(cycle) in reported or start != cycle[0]:
+            continue
+        reported.add(frozenset(cycle))
+        index = next(
+            i for i, raw in enumerate(seq) if isinstance(raw, dict) and raw.get("name") == start
+        )
+        reader.error(
+            reader.value_pos(seq[index], "after"),
+            f"environments[{index}].after: cycle in 'after': "
+            + " → ".join(reversed([*cycle, cycle[0]])),
+        )
+
+
+def parse_environments(
+    reader: Reader, root: dict[Any, Any], tag_cache: dict[str, TagPolicy]
+) -> dict[str, Environment]:
+    seq = reader.typed(root, "environments", list, "a list of environments", "")
+    if seq is None:
+        return {}
+    if not seq:
+        reader.error(
+            reader.value_pos(root, "environments"), "environments: define at least one environment"
+        )
+        return {}
+    if len(seq) > MAX_ENVIRONMENTS:
+        reader.error(
+            reader.value_pos(root, "environments"),
+            f"environments: at most {MAX_ENVIRONMENTS} environments are supported, "
+            f"found {len(seq)}",
+        )
+        return {}
+    names = _names(reader, seq)
+    parser = _EnvParser(reader, names, tag_cache)
+    envs: dict[str, Environment] = {}
+    for index, raw in enumerate(seq):
+        where = f"environments[{index}]"
+        pos = reader.item_pos(seq, index)
+        if not isinstance(raw, dict):
+            reader.error(
+                pos, f"{where}: expected a mapping with name and path, got {type_name(raw)}"
+            )
+            continue
+        reader.check_keys(raw, ENV_KEYS, where)
+        reader.require(raw, ("name", "path"), where, reader.node_pos(raw, pos))
+        name = raw.get("name")
+        if isinstance(name, str) and names.get(name) == index:
+            envs[name] = parser.parse(index, raw, name)
+    _cycles(reader, seq, envs)
+    return envs

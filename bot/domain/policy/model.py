@@ -1,0 +1,111 @@
+"""The validated policy that the rest of the bot codes against."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from bot.domain.freeze import FreezeWindow
+from bot.domain.policy.syntax import fill_template
+from bot.domain.tags import TagPolicy
+
+ENTRY_EVENT_KINDS = ("release", "package")
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    image: str
+    source: str
+    tags: TagPolicy
+    paths: Mapping[str, str]  # per-environment overrides of the environment's path template
+    line: int
+
+
+@dataclass(frozen=True)
+class Environment:
+    name: str
+    path: str
+    entry_from: str | None  # "release" | "package" | "any" for entry environments
+    after: str | None
+    promote: str
+    evidence: tuple[str, ...]
+    soak: timedelta
+    tags: TagPolicy | None
+    approvals: int
+    approvers: tuple[str, ...]
+    allow_self_approval: bool
+    deployed_context: str | None
+    freeze: tuple[FreezeWindow, ...]
+    merge_method: str
+    auto_merge: bool
+    require_attestation: bool
+    line: int
+
+    @property
+    def gated(self) -> bool:
+        return self.after is not None
+
+
+@dataclass(frozen=True)
+class Policy:
+    version: int
+    allowed_images: tuple[str, ...]
+    services: Mapping[str, Service]
+    environments: Mapping[str, Environment]
+    _by_path: Mapping[str, tuple[tuple[str, str], ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        index: dict[str, list[tuple[str, str]]] = {}
+        for service in self.services:
+            for env in self.environments:
+                index.setdefault(self.path_for(service, env), []).append((service, env))
+        object.__setattr__(self, "_by_path", {k: tuple(v) for k, v in index.items()})
+
+    def path_for(self, service: str, env: str) -> str:
+        """The file holding ``service``'s image in ``env``: its override, else the template."""
+        template = self.services[service].paths.get(env)
+        if template is None:
+            template = self.environments[env].path
+        return fill_template(template, service, env)
+
+    def entry_environments(self, event_kind: str) -> list[Environment]:
+        """Entry environments opened by a ``release`` or ``package`` event."""
+        if event_kind not in ENTRY_EVENT_KINDS:
+            raise ValueError(f"event kind must be 'release' or 'package', not {event_kind!r}")
+        return [env for env in self.environments.values() if env.entry_from in (event_kind, "any")]
+
+    def downstream_of(self, env: str) -> list[Environment]:
+        """Environments whose ``after`` names ``env`` directly, in file order."""
+        return [candidate for candidate in self.environments.values() if candidate.after == env]
+
+    def services_for_source(self, repo_full_name: str) -> list[Service]:
+        wanted = repo_full_name.casefold()
+        return [s for s in self.services.values() if s.source.casefold() == wanted]
+
+    def service_for_image(self, image_name: str) -> Service | None:
+        wanted = image_name.casefold()
+        for service in self.services.values():
+            if service.image.casefold() == wanted:
+                return service
+        return None
+
+    def tag_policy_for(self, service: str, env: str) -> list[TagPolicy]:
+        """Every policy a tag must satisfy to be promoted into ``env``."""
+        policies = [self.services[service].tags]
+        env_tags = self.environments[env].tags
+        if env_tags is not None:
+            policies.append(env_tags)
+        return policies
+
+    def environment_for_path(self, path: str) -> list[tuple[Service, Environment]]:
+        """The (service, environment) pairs whose file is ``path`` (a leading ``./`` or
+        ``/`` is ignored)."""
+        key = path.removeprefix("./").lstrip("/")
+        return [
+            (self.services[service], self.environments[env])
+            for service, env in self._by_path.get(key, ())
+        ]

@@ -1,0 +1,180 @@
+"""Validation of ``allowed_images`` and the ``services`` mapping."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any
+
+from bot.domain.policy.environments import check_template, parse_tags, suggest
+from bot.domain.policy.model import Service
+from bot.domain.policy.reader import Reader, type_name
+from bot.domain.policy.syntax import (
+    image_prefix_problem,
+    image_problem,
+    image_under,
+    name_problem,
+    repository_problem,
+)
+from bot.domain.tags import DEFAULT_TAG_POLICY, TagPolicy
+
+MAX_SERVICES = 2000
+MAX_ALLOWED_IMAGES = 100
+SERVICE_KEYS = ("image", "source", "tags", "paths")
+
+
+def parse_allowed_images(reader: Reader, root: dict[Any, Any]) -> tuple[str, ...]:
+    seq = reader.typed(root, "allowed_images", list, "a list of image prefixes", "")
+    if seq is None:
+        return ()
+    if not seq or len(seq) > MAX_ALLOWED_IMAGES:
+        reader.error(
+            reader.value_pos(root, "allowed_images"),
+            f"allowed_images: list 1 to {MAX_ALLOWED_IMAGES} image prefixes, such as "
+            '"ghcr.io/acme/"',
+        )
+        return ()
+    prefixes: list[str] = []
+    for index, item in enumerate(seq):
+        pos = reader.item_pos(seq, index)
+        if not isinstance(item, str):
+            reader.error(pos, f"allowed_images[{index}]: expected a string, got {type_name(item)}")
+            continue
+        problem = image_prefix_problem(item)
+        if problem is not None:
+            reader.error(pos, f"allowed_images[{index}]: {problem}")
+            continue
+        prefixes.append(str(item))
+    return tuple(prefixes)
+
+
+class _ServiceParser:
+    def __init__(
+        self,
+        reader: Reader,
+        allowed: tuple[str, ...] | None,
+        env_names: list[str],
+        tag_cache: dict[str, TagPolicy],
+    ) -> None:
+        self.reader = reader
+        self.allowed = allowed  # None when allowed_images itself is invalid
+        self.env_names = env_names
+        self.tag_cache = tag_cache
+        self.images: dict[str, str] = {}
+
+    def parse(self, name: str, raw: dict[Any, Any], line: int) -> Service:
+        reader, where = self.reader, f"services.{name}"
+        reader.check_keys(raw, SERVICE_KEYS, where)
+        reader.require(raw, ("image", "source"), where, reader.node_pos(raw))
+        image = self._image(raw, where, name) if "image" in raw else ""
+        source = ""
+        if "source" in raw:
+            value = reader.typed(raw, "source", str, "a repository as owner/repo", where)
+            problem = repository_problem(value) if value is not None else None
+            if problem is not None:
+                reader.error(reader.value_pos(raw, "source"), f"{where}.source: {problem}")
+            source = str(value or "")
+        tags = DEFAULT_TAG_POLICY
+        if "tags" in raw:
+            tags = parse_tags(reader, raw, where, self.tag_cache) or DEFAULT_TAG_POLICY
+        return Service(
+            name=name,
+            image=image,
+            source=source,
+            tags=tags,
+            paths=self._paths(raw, where) if "paths" in raw else MappingProxyType({}),
+            line=line,
+        )
+
+    def _image(self, raw: dict[Any, Any], where: str, name: str) -> str:
+        reader = self.reader
+        value = reader.typed(raw, "image", str, "an image name such as ghcr.io/acme/web", where)
+        if value is None:
+            return ""
+        pos = reader.value_pos(raw, "image")
+        problem = image_problem(value)
+        if problem is not None:
+            reader.error(pos, f"{where}.image: {problem}")
+            return str(value)
+        if self.allowed is not None and not any(image_under(value, p) for p in self.allowed):
+            reader.error(
+                pos,
+                f"{where}.image: '{value}' is not under any prefix of allowed_images "
+                f"({', '.join(self.allowed) or 'none'}); add its prefix there or fix the name",
+            )
+        other = self.images.get(value.casefold())
+        if other is not None:
+            reader.error(pos, f"{where}.image: '{value}' is already the image of service '{other}'")
+        else:
+            self.images[value.casefold()] = name
+        return str(value)
+
+    def _paths(self, raw: dict[Any, Any], where: str) -> MappingProxyType[str, str]:
+        reader = self.reader
+        mapping = reader.typed(raw, "paths", dict, "a mapping of environment to path", where)
+        if mapping is None:
+            return MappingProxyType({})
+        paths: dict[str, str] = {}
+        for env, template in mapping.items():
+            label = f"{where}.paths.{env}"
+            if not isinstance(env, str) or env not in self.env_names:
+                reader.error(
+                    reader.key_pos(mapping, env),
+                    f"{label}: unknown environment '{env}'" + suggest(str(env), self.env_names),
+                )
+                continue
+            if not isinstance(template, str):
+                reader.error(
+                    reader.value_pos(mapping, env),
+                    f"{label}: expected a path, got {type_name(template)}",
+                )
+                continue
+            if check_template(reader, reader.value_pos(mapping, env), label, template):
+                paths[env] = str(template)
+        return MappingProxyType(paths)
+
+
+def parse_services(
+    reader: Reader,
+    root: dict[Any, Any],
+    allowed: tuple[str, ...] | None,
+    env_names: list[str],
+    tag_cache: dict[str, TagPolicy],
+) -> dict[str, Service]:
+    mapping = reader.typed(root, "services", dict, "a mapping of service name to settings", "")
+    if mapping is None:
+        return {}
+    pos = reader.value_pos(root, "services")
+    if not mapping:
+        reader.error(pos, "services: define at least one service")
+        return {}
+    if len(mapping) > MAX_SERVICES:
+        reader.error(
+            pos, f"services: at most {MAX_SERVICES} services are supported, found {len(mapping)}"
+        )
+        return {}
+    parser = _ServiceParser(reader, allowed, env_names, tag_cache)
+    services: dict[str, Service] = {}
+    folded: dict[str, str] = {}
+    for name, raw in mapping.items():
+        key_pos = reader.key_pos(mapping, name)
+        label = f"services.{name}"
+        problem = name_problem(name, "service") if isinstance(name, str) else "keys must be strings"
+        if problem is not None:
+            reader.error(key_pos, f"{label}: {problem}")
+            continue
+        if name.casefold() in folded:
+            reader.error(
+                key_pos,
+                f"{label}: duplicate service (differs from '{folded[name.casefold()]}' "
+                "only in case)",
+            )
+            continue
+        folded[name.casefold()] = name
+        if not isinstance(raw, dict):
+            reader.error(
+                reader.value_pos(mapping, name),
+                f"{label}: expected a mapping with image and source, got {type_name(raw)}",
+            )
+            continue
+        services[str(name)] = parser.parse(str(name), raw, key_pos[0])
+    return services

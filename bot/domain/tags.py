@@ -1,0 +1,380 @@
+"""Tag policies: which release tags and image tags a service or environment admits.
+
+``semver:<range>`` tests the version derived from the tag (see :func:`version_from_tag`)
+against an npm-style range; ``regexp:<pattern>`` full-matches the tag (or its version);
+``any`` admits every tag.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+
+import nodesemver
+
+MAX_PATTERN_LENGTH = 256
+MAX_TAG_LENGTH = 128  # the OCI limit for an image tag; longer input is never admitted
+
+TagKind = Literal["semver", "regexp", "any"]
+
+_NUM = r"(?:0|[1-9]\d*)"
+_PRE_ID = r"(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)"
+_SEMVER = (
+    rf"{_NUM}\.{_NUM}\.{_NUM}"
+    rf"(?:-{_PRE_ID}(?:\.{_PRE_ID})*)?"
+    r"(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?"
+)
+_SEMVER_RE = re.compile(_SEMVER)
+# Lazy prefix: the version is the longest suffix, after a separator, that is a semver.
+_TAG_RE = re.compile(rf"(?:(?P<prefix>.+?)[-/@])?v?(?P<version>{_SEMVER})")
+_PLAIN_TAG_RE = re.compile(rf"v?(?P<version>{_SEMVER})")
+_LEADING_V_RE = re.compile(r"v(?=\d)")
+
+SortKey = tuple[int, int, int, tuple[Any, ...]]
+
+
+def version_from_tag(tag: str) -> str:
+    """``v1.4.2``, ``web-v1.4.2``, ``web/1.4.2``, ``web@1.4.2`` → ``1.4.2``.
+
+    A tag that holds no semantic version is returned unchanged, except that a leading
+    ``v`` directly followed by a digit is dropped (``v2024.01`` → ``2024.01``).
+    """
+    if len(tag) <= MAX_TAG_LENGTH * 2:
+        match = _PLAIN_TAG_RE.fullmatch(tag) or _TAG_RE.fullmatch(tag)
+        if match is not None:
+            return match.group("version")
+    if _LEADING_V_RE.match(tag):
+        return tag[1:]
+    return tag
+
+
+def is_semver(version: str) -> bool:
+    return _SEMVER_RE.fullmatch(version) is not None
+
+
+def sort_key(tag: str) -> SortKey | None:
+    """A key ordering tags by semantic version; ``None`` when the tag holds none.
+
+    Build metadata is ignored, as semver precedence requires.
+    """
+    version = version_from_tag(tag)
+    if not is_semver(version):
+        return None
+    core, _, rest = version.partition("+")[0].partition("-")
+    major, minor, patch = (int(part) for part in core.split("."))
+    if not rest:
+        return (major, minor, patch, (1,))
+    identifiers = tuple(
+        (0, int(ident), "") if ident.isdigit() else (1, 0, ident) for ident in rest.split(".")
+    )
+    return (major, minor, patch, (0, identifiers))
+
+
+def compare_versions(a: str, b: str) -> int | None:
+    """-1, 0 or 1 by semver precedence; ``None`` when either tag holds no semantic version
+    (the caller then orders by publish time)."""
+    key_a, key_b = sort_key(a), sort_key(b)
+    if key_a is None or key_b is None:
+        return None
+    return (key_a > key_b) - (key_a < key_b)
+
+
+@lru_cache(maxsize=1024)
+def _semver_range(text: str) -> Any:
+    return nodesemver.make_range(text, False)
+
+
+def _range_admits(range_text: str, version: str) -> bool:
+    # include_prerelease stays off: a prerelease is admitted only when the range itself
+    # names a prerelease of the same major.minor.patch (npm semantics).
+    return bool(_semver_range(range_text).test(version, include_prerelease=False))
+
+
+def _candidate_versions(parsed_range: Any) -> list[str]:
+    candidates = ["0.0.0"]
+    for comparator_set in parsed_range.set:
+        for comparator in comparator_set:
+            if comparator.semver is nodesemver.ANY:
+                continue
+            version = comparator.semver
+            candidates.append(version.version)
+            core = f"{version.major}.{version.minor}.{version.patch}"
+            candidates.append(core)
+            candidates.append(f"{version.major}.{version.minor}.{version.patch + 1}")
+            if version.prerelease:
+                candidates.append(f"{version.version}.0")
+    return candidates
+
+
+def validate_semver_range(text: str) -> None:
+    """Raise ValueError unless ``text`` is a node-semver range that can match some version."""
+    if len(text) > 256:
+        raise ValueError("semver range is longer than 256 characters")
+    try:
+        parsed = _semver_range(text)
+    except ValueError as exc:
+        raise ValueError(f"invalid semver range {text!r}: {exc}") from None
+    # The bounds of an interval are the comparators' versions or their successors, so
+    # testing those finds a member whenever the range is satisfiable.
+    if not any(parsed.test(v, include_prerelease=False) for v in _candidate_versions(parsed)):
+        raise ValueError(f"semver range {text!r} matches no version")
+
+
+@dataclass(frozen=True)
+class TagPolicy:
+    kind: TagKind
+    pattern: str
+    _regex: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, text: str) -> TagPolicy:
+        value = text.strip()
+        if value == "any":
+            return cls("any", "")
+        kind, sep, pattern = value.partition(":")
+        if not sep or kind not in ("semver", "regexp"):
+            raise ValueError(
+                f'invalid tag policy {text!r}: use "semver:<range>", "regexp:<pattern>" or "any"'
+            )
+        if kind == "semver":
+            validate_semver_range(pattern.strip())
+            return cls("semver", pattern.strip())
+        if not pattern:
+            raise ValueError('regexp tag policy needs a pattern after "regexp:"')
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        check_regex_safety(pattern)
+        return cls("regexp", pattern, compiled)
+
+    def admits(self, tag: str) -> bool:
+        if not tag or len(tag) > MAX_TAG_LENGTH:
+            return False
+        if self.kind == "any":
+            return True
+        version = version_from_tag(tag)
+        if self.kind == "semver":
+            return is_semver(version) and _range_admits(self.pattern, version)
+        regex = self._regex if self._regex is not None else re.compile(self.pattern)
+        return regex.fullmatch(tag) is not None or regex.fullmatch(version) is not None
+
+    @staticmethod
+    def sort_key(tag: str) -> SortKey | None:
+        return sort_key(tag)
+
+    @staticmethod
+    def compare_versions(a: str, b: str) -> int | None:
+        return compare_versions(a, b)
+
+    def __str__(self) -> str:
+        return "any" if self.kind == "any" else f"{self.kind}:{self.pattern}"
+
+
+DEFAULT_TAG_POLICY = TagPolicy("semver", "*")
+
+
+# --- regular-expression safety -------------------------------------------------------------
+# Python's ``re`` backtracks and has no timeout, so a policy could stall the bot with a
+# pattern such as ``(a+)+$``. Patterns are checked on the parsed tree (re's own parser, which
+# has no public typed API) against these rules:
+#   1. a repeated sub-pattern (max > 1) must not contain a quantifier of variable count if
+#      either of the two is unbounded: ``(a+)+``, ``(a*)*``, ``(a?)+``, ``(\d+\.){3}``;
+#   2. inside an unbounded repetition, the alternatives of a ``|`` must not be able to match
+#      the empty string or start with the same character: ``(a|aa)+``, ``(\w|\d)*``;
+#   3. two unbounded quantifiers separated only by optional items must not be able to match
+#      the same characters: ``.*.*``, ``\d+\d*``.
+_PARSER: Any = importlib.import_module("re._parser")
+_MAXREPEAT: int = _PARSER.MAXREPEAT
+# Characters the analysis uses to decide whether two character sets overlap: ASCII plus a
+# few representatives of the Unicode letters, digits and spaces that \w, \d and \s accept.
+_UNIVERSE: frozenset[int] = frozenset([*range(128), 0xE9, 0x3B1, 0x660, 0x2003])
+_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+
+
+def _category(name: str, code: int) -> bool:
+    char = chr(code)
+    if name.endswith("DIGIT"):
+        result = char.isdecimal()
+    elif name.endswith("WORD"):
+        result = char.isalnum() or char == "_"
+    elif name.endswith("SPACE"):
+        result = char.isspace()
+    else:
+        return True
+    return not result if "NOT_" in name else result
+
+
+def _class_set(items: list[Any]) -> frozenset[int]:
+    chars: set[int] = set()
+    negate = False
+    for op, arg in items:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            chars.add(arg)
+        elif name == "RANGE":
+            chars.update(c for c in _UNIVERSE if arg[0] <= c <= arg[1])
+            chars.update({arg[0], arg[1]})
+        elif name == "CATEGORY":
+            chars.update(c for c in _UNIVERSE if _category(str(arg), c))
+        else:
+            chars.update(_UNIVERSE)
+    return frozenset(_UNIVERSE - chars) if negate else frozenset(chars)
+
+
+def _first(seq: list[Any]) -> tuple[frozenset[int], bool]:
+    """Characters a sequence can start with, and whether it can match the empty string."""
+    first: set[int] = set()
+    for op, arg in seq:
+        chars, nullable = _item_first(str(op), arg)
+        first |= chars
+        if not nullable:
+            return frozenset(first), False
+    return frozenset(first), True
+
+
+def _item_first(name: str, arg: Any) -> tuple[frozenset[int], bool]:
+    if name == "LITERAL":
+        return frozenset({arg}), False
+    if name == "NOT_LITERAL":
+        return _UNIVERSE - {arg}, False
+    if name == "ANY":
+        return _UNIVERSE, False
+    if name == "IN":
+        return _class_set(arg), False
+    if name in ("AT", "ASSERT", "ASSERT_NOT"):
+        return frozenset(), True
+    if name in _REPEATS:
+        chars, nullable = _first(arg[2])
+        return chars, nullable or arg[0] == 0
+    if name in ("SUBPATTERN", "ATOMIC_GROUP"):
+        return _first(arg[-1])
+    if name == "BRANCH":
+        results = [_first(alt) for alt in arg[1]]
+        return frozenset().union(*(r[0] for r in results)), any(r[1] for r in results)
+    # back-references and conditionals: assume the worst
+    return _UNIVERSE, True
+
+
+def _children(name: str, arg: Any) -> list[list[Any]]:
+    if name in _REPEATS:
+        return [arg[2]]
+    if name in ("SUBPATTERN", "ATOMIC_GROUP"):
+        return [arg[-1]]
+    if name in ("ASSERT", "ASSERT_NOT"):
+        return [arg[1]]
+    if name == "BRANCH":
+        return list(arg[1])
+    if name == "GROUPREF_EXISTS":
+        return [branch for branch in arg[1:] if branch is not None]
+    return []
+
+
+def _walk(seq: list[Any]) -> list[tuple[str, Any]]:
+    nodes: list[tuple[str, Any]] = []
+    for op, arg in seq:
+        nodes.append((str(op), arg))
+        for child in _children(str(op), arg):
+            nodes.extend(_walk(child))
+    return nodes
+
+
+def _consumed(seq: list[Any]) -> frozenset[int]:
+    """Every character some part of the sequence could consume."""
+    chars: set[int] = set()
+    for name, arg in _walk(seq):
+        if name in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+            chars |= _item_first(name, arg)[0]
+        elif name in ("GROUPREF", "GROUPREF_IGNORE", "GROUPREF_EXISTS"):
+            chars |= _UNIVERSE
+    return frozenset(chars)
+
+
+def _has_separator(body: list[Any], variable: frozenset[int]) -> bool:
+    # A mandatory character that no inner quantifier can consume fixes where each iteration
+    # ends, as the "." in (\d+\.)+ or the "-" in (-[a-z]+)*: there is only one way to split.
+    for op, arg in body:
+        name = str(op)
+        if name in ("LITERAL", "NOT_LITERAL", "ANY", "IN") and not (
+            _item_first(name, arg)[0] & variable
+        ):
+            return True
+    return False
+
+
+def _check_nesting(seq: list[Any]) -> str | None:
+    for name, arg in _walk(seq):
+        if name not in _REPEATS or arg[1] <= 1:
+            continue
+        outer_unbounded = arg[1] == _MAXREPEAT
+        body = arg[2]
+        while len(body) == 1 and str(body[0][0]) == "SUBPATTERN":
+            body = body[0][1][-1]
+        risky = [
+            inner_arg
+            for inner_name, inner_arg in _walk(body)
+            if inner_name in _REPEATS
+            and inner_arg[0] != inner_arg[1]
+            and (outer_unbounded or inner_arg[1] == _MAXREPEAT)
+        ]
+        if risky:
+            variable = frozenset().union(*(_consumed(inner[2]) for inner in risky))
+            if not _has_separator(body, variable):
+                return "nested quantifiers (such as (a+)+ or (a*)*)"
+        if outer_unbounded:
+            for inner_name, inner_arg in _walk(body):
+                if inner_name == "BRANCH" and _alternatives_overlap(inner_arg[1]):
+                    return "repeated alternatives that can match the same text (such as (a|aa)+)"
+    return None
+
+
+def _alternatives_overlap(alternatives: list[list[Any]]) -> bool:
+    seen: set[int] = set()
+    for chars, nullable in (_first(alt) for alt in alternatives):
+        if nullable or seen & chars:
+            return True
+        seen |= chars
+    return False
+
+
+def _check_adjacent(seq: list[Any]) -> str | None:
+    pending: list[frozenset[int]] = []
+    for op, arg in seq:
+        name = str(op)
+        target_name, target_arg = name, arg
+        # look through a group that only wraps a single repetition, as in (.*)
+        while target_name == "SUBPATTERN" and len(target_arg[-1]) == 1:
+            inner_op, target_arg = target_arg[-1][0]
+            target_name = str(inner_op)
+        chars, nullable = _item_first(name, arg)
+        if target_name in _REPEATS and target_arg[1] == _MAXREPEAT:
+            if any(chars & earlier for earlier in pending):
+                return "adjacent unbounded quantifiers that can match the same characters"
+            pending = [*pending, chars] if nullable else [chars]
+        elif not nullable:
+            pending = []
+        for child in _children(name, arg):
+            problem = _check_adjacent(child)
+            if problem is not None:
+                return problem
+    return None
+
+
+def check_regex_safety(pattern: str) -> None:
+    """Raise ValueError for patterns that are too long or risk catastrophic backtracking."""
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise ValueError(f"regular expression is longer than {MAX_PATTERN_LENGTH} characters")
+    try:
+        tree = list(_PARSER.parse(pattern))
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    problem = _check_nesting(tree) or _check_adjacent(tree)
+    if problem is not None:
+        raise ValueError(
+            f"regular expression {pattern!r} risks catastrophic backtracking: {problem}"
+        )
