@@ -13,7 +13,7 @@ __all__ = ["MAX_OUTPUT", "MAX_TITLE", "NO_GATED_CHANGE", "render_gate_output"]
 MAX_OUTPUT = 65_535
 MAX_TITLE = 250
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 NO_GATED_CHANGE_SUMMARY = (
     "no gated environment changed: this pull request changes no file of an environment "
@@ -96,21 +96,30 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
+def _note(omitted: int) -> str:
+    more = f"; {omitted} more lines not shown" if omitted else ""
+    return f"\n\n… cut to GitHub's output limit{more}."
+
+
 def _bounded(lines: list[str]) -> str:
-    """Join lines, dropping whole lines from the end, with a note, to fit ``MAX_OUTPUT``."""
+    """Join lines; past ``MAX_OUTPUT`` keep what fits, cut the line that does not, add a note."""
     text = "\n".join(lines)
     if _size(text) <= MAX_OUTPUT:
         return text
     kept: list[str] = []
-    used = 0
+    used = 0  # bytes of "\n".join(kept)
+    index = 0
     for index, line in enumerate(lines):
-        note = f"\n\n… {len(lines) - index} more lines not shown (GitHub's output limit)."
-        # A single line longer than the whole budget is cut, not dropped silently.
-        if not kept and _size(line) + _size(note) > MAX_OUTPUT:
-            line = line.encode("utf-8")[: MAX_OUTPUT - _size(note) - 4].decode("utf-8", "ignore")
-            return line + "…" + note
-        if used + _size(line) + 1 + _size(note) > MAX_OUTPUT:
-            return "\n".join(kept) + note
-        kept.append(line)
-        used += _size(line) + 1
-    return "\n".join(kept)  # pragma: no cover - the whole text fits, handled above
+        separator = 1 if kept else 0
+        room = MAX_OUTPUT - used - separator - _size(_note(len(lines) - index - 1))
+        if _size(line) <= room:
+            kept.append(line)
+            used += separator + _size(line)
+            continue
+        # Part of a long line says more than none of it; a sliver would say nothing.
+        if room - _size("…") >= 80:
+            cut = line.encode("utf-8")[: room - _size("…")].decode("utf-8", "ignore")
+            kept.append(cut + "…")
+            index += 1
+        break
+    return "\n".join(kept) + _note(len(lines) - index)
