@@ -8,7 +8,7 @@ from bot.manifests.locate import Found, Locator, inherited_by, locate
 from bot.manifests.model import Edit, ImageOccurrence
 from bot.manifests.plan import Planner
 from bot.manifests.splice import apply_splices, changed_lines
-from bot.manifests.tree import Alias, parse_documents
+from bot.manifests.tree import Alias, Node, contains, parse_documents
 from bot.manifests.verify import verify
 
 
@@ -61,7 +61,7 @@ def promote_image(
     located = locate(documents, index, path)
     matches = [f for f in located.found if canonical in f.match_names]
     if not matches:
-        raise ImageNotFoundError(path, 1, f"image {image} not found in the file")
+        raise ImageNotFoundError(path, 1, _not_found_message(image, located.found))
     _check_ambiguity(matches, located, path, image)
 
     planner = Planner(index, path, tag, digest)
@@ -69,13 +69,25 @@ def promote_image(
         planner.add(found)
     plan = planner.plan
     occurrences = tuple(_occurrence(f, located.aliases) for f in matches)
-    notes = _anchor_notes(occurrences)
+    notes = _anchor_notes(matches, located.aliases)
     if not plan.splices:
         return Edit(path, text, text, (), occurrences, notes)
     new_text = apply_splices(text, plan.splices)
     _, new_index = verify(documents, new_text, plan, path)
     lines = changed_lines(new_index.starts, plan.splices)
     return Edit(path, text, new_text, lines, occurrences, notes)
+
+
+def _not_found_message(image: str, found: list[Found]) -> str:
+    message = (
+        f"image {image} not found (looked for Kustomize images entries, Helm image blocks, "
+        "image: strings, Flux setters and conveyor markers)"
+    )
+    names = list(dict.fromkeys(f.name for f in found))
+    if names:
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        message += f"; the file names {shown}"
+    return message
 
 
 def _check_ambiguity(matches: list[Found], located: Locator, path: str, image: str) -> None:
@@ -102,13 +114,19 @@ def _check_ambiguity(matches: list[Found], located: Locator, path: str, image: s
                 )
 
 
-def _anchor_notes(occurrences: tuple[ImageOccurrence, ...]) -> tuple[str, ...]:
+def _anchor_notes(matches: list[Found], aliases: list[Alias]) -> tuple[str, ...]:
+    """One note per anchor whose node holds an edited value and is reused through aliases."""
+    edited = [s for f in matches for s in f.scalars() if s not in f.names]
+    users: dict[int, tuple[Node, list[int]]] = {}
+    for alias in aliases:
+        target = alias.target
+        if target is not None and any(contains(target, s) for s in edited):
+            users.setdefault(id(target), (target, []))[1].append(alias.line)
     notes: list[str] = []
-    for occurrence in occurrences:
-        if occurrence.inherited_by:
-            used = ", ".join(str(line) for line in occurrence.inherited_by)
-            notes.append(
-                f"the anchored value on line {occurrence.line} is also used on lines {used}; "
-                "they change with it"
-            )
+    for target, lines in sorted(users.values(), key=lambda item: item[0].start):
+        used = ", ".join(str(line) for line in sorted(set(lines)))
+        notes.append(
+            f"the anchor &{target.anchor} on line {target.line} is also used on "
+            f"line{'s' if len(set(lines)) > 1 else ''} {used}; the change applies there too"
+        )
     return tuple(notes)

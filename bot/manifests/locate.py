@@ -21,7 +21,17 @@ from bot.domain.images import ImageRef, canonical_image_name, is_digest, parse_i
 from bot.manifests.comments import Marker, Setter, parse_trailing_comment
 from bot.manifests.errors import AmbiguousImageError, UneditableImageError
 from bot.manifests.scalars import plain_is_string
-from bot.manifests.tree import Alias, Document, LineIndex, Mapping, Node, Scalar, Sequence, resolve
+from bot.manifests.tree import (
+    Alias,
+    Document,
+    LineIndex,
+    Mapping,
+    Node,
+    Scalar,
+    Sequence,
+    contains,
+    resolve,
+)
 
 Pair = tuple[Scalar, Scalar]  # (key, value) of a mapping entry whose value is a scalar
 
@@ -356,13 +366,10 @@ def locate(documents: list[Document], index: LineIndex, path: str) -> Locator:
 
 def inherited_by(found: Found, aliases: list[Alias]) -> tuple[int, ...]:
     """Lines of aliases whose anchored node contains one of the values of ``found``."""
-    lines: set[int] = set()
-    for alias in aliases:
-        target = alias.target
-        if target is None:
-            continue
-        for scalar in found.scalars():
-            if target.start <= scalar.start and scalar.end <= max(target.end, target.start + 1):
-                lines.add(alias.line)
-                break
+    scalars = found.scalars()
+    lines = {
+        alias.line
+        for alias in aliases
+        if alias.target is not None and any(contains(alias.target, s) for s in scalars)
+    }
     return tuple(sorted(lines))

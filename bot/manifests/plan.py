@@ -152,7 +152,8 @@ class Planner:
             text = " " + render(value, None)
             self.plan.splices.append(Splice(colon + 1, colon + 1, text))
         else:
-            text = render(value, scalar.style)
+            explicit_str = scalar.tag is not None and scalar.tag.endswith(":str")
+            text = render(value, scalar.style, explicit_str=explicit_str)
             self.plan.splices.append(Splice(scalar.start, scalar.end, text))
         self.plan.changes[id(scalar)] = value
 

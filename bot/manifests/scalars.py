@@ -38,13 +38,16 @@ def single_quoted(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def render(value: str, style: str | None) -> str:
+def render(value: str, style: str | None, *, explicit_str: bool = False) -> str:
     """``value`` in the quoting ``style`` of the scalar it replaces (None = plain).
 
-    A plain value that would read back as a number, date, boolean or null is double-quoted.
+    A plain value that would read back as a number, date, boolean or null is double-quoted,
+    unless the scalar carries an explicit ``!!str`` tag.
     """
     if style == "'":
         return single_quoted(value)
     if style == '"':
         return double_quoted(value)
+    if explicit_str and _PLAIN_SAFE_RE.fullmatch(value) is not None:
+        return value
     return value if can_be_plain(value) else double_quoted(value)

@@ -107,6 +107,11 @@ def resolve(node: Node | None) -> Node | None:
     return node
 
 
+def contains(outer: Node, inner: Node) -> bool:
+    """Whether ``inner`` lies within ``outer`` (or is it)."""
+    return outer is inner or (outer.start <= inner.start and inner.end <= outer.end)
+
+
 def _position(index: LineIndex, mark: Any) -> int:
     return index.offset(mark.line, mark.column)
 
@@ -119,11 +124,14 @@ def parse_documents(text: str, path: str) -> tuple[list[Document], LineIndex]:
         _build(_LOADER.parse(text), index, documents)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else 0
+        # an error at the end of the stream would point past the last line
+        line = min(mark.line + 1, len(index.starts)) if mark is not None else 1
+        if line > 1 and index.starts[line - 1] >= len(text):
+            line -= 1
         problem = exc.problem or exc.context or "invalid YAML"
         raise YamlSyntaxError(path, line, f"YAML does not parse: {problem}") from exc
     except YAMLError as exc:
-        raise YamlSyntaxError(path, 0, f"YAML does not parse: {exc}") from exc
+        raise YamlSyntaxError(path, 1, f"YAML does not parse: {exc}") from exc
     return documents, index
 
 
@@ -210,7 +218,8 @@ def _build(events: Any, index: LineIndex, documents: list[Document]) -> None:
             attach(node)
             continue
         elif kind in ("MappingStartEvent", "SequenceStartEvent"):
-            flow = start < len(index.text) and index.text[start] in "{["
+            content = _skip_properties(index.text, start) if anchor or _tag(event) else start
+            flow = index.text.startswith(("{", "["), content)
             if kind == "MappingStartEvent":
                 node = Mapping(start, start, line, column, anchor, _tag(event), flow)
             else:
