@@ -29,6 +29,22 @@ def _mark_pos(mark: Any) -> tuple[int, int]:
     return (int(mark.line) + 1, int(mark.column) + 1)
 
 
+def _first_definition(text: str, exc: DuplicateKeyError, key: str) -> int | None:
+    """The line of the first ``key:`` in the mapping ruamel reports (it marks the mapping's
+    start, not the first key)."""
+    if exc.context_mark is None or exc.problem_mark is None:
+        return None
+    lines = text.splitlines()
+    column = exc.problem_mark.column
+    for number in range(exc.context_mark.line, min(exc.problem_mark.line, len(lines))):
+        line = lines[number]
+        if line[column:].startswith((f"{key}:", f'"{key}":', f"'{key}':")) and (
+            not line[:column].strip() or line[:column].strip() == "-"
+        ):
+            return number + 1
+    return None
+
+
 def _parse_yaml(reader: Reader, text: str) -> Any:
     yaml = YAML(typ="rt")
     try:
@@ -36,8 +52,9 @@ def _parse_yaml(reader: Reader, text: str) -> Any:
     except DuplicateKeyError as exc:
         match = _DUPLICATE_RE.search(str(exc.problem))
         key = match["key"] if match else "?"
-        first = f" (first defined at line {exc.context_mark.line + 1})" if exc.context_mark else ""
-        reader.error(_mark_pos(exc.problem_mark), f"duplicate key '{key}'{first}")
+        first = _first_definition(text, exc, key)
+        where = f" (first defined at line {first})" if first else ""
+        reader.error(_mark_pos(exc.problem_mark), f"duplicate key '{key}'{where}")
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "syntax error"

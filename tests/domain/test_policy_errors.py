@@ -1,0 +1,492 @@
+"""Every class of policy validation error, with its exact message and position."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from bot.domain.policy import PolicyError, PolicyIssue, load_policy
+
+HEAD = """\
+version: 1
+allowed_images: ["ghcr.io/acme/"]
+services:
+  web:
+    image: ghcr.io/acme/web
+    source: acme/web
+environments:
+  - name: staging
+    path: apps/{service}/staging.yaml
+"""  # lines 1-9; cases append from line 10 on
+
+
+def issues_of(text: str) -> list[tuple[int, int, str]]:
+    with pytest.raises(PolicyError) as caught:
+        load_policy(textwrap.dedent(text))
+    return [(i.line, i.column, i.message) for i in caught.value.issues]
+
+
+CASES: list[tuple[str, str, list[tuple[int, int, str]]]] = [
+    (
+        "unknown key with suggestion",
+        HEAD + "  - name: production\n    path: p.yaml\n    after: staging\n    aprovals: 1\n",
+        [(13, 5, "environments[1].aprovals: unknown key (did you mean 'approvals'?)")],
+    ),
+    (
+        "unknown top-level key without a close match",
+        HEAD + "colour: blue\n",
+        [
+            (
+                10,
+                1,
+                "colour: unknown key (expected one of: version, allowed_images, services, "
+                "environments)",
+            )
+        ],
+    ),
+    (
+        "wrong type",
+        HEAD.replace("  - name: staging\n", "  - name: staging\n    auto_merge: yes\n"),
+        [(9, 17, "environments[0].auto_merge: expected true or false, got string")],
+    ),
+    (
+        "integer where a string is expected",
+        HEAD.replace("source: acme/web", "source: 42"),
+        [(6, 13, "services.web.source: expected a repository as owner/repo, got integer")],
+    ),
+    (
+        "missing required keys",
+        "version: 1\nallowed_images: [ghcr.io/acme/]\n",
+        [
+            (1, 1, "missing required key 'environments'"),
+            (1, 1, "missing required key 'services'"),
+        ],
+    ),
+    (
+        "unsupported version",
+        HEAD.replace("version: 1", "version: 2"),
+        [(1, 10, "version: must be 1, not 2")],
+    ),
+    (
+        "after names an unknown environment",
+        HEAD + "  - name: production\n    path: p.yaml\n    after: stagin\n",
+        [(12, 12, "environments[1].after: unknown environment 'stagin' (did you mean 'staging'?)")],
+    ),
+    (
+        "cycle in after",
+        HEAD
+        + "  - name: a\n    path: a.yaml\n    after: b\n"
+        + "  - name: b\n    path: b.yaml\n    after: a\n",
+        [(12, 12, "environments[1].after: cycle in 'after': a → b → a")],
+    ),
+    (
+        "environment after itself",
+        HEAD + "  - name: qa\n    path: qa.yaml\n    after: qa\n",
+        [(12, 12, "environments[1].after: an environment cannot come after itself")],
+    ),
+    (
+        "duplicate environment",
+        HEAD + "  - name: Staging\n    path: s2.yaml\n",
+        [
+            (
+                10,
+                11,
+                "environments[1].name: duplicate environment 'Staging' (first defined at line 8)",
+            )
+        ],
+    ),
+    (
+        "duplicate key",
+        HEAD.replace("    source: acme/web\n", "    source: acme/web\n    source: acme/api\n"),
+        [(7, 5, "duplicate key 'source' (first defined at line 6)")],
+    ),
+    (
+        "path with ..",
+        HEAD.replace("apps/{service}/staging.yaml", "apps/../../etc/{service}.yaml"),
+        [
+            (
+                9,
+                11,
+                "environments[0].path: path 'apps/../../etc/{service}.yaml' leaves the "
+                "repository: '..' is not allowed",
+            )
+        ],
+    ),
+    (
+        "absolute path override",
+        HEAD.replace(
+            "    source: acme/web\n",
+            "    source: acme/web\n    paths:\n      staging: /etc/passwd\n",
+        ),
+        [
+            (
+                8,
+                16,
+                "services.web.paths.staging: path '/etc/passwd' is absolute: write it relative "
+                "to the repository root",
+            )
+        ],
+    ),
+    (
+        "backslash in path",
+        HEAD.replace("apps/{service}/staging.yaml", "'apps\\{service}\\s.yaml'"),
+        [
+            (
+                9,
+                11,
+                "environments[0].path: path 'apps\\\\{service}\\\\s.yaml' contains a "
+                "backslash: use '/' between directories",
+            )
+        ],
+    ),
+    (
+        "unknown placeholder",
+        HEAD.replace("apps/{service}/staging.yaml", "apps/{name}/staging.yaml"),
+        [
+            (
+                9,
+                11,
+                "environments[0].path: unknown placeholder {name} in path "
+                "'apps/{name}/staging.yaml': only {service} and {env} are allowed",
+            )
+        ],
+    ),
+    (
+        "paths override for an unknown environment",
+        HEAD.replace(
+            "    source: acme/web\n", "    source: acme/web\n    paths:\n      stageing: x.yaml\n"
+        ),
+        [
+            (
+                8,
+                7,
+                "services.web.paths.stageing: unknown environment 'stageing' "
+                "(did you mean 'staging'?)",
+            )
+        ],
+    ),
+    (
+        "bad semver range",
+        HEAD.replace(
+            "    source: acme/web\n", '    source: acme/web\n    tags: "semver:^1.x.banana"\n'
+        ),
+        [
+            (
+                7,
+                11,
+                "services.web.tags: invalid semver range '^1.x.banana': Invalid comparator: "
+                "^1.x.banana",
+            )
+        ],
+    ),
+    (
+        "semver range that matches nothing",
+        HEAD.replace("    source: acme/web\n", '    source: acme/web\n    tags: "semver:>=2 <1"\n'),
+        [(7, 11, "services.web.tags: semver range '>=2 <1' matches no version")],
+    ),
+    (
+        "bad regexp",
+        HEAD.replace(
+            "    source: acme/web\n", '    source: acme/web\n    tags: "regexp:v(\\\\d+"\n'
+        ),
+        [
+            (
+                7,
+                11,
+                "services.web.tags: invalid regular expression 'v(\\\\d+': missing ), "
+                "unterminated subpattern at position 1",
+            )
+        ],
+    ),
+    (
+        "catastrophic regexp",
+        HEAD.replace("    source: acme/web\n", '    source: acme/web\n    tags: "regexp:(a+)+$"\n'),
+        [
+            (
+                7,
+                11,
+                "services.web.tags: regular expression '(a+)+$' risks catastrophic "
+                "backtracking: nested quantifiers (such as (a+)+ or (a*)*)",
+            )
+        ],
+    ),
+    (
+        "overlapping alternation",
+        HEAD.replace(
+            "    source: acme/web\n", '    source: acme/web\n    tags: "regexp:(a|aa)+"\n'
+        ),
+        [
+            (
+                7,
+                11,
+                "services.web.tags: regular expression '(a|aa)+' risks catastrophic "
+                "backtracking: repeated alternatives that can match the same text "
+                "(such as (a|aa)+)",
+            )
+        ],
+    ),
+    (
+        "bad duration",
+        HEAD + "  - name: production\n    path: p.yaml\n    after: staging\n    soak: 30 minutes\n",
+        [
+            (
+                13,
+                11,
+                "environments[1].soak: invalid duration '30 minutes': use 0 or a number with "
+                "units d, h, m, s in that order, such as 45s, 30m, 1h30m or 2d",
+            )
+        ],
+    ),
+    (
+        "duration above the maximum",
+        HEAD + "  - name: production\n    path: p.yaml\n    after: staging\n    soak: 31d\n",
+        [(13, 11, "environments[1].soak: duration '31d' is longer than the maximum of 30d")],
+    ),
+    (
+        "bad approver",
+        HEAD
+        + "  - name: production\n    path: p.yaml\n    after: staging\n    approvals: 1\n"
+        + "    approvers: [-bob, '@acme']\n",
+        [
+            (
+                14,
+                17,
+                "environments[1].approvers: invalid GitHub login '-bob': up to 39 letters, "
+                "digits or single hyphens, not starting or ending with a hyphen (teams are "
+                "written @org/team-slug)",
+            ),
+            (
+                14,
+                23,
+                "environments[1].approvers: invalid team '@acme': write a team as @org/team-slug",
+            ),
+        ],
+    ),
+    (
+        "more approvals than listed approvers",
+        HEAD
+        + "  - name: production\n    path: p.yaml\n    after: staging\n    approvals: 2\n"
+        + "    approvers: [alice]\n",
+        [
+            (
+                13,
+                16,
+                "environments[1].approvals: 2 approvals required but only 1 approver(s) "
+                "listed, so the gate could never pass",
+            )
+        ],
+    ),
+    (
+        "bad freeze window",
+        HEAD
+        + '    freeze: ["Fri 16:00 - Mon 25:00 Europe/Berlin", '
+        + '"Fri 16:00 - Mon 08:00 Mars/Base"]\n',
+        [
+            (
+                10,
+                14,
+                "environments[0].freeze: invalid time '25:00': use 24-hour HH:MM between "
+                "00:00 and 23:59",
+            ),
+            (
+                10,
+                53,
+                "environments[0].freeze: unknown time zone 'Mars/Base': use an IANA name "
+                "such as Europe/Berlin or UTC",
+            ),
+        ],
+    ),
+    (
+        "image not under allowed_images",
+        HEAD.replace("image: ghcr.io/acme/web", "image: docker.io/evil/web"),
+        [
+            (
+                5,
+                12,
+                "services.web.image: 'docker.io/evil/web' is not under any prefix of "
+                "allowed_images (ghcr.io/acme/); add its prefix there or fix the name",
+            )
+        ],
+    ),
+    (
+        "image with a tag",
+        HEAD.replace("image: ghcr.io/acme/web", "image: ghcr.io/acme/web:1.0"),
+        [
+            (
+                5,
+                12,
+                "services.web.image: image 'ghcr.io/acme/web:1.0' must be a name without tag "
+                "or digest, such as ghcr.io/acme/web",
+            )
+        ],
+    ),
+    (
+        "from on a gated environment and promote on an entry environment",
+        HEAD
+        + "    promote: auto\n"
+        + "  - name: production\n    path: p.yaml\n    after: staging\n    from: release\n",
+        [
+            (
+                10,
+                5,
+                "environments[0].promote: only applies to gated environments (those with 'after')",
+            ),
+            (
+                14,
+                5,
+                "environments[1].from: only applies to entry environments; this one is gated "
+                "by 'after' and is opened by /promote or promote: auto",
+            ),
+        ],
+    ),
+    (
+        "bad choice values",
+        HEAD + "    from: releases\n    merge_method: fast-forward\n",
+        [
+            (
+                10,
+                11,
+                "environments[0].from: must be one of release, package, any, not 'releases' "
+                "(did you mean 'release'?)",
+            ),
+            (
+                11,
+                19,
+                "environments[0].merge_method: must be one of squash, merge, rebase, not "
+                "'fast-forward'",
+            ),
+        ],
+    ),
+    (
+        "bad evidence and approvals out of range",
+        HEAD
+        + "  - name: production\n    path: p.yaml\n    after: staging\n"
+        + "    evidence: [merged, tested]\n    approvals: 11\n",
+        [
+            (
+                13,
+                24,
+                "environments[1].evidence: unknown evidence 'tested'; use merged and/or deployed",
+            ),
+            (14, 16, "environments[1].approvals: must be between 0 and 10, not 11"),
+        ],
+    ),
+    (
+        "bad source repository",
+        HEAD.replace("source: acme/web", "source: acme"),
+        [(6, 13, "services.web.source: invalid repository 'acme': write it as owner/repo")],
+    ),
+    (
+        "empty allowed_images",
+        HEAD.replace('allowed_images: ["ghcr.io/acme/"]', "allowed_images: []"),
+        [
+            (
+                2,
+                17,
+                'allowed_images: list 1 to 100 image prefixes, such as "ghcr.io/acme/"',
+            )
+        ],
+    ),
+    (
+        "invalid YAML",
+        "version: 1\nservices: [\n",
+        [(3, 1, "invalid YAML: expected the node content, but found '<stream end>'")],
+    ),
+    (
+        "not a mapping",
+        "- just\n- a list\n",
+        [
+            (
+                1,
+                1,
+                "the policy must be a mapping with the keys version, allowed_images, services "
+                "and environments",
+            )
+        ],
+    ),
+    (
+        "several errors at once",
+        """\
+version: 1
+allowed_images: ["ghcr.io/acme/"]
+services:
+  web:
+    image: quay.io/acme/web
+    source: acme/web
+    tag: "semver:^1"
+environments:
+  - name: staging
+    path: /abs/{service}.yaml
+  - name: production
+    path: apps/{service}/prod.yaml
+    after: stage
+    soak: -5m
+""",
+        [
+            (
+                5,
+                12,
+                "services.web.image: 'quay.io/acme/web' is not under any prefix of "
+                "allowed_images (ghcr.io/acme/); add its prefix there or fix the name",
+            ),
+            (7, 5, "services.web.tag: unknown key (did you mean 'tags'?)"),
+            (
+                10,
+                11,
+                "environments[0].path: path '/abs/{service}.yaml' is absolute: write it "
+                "relative to the repository root",
+            ),
+            (
+                13,
+                12,
+                "environments[1].after: unknown environment 'stage' (did you mean 'staging'?)",
+            ),
+            (
+                14,
+                11,
+                "environments[1].soak: invalid duration '-5m': use 0 or a number with "
+                "units d, h, m, s in that order, such as 45s, 30m, 1h30m or 2d",
+            ),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_validation_error(text: str, expected: list[tuple[int, int, str]]) -> None:
+    assert issues_of(text) == expected
+
+
+def test_issue_str_and_error_message() -> None:
+    with pytest.raises(PolicyError) as caught:
+        load_policy(HEAD + "colour: blue\n", path="deploy/.github/conveyor.yml")
+    issue = caught.value.issues[0]
+    assert isinstance(issue, PolicyIssue)
+    assert str(issue).startswith("deploy/.github/conveyor.yml:10:1: colour: unknown key")
+    assert str(caught.value) == str(issue)
+
+
+def test_file_size_bound() -> None:
+    text = HEAD + "#" * (256 * 1024) + "\n"
+    assert issues_of(text) == [(1, 1, "the policy file is larger than 256 KiB")]
+
+
+def test_environment_count_bound() -> None:
+    envs = "".join(f"  - name: e{i}\n    path: e{i}.yaml\n" for i in range(21))
+    text = HEAD.split("environments:")[0] + "environments:\n" + envs
+    assert issues_of(text) == [
+        (8, 3, "environments: at most 20 environments are supported, found 21")
+    ]
+
+
+def test_service_count_bound() -> None:
+    services = "".join(
+        f"  s{i}:\n    image: ghcr.io/acme/s{i}\n    source: acme/s{i}\n" for i in range(2001)
+    )
+    text = (
+        'version: 1\nallowed_images: ["ghcr.io/acme/"]\nservices:\n'
+        + services
+        + ("environments:\n  - name: staging\n    path: a/{service}.yaml\n")
+    )
+    assert issues_of(text) == [(4, 3, "services: at most 2000 services are supported, found 2001")]
