@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -412,12 +412,14 @@ def _latest_reviews(reviews: Iterable[Review]) -> dict[str, Review]:
     """Each user's latest review that states a position.
 
     As on GitHub, a COMMENTED review neither grants nor withdraws an approval, so it is not
-    "the latest review" of a user who approved or requested changes before.
+    "the latest review" of a user who approved or requested changes before. States are
+    upper-cased: the REST API says "APPROVED", webhook payloads say "approved".
     """
     latest: dict[str, Review] = {}
     for review in sorted(reviews, key=lambda r: r.submitted_at):
-        if review.state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
-            latest[review.user.casefold()] = review
+        state = review.state.upper()
+        if state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
+            latest[review.user.casefold()] = replace(review, state=state)
     return latest
 
 

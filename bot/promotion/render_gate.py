@@ -108,7 +108,6 @@ def _bounded(lines: list[str]) -> str:
         return text
     kept: list[str] = []
     used = 0  # bytes of "\n".join(kept)
-    index = 0
     for index, line in enumerate(lines):
         separator = 1 if kept else 0
         room = MAX_OUTPUT - used - separator - _size(_note(len(lines) - index - 1))
@@ -120,6 +119,5 @@ def _bounded(lines: list[str]) -> str:
         if room - _size("…") >= 80:
             cut = line.encode("utf-8")[: room - _size("…")].decode("utf-8", "ignore")
             kept.append(cut + "…")
-            index += 1
         break
-    return "\n".join(kept) + _note(len(lines) - index)
+    return "\n".join(kept) + _note(len(lines) - len(kept))

@@ -267,6 +267,17 @@ def test_an_unresolved_image_reports_that_evidence_cannot_be_looked_up() -> None
     assert not any("soak" in t for t in texts(verdict))
 
 
+def test_an_unresolved_image_without_required_evidence_has_no_evidence_condition() -> None:
+    verdict = evaluate_gate(
+        gate(
+            changes=(change(new_digest=None, resolution_error="no"),),
+            rules={"production": rules(evidence=())},
+        )
+    )
+    assert verdict.title == "Web → production: no"
+    assert not any("evidence" in t for t in texts(verdict))
+
+
 def test_missing_evidence_leaves_the_soak_waiting_without_a_time() -> None:
     verdict = evaluate_gate(gate(evidence={DIGEST: (evidence("merged"),)}))
     soak = next(c for c in verdict.conditions if "soak" in c.text)
@@ -575,6 +586,12 @@ APPROVALS = [
     pytest.param((review("BoB"),), False, id="requester-case-insensitive"),
     pytest.param((review("dave", approver=False),), False, id="not-an-approver"),
     pytest.param((review("alice", "COMMENTED"),), False, id="comment-only"),
+    pytest.param((review("alice", "approved"),), True, id="webhook-lower-case-state"),
+    pytest.param(
+        (review("alice", ago=H), review("alice", "dismissed", ago=M)),
+        False,
+        id="webhook-lower-case-dismissal",
+    ),
     pytest.param(
         (review("alice"), review("dave", "CHANGES_REQUESTED", approver=False)),
         True,
@@ -653,6 +670,11 @@ def test_changes_requested_by_an_approver_on_an_earlier_commit_still_blocks() ->
     assert verdict.conclusion == "failure"
     blocker = next(c for c in verdict.conditions if c.text == "changes requested by @carol")
     assert blocker.link == review("carol", "CHANGES_REQUESTED").url
+
+
+def test_changes_requested_in_lower_case_blocks() -> None:
+    verdict = evaluate_gate(gate(reviews=(review("alice"), review("carol", "changes_requested"))))
+    assert verdict.conclusion == "failure"
 
 
 def test_changes_requested_then_comment_still_blocks() -> None:

@@ -182,3 +182,8 @@ def test_output_exactly_at_the_limit_is_untouched() -> None:
     output = render_gate_output(verdict(Condition(True, text)))
     assert size(output["summary"]) == MAX_OUTPUT
     assert "output limit" not in output["summary"]
+
+
+def test_text_without_evaluation_time_or_recheck() -> None:
+    output = render_gate_output(verdict(Condition(True, "ok"), evaluated_at=None))
+    assert output["text"].splitlines()[:2] == ["1 of 1 conditions met.", ""]
