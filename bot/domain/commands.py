@@ -245,7 +245,8 @@ def _parse_line(
     word = match.group(1)
     if word not in COMMAND_NAMES:
         return CommandError(number, text, _unknown_command(word))
-    line = _Line(word, tuple(text[match.end() :].split()), number, text, services, environments)
+    rest = text[match.end() :].strip()
+    line = _Line(word, tuple(rest.split()), rest, number, text, services, environments)
     outcome = _PARSERS[word](line)
     return CommandError(number, text, outcome) if isinstance(outcome, str) else outcome
 
@@ -254,17 +255,11 @@ def _parse_line(
 class _Line:
     word: str
     args: tuple[str, ...]
+    rest: str  # everything after the command word, as written
     number: int
     text: str
     services: Sequence[str]
     environments: Sequence[str]
-
-    @property
-    def rest(self) -> str:
-        """Everything after the command word, as written."""
-        match = _COMMAND_RE.match(self.text)
-        assert match is not None
-        return self.text[match.end() :].strip()
 
     def wrong_arity(self, expected: str) -> str:
         return f"/{self.word} takes {expected}: {USAGE[self.word]}"

@@ -202,7 +202,8 @@ def _verdict(conditions: list[Condition], *, priority: list[Condition], now: dat
     failures = [c for c in unmet if c.when_unmet == "failure"]
     approvals = [c for c in unmet if c.when_unmet == "action_required"]
     waits = [c for c in unmet if c.when_unmet == "in_progress" and c.pending_until is not None]
-    recheck_at = min((c.pending_until for c in waits if c.pending_until), default=None)
+    ends = [c.pending_until for c in waits if c.pending_until is not None]
+    recheck_at = min(ends, default=None)
 
     if failures:
         first = next((c for c in priority if not c.ok), failures[0])
@@ -212,7 +213,7 @@ def _verdict(conditions: list[Condition], *, priority: list[Condition], now: dat
         title = _title(approvals[0], 0)
     elif waits:
         # The title says when the gate will pass: when the last running wait ends.
-        last = max(waits, key=lambda c: c.pending_until or now)
+        last = next(c for c in waits if c.pending_until == max(ends))
         status, conclusion = "in_progress", None
         title = last.text[:1].upper() + last.text[1:]
     else:
@@ -237,8 +238,8 @@ def _title(condition: Condition, more: int) -> str:
 def _change_conditions(change: ImageChange, gate: GateInput) -> list[Condition]:
     subject = f"{change.service} → {change.environment}"
 
-    def condition(ok: bool, text: str, link: str | None = None) -> Condition:
-        return Condition(ok=ok, text=text, link=link, subject=subject)
+    def condition(ok: bool, text: str) -> Condition:
+        return Condition(ok=ok, text=text, subject=subject)
 
     found: list[Condition] = [
         condition(
