@@ -159,12 +159,12 @@ def parse_commands(
     for index, (number, text) in enumerate(lines):
         if index == MAX_COMMANDS:
             rest = len(lines) - MAX_COMMANDS - 1
-            after = f" and the {rest} after it" if rest else ""
+            skipped = f"this one and the {rest} after it were" if rest else "this one was"
             found.append(
                 CommandError(
                     number,
                     text,
-                    f"at most {MAX_COMMANDS} commands per comment; this one{after} were not run",
+                    f"at most {MAX_COMMANDS} commands per comment; {skipped} not run",
                 )
             )
             break

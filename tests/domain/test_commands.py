@@ -405,7 +405,7 @@ def test_the_eleventh_command_alone() -> None:
     parsed = parse("\n".join(["/recheck"] * (MAX_COMMANDS + 1)))
     last = parsed[-1]
     assert isinstance(last, CommandError)
-    assert last.message == "at most 10 commands per comment; this one were not run"
+    assert last.message == "at most 10 commands per comment; this one was not run"
 
 
 def test_exactly_ten_commands() -> None:
