@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 
 from .github.client import GitHubClients
 from .metrics import Metrics
+from .promotion.candidates import PackageLookup
+from .promotion.gatekeeper import GateService
+from .promotion.policies import PolicyIndex
 from .queue import KeyedLocks
 
 if TYPE_CHECKING:
@@ -26,5 +29,19 @@ class Context:
     scheduler: Scheduler
     locks: KeyedLocks = field(default_factory=KeyedLocks)
     clock: Callable[[], datetime] = utc_now
+    policies: PolicyIndex = field(default_factory=PolicyIndex)
+    packages: PackageLookup = field(default_factory=PackageLookup)
+    gates: GateService = field(default_factory=GateService)
     # The app's own login ("<slug>[bot]"), learned from GET /app at start-up.
     bot_login: str = ""
+
+    @property
+    def web_url(self) -> str:
+        return web_url_for(self.clients.api_url)
+
+
+def web_url_for(api_url: str) -> str:
+    """The web UI base of a REST API base: api.github.com → github.com, /api/v3 → host."""
+    if api_url.rstrip("/") == "https://api.github.com":
+        return "https://github.com"
+    return api_url.rstrip("/").removesuffix("/api/v3")

@@ -23,7 +23,7 @@ from .github.client import GitHubClients, RetryPolicy
 from .logs import delivery_id_var
 from .metrics import Metrics
 from .queue import DeliveryQueue, Job, MemoryQueue, WorkerPool
-from .scheduler import Scheduler
+from .scheduler import INTERNAL_PREFIX, Scheduler
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ async def webhook(request: web.Request) -> web.Response:
         metrics.deliveries.labels(event_name, "pong").inc()
         return _answer(200, "pong")
     event = sansio.Event(payload, event=event_name, delivery_id=delivery_id)
-    if not runtime.router.fetch(event):
+    if event_name.startswith(INTERNAL_PREFIX) or not runtime.router.fetch(event):
         metrics.deliveries.labels(event_name, "ignored").inc()
         return web.Response(status=204)
     if delivery_id in runtime.seen_deliveries:

@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from gidgethub import routing
 
+from . import installations, internal, packages, pulls, pushes, releases
+
 
 def build_router() -> routing.Router:
-    return routing.Router()
+    return routing.Router(
+        installations.router,
+        internal.router,
+        packages.router,
+        pulls.router,
+        pushes.router,
+        releases.router,
+    )

@@ -1,0 +1,153 @@
+"""Typed helpers for the few GitHub calls used everywhere.
+
+Responses addressed by a commit sha never change, so they are kept in a process-wide LRU and
+served without any request; everything else goes through gidgethub's ETag cache.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import cachetools
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+MAX_FILE_BYTES = 1024 * 1024
+_SHA_RE = re.compile(r"[0-9a-f]{40}")
+_immutable: cachetools.LRUCache[tuple[str, str, str], Any] = cachetools.LRUCache(maxsize=4096)
+
+
+@dataclass(frozen=True)
+class RepoFile:
+    path: str
+    text: str
+    sha: str  # blob sha, needed to update the file
+
+
+class FileTooLarge(Exception):
+    pass
+
+
+def split_repo(full_name: str) -> tuple[str, str]:
+    owner, _, name = full_name.partition("/")
+    return owner, name
+
+
+def content_path(path: str) -> str:
+    return quote(path.lstrip("/"), safe="/")
+
+
+async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None) -> RepoFile | None:
+    """A file's text at `ref` (default branch when None), or None when it does not exist."""
+    url = f"/repos/{repo}/contents/{content_path(path)}"
+    immutable_key = (repo.lower(), path, ref) if ref and _SHA_RE.fullmatch(ref) else None
+    if immutable_key is not None and immutable_key in _immutable:
+        cached: RepoFile | None = _immutable[immutable_key]
+        return cached
+    try:
+        data = await gh.getitem(url + (f"?ref={quote(ref, safe='')}" if ref else ""))
+    except gidgethub.BadRequest as exc:
+        if exc.status_code == 404:
+            if immutable_key is not None:
+                _immutable[immutable_key] = None
+            return None
+        raise
+    if not isinstance(data, dict) or data.get("type") != "file":
+        return None
+    if int(data.get("size", 0)) > MAX_FILE_BYTES:
+        raise FileTooLarge(f"{path} is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        raw = base64.b64decode(data.get("content", ""))
+        text = raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    result = RepoFile(path=path, text=text, sha=str(data["sha"]))
+    if immutable_key is not None:
+        _immutable[immutable_key] = result
+    return result
+
+
+async def branch_head(gh: GitHubAPI, repo: str, branch: str) -> str:
+    data = await gh.getitem(f"/repos/{repo}/git/ref/heads/{quote(branch, safe='/')}")
+    return str(data["object"]["sha"])
+
+
+async def get_repository(gh: GitHubAPI, repo: str) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.getitem(f"/repos/{repo}")
+    return data
+
+
+async def commit_for_ref(gh: GitHubAPI, repo: str, ref: str) -> dict[str, Any] | None:
+    """The commit a branch, tag (annotated too) or sha names; None when unknown."""
+    key = (repo.lower(), "commit", ref)
+    if _SHA_RE.fullmatch(ref) and key in _immutable:
+        hit: dict[str, Any] = _immutable[key]
+        return hit
+    try:
+        data: dict[str, Any] = await gh.getitem(
+            f"/repos/{repo}/commits/{quote(ref, safe='')}",
+            extra_headers={"accept": "application/vnd.github+json"},
+        )
+    except gidgethub.BadRequest as exc:
+        if exc.status_code in (404, 422):
+            return None
+        raise
+    data.pop("files", None)  # can be large; callers need the commit, not its diff
+    _immutable[(repo.lower(), "commit", str(data["sha"]))] = data
+    return data
+
+
+async def add_labels(gh: GitHubAPI, repo: str, number: int, labels: list[str]) -> None:
+    await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": labels})
+
+
+async def remove_label(gh: GitHubAPI, repo: str, number: int, label: str) -> None:
+    try:
+        await gh.delete(f"/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}")
+    except gidgethub.BadRequest as exc:
+        if exc.status_code != 404:
+            raise
+
+
+async def comment(gh: GitHubAPI, repo: str, number: int, body: str) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.post(
+        f"/repos/{repo}/issues/{number}/comments", data={"body": body}
+    )
+    return data
+
+
+async def permission_of(gh: GitHubAPI, repo: str, user: str) -> str:
+    """The user's permission on the repository: admin, maintain, write, triage, read or none."""
+    try:
+        data = await gh.getitem(f"/repos/{repo}/collaborators/{quote(user, safe='')}/permission")
+    except gidgethub.BadRequest as exc:
+        if exc.status_code == 404:
+            return "none"
+        raise
+    role = str(data.get("role_name") or "")
+    return role if role in ("admin", "maintain", "write", "triage", "read") else str(
+        data.get("permission", "none")
+    )
+
+
+async def is_team_member(gh: GitHubAPI, org: str, team: str, user: str) -> bool:
+    try:
+        data = await gh.getitem(
+            f"/orgs/{org}/teams/{team}/memberships/{quote(user, safe='')}"
+        )
+    except gidgethub.BadRequest as exc:
+        if exc.status_code == 404:
+            return False
+        raise
+    return bool(data.get("state") == "active")
+
+
+def is_bot(user: dict[str, Any] | None) -> bool:
+    if not user:
+        return False
+    return user.get("type") == "Bot" or str(user.get("login", "")).endswith("[bot]")

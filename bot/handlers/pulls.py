@@ -1,0 +1,119 @@
+"""Pull requests of deployment repositories: the gate, and what a merged promotion starts."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from gidgethub import routing, sansio
+
+from ..context import Context
+from ..github.client import ConveyorGitHubAPI
+from ..promotion.downstream import promote_downstream, reevaluate_open_pulls
+from ..promotion.marker import parse_marker
+from ..promotion.policies import DeploymentRepo
+
+log = logging.getLogger(__name__)
+router = routing.Router()
+
+_MERGE_QUEUE_PR = re.compile(r"/pr-(\d+)-")
+
+
+async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+                          ) -> DeploymentRepo | None:
+    repository: dict[str, Any] = event.data["repository"]
+    return await ctx.policies.get(gh, event.data["installation"]["id"],
+                                  repository["full_name"], repository.get("default_branch"))
+
+
+@router.register("pull_request", action="opened")
+@router.register("pull_request", action="synchronize")
+@router.register("pull_request", action="reopened")
+@router.register("pull_request", action="edited")
+@router.register("pull_request", action="labeled")
+@router.register("pull_request", action="unlabeled")
+async def on_pull_changed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    repo = await deployment_repo(event, gh, ctx)
+    if repo is None:
+        return
+    pr = event.data["pull_request"]
+    await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]))
+
+
+@router.register("pull_request", action="closed")
+async def on_pull_closed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    pr = event.data["pull_request"]
+    if not pr.get("merged"):
+        return
+    repo = await deployment_repo(event, gh, ctx)
+    if repo is None:
+        return
+    marker = parse_marker(pr.get("body"))
+    if marker is not None and marker.kind == "promotion":
+        await promote_downstream(ctx, gh, repo, marker, int(pr["number"]))
+    await reevaluate_open_pulls(ctx, gh, repo)
+
+
+@router.register("pull_request_review", action="submitted")
+@router.register("pull_request_review", action="edited")
+@router.register("pull_request_review", action="dismissed")
+async def on_review(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    repo = await deployment_repo(event, gh, ctx)
+    if repo is None:
+        return
+    await ctx.gates.evaluate(ctx, gh, repo, int(event.data["pull_request"]["number"]))
+
+
+@router.register("check_run", action="rerequested")
+@router.register("check_run", action="requested_action")
+async def on_check_run_rerun(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    repo = await deployment_repo(event, gh, ctx)
+    if repo is None:
+        return
+    for pr in event.data["check_run"].get("pull_requests") or []:
+        await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]))
+
+
+@router.register("check_suite", action="rerequested")
+async def on_check_suite_rerun(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    repo = await deployment_repo(event, gh, ctx)
+    if repo is None:
+        return
+    for pr in event.data["check_suite"].get("pull_requests") or []:
+        await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]))
+
+
+@router.register("deployment_status", action="created")
+@router.register("status")
+async def on_deployment_evidence(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+                                 ) -> None:
+    """A deployment or a commit status may be the evidence a downstream gate waits for."""
+    if event.event == "status" and event.data.get("state") != "success":
+        return
+    if event.event == "deployment_status" and \
+            event.data["deployment_status"].get("state") != "success":
+        return
+    repo = await deployment_repo(event, gh, ctx)
+    if repo is None or repo.policy is None:
+        return
+    if event.event == "status":
+        contexts = {env.deployed_context for env in repo.policy.environments.values()}
+        if event.data.get("context") not in contexts:
+            return
+    await reevaluate_open_pulls(ctx, gh, repo)
+
+
+@router.register("merge_group", action="checks_requested")
+async def on_merge_group(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    """Post the gate on the merge-queue commit, with the verdict of the queued PR."""
+    repo = await deployment_repo(event, gh, ctx)
+    if repo is None:
+        return
+    group = event.data["merge_group"]
+    match = _MERGE_QUEUE_PR.search(group.get("head_ref", ""))
+    if match is None:
+        return
+    verdict = await ctx.gates.evaluate(ctx, gh, repo, int(match.group(1)))
+    if verdict is not None:
+        await ctx.gates.post(ctx, gh, repo.full_name, group["head_sha"], verdict)

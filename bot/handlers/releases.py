@@ -1,0 +1,37 @@
+"""`release` events in source repositories: a published release names a version to promote."""
+
+from __future__ import annotations
+
+import logging
+
+from gidgethub import routing, sansio
+
+from ..context import Context
+from ..github.client import ConveyorGitHubAPI
+from ..promotion.flows import promote_to_entry_environments, release_candidate
+
+log = logging.getLogger(__name__)
+router = routing.Router()
+
+
+@router.register("release", action="published")
+@router.register("release", action="released")
+async def on_release_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    release = event.data["release"]
+    if release.get("draft"):
+        return
+    source = event.data["repository"]["full_name"]
+    installation_id = event.data["installation"]["id"]
+    targets = await ctx.policies.services_for_source(gh, installation_id, source)
+    if not targets:
+        log.info("no service is fed by this repository", extra={"repository": source})
+        return
+    for repo, service in targets:
+        assert repo.policy is not None
+        if not repo.policy.services[service].tags.admits(release["tag_name"]):
+            log.info("release tag not admitted by the service's tag policy",
+                     extra={"service": service, "tag": release["tag_name"]})
+            continue
+        candidate = await release_candidate(ctx, gh, repo, service, release, source)
+        if candidate is not None:
+            await promote_to_entry_environments(ctx, gh, repo, candidate, "release")

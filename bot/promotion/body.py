@@ -1,0 +1,119 @@
+"""Text of promotion pull requests: title, body, commit message (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..domain.commands import HELP_TEXT
+from ..domain.policy import Environment
+from ..domain.provenance import Provenance
+from .candidates import Candidate
+from .marker import PromotionMarker
+
+MAX_BODY = 60_000
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str
+    old_tag: str | None
+    old_digest: str | None
+    notes: tuple[str, ...] = ()
+
+
+def short(digest: str | None) -> str:
+    return digest.removeprefix("sha256:")[:12] if digest else "—"
+
+
+def pr_title(candidate: Candidate, environment: str, *, rollback: bool = False) -> str:
+    verb = "Roll back" if rollback else "Promote"
+    return f"{verb} {candidate.service} {candidate.version} to {environment}"
+
+
+def commit_message(candidate: Candidate, environment: str, *, rollback: bool = False) -> str:
+    source = f"{candidate.source_repo}@{candidate.source_sha or 'unknown'}"
+    return (
+        f"{pr_title(candidate, environment, rollback=rollback)}\n\n"
+        f"Conveyor-Service: {candidate.service}\n"
+        f"Conveyor-Environment: {environment}\n"
+        f"Conveyor-Digest: {candidate.digest}\n"
+        f"Conveyor-Source: {source}\n"
+    )
+
+
+def pr_body(
+    candidate: Candidate,
+    environment: Environment,
+    changes: Sequence[Change],
+    provenance: Provenance,
+    marker: PromotionMarker,
+    *,
+    upstream_note: str | None = None,
+    rollback_note: str | None = None,
+) -> str:
+    old = changes[0] if changes else None
+    old_version = (old.old_tag or "—") if old else "—"
+    lines = [
+        f"Promotes **{candidate.service}** in **{environment.name}** from "
+        f"`{old_version}` (`{short(old.old_digest if old else None)}`) to "
+        f"`{candidate.version}` (`{short(candidate.digest)}`).",
+        "",
+        f"Image: `{candidate.image}:{candidate.tag or candidate.version}@{candidate.digest}`",
+        "",
+        "| file | from | to |",
+        "| --- | --- | --- |",
+    ]
+    for change in changes:
+        lines.append(
+            f"| `{change.path}` | `{change.old_tag or '—'}` `{short(change.old_digest)}` "
+            f"| `{candidate.tag or '—'}` `{short(candidate.digest)}` |"
+        )
+    notes = [note for change in changes for note in change.notes]
+    if notes:
+        lines += ["", *[f"> {note}" for note in notes]]
+    if rollback_note:
+        lines += ["", rollback_note]
+    if upstream_note:
+        lines += ["", upstream_note]
+    lines += ["", "### Provenance", "", "| | |", "| --- | --- |"]
+    rows = [
+        ("Package version", provenance.package),
+        ("Release", provenance.release),
+        ("Source commit", provenance.source_commit),
+        ("CI workflow run", provenance.workflow_run),
+        ("Attestation", provenance.attestation),
+        ("Source changes", provenance.compare),
+    ]
+    for label, link in rows:
+        lines.append(f"| {label} | {link.markdown() if link else 'not found'} |")
+    if provenance.attestation_problem:
+        lines += ["", f"> [!CAUTION]\n> **Provenance mismatch:** {provenance.attestation_problem}"]
+    if environment.gated:
+        lines += ["", "### Gate", ""]
+        lines.append(f"This environment needs evidence from **{environment.after}** "
+                     f"for this same digest before the check `conveyor/promotion-gate` passes:")
+        for kind in environment.evidence:
+            lines.append(f"- [ ] {kind} in {environment.after}")
+        if environment.soak:
+            lines.append(f"- [ ] soaked for {environment.soak} since that evidence")
+        if environment.approvals:
+            lines.append(f"- [ ] {environment.approvals} approving review(s) by "
+                         f"{', '.join(environment.approvers) or 'a maintainer'}")
+        lines.append("")
+        lines.append("The check's summary shows the live state of each condition.")
+    lines += [
+        "",
+        "<details><summary>Commands</summary>",
+        "",
+        HELP_TEXT.strip(),
+        "",
+        "</details>",
+        "",
+        marker.render(),
+    ]
+    body = "\n".join(lines)
+    if len(body) > MAX_BODY:
+        marker_text = marker.render()
+        body = body[: MAX_BODY - len(marker_text) - 40] + "\n\n…(truncated)\n\n" + marker_text
+    return body

@@ -1,0 +1,88 @@
+"""From an image event to promotion PRs: the decisions shared by webhooks, commands and resync."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+from ..domain.tags import version_from_tag
+from ..github.repos import commit_for_ref
+from .candidates import Candidate, release_tag_variants
+from .opener import Opener, OpenResult
+from .policies import DeploymentRepo
+from .provenance import gather_provenance
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+log = logging.getLogger(__name__)
+
+
+async def release_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,
+                            release: dict[str, Any], source: str) -> Candidate | None:
+    """The candidate a release names, or None while its image is not published yet."""
+    assert repo.policy is not None
+    image = repo.policy.services[service].image
+    git_tag = str(release["tag_name"])
+    found = await ctx.packages.find_by_tags(gh, image, release_tag_variants(git_tag))
+    if found is None:
+        log.info("release has no published image yet; the package event will complete it",
+                 extra={"service": service, "tag": git_tag, "image": image})
+        return None
+    version, tag = found
+    commit = await commit_for_ref(gh, source, git_tag)
+    return Candidate(
+        service=service, image=image, digest=version.digest, tag=tag,
+        version=version_from_tag(git_tag), source_repo=source, trigger="release",
+        source_sha=str(commit["sha"]) if commit else None, release_tag=git_tag,
+        release_url=release.get("html_url"), package_url=version.url,
+        published_at=version.created_at,
+        requester=(release.get("author") or {}).get("login"),
+        prerelease=bool(release.get("prerelease")),
+    )
+
+
+async def find_release(gh: GitHubAPI, source: str, service: str, image_tag: str
+                       ) -> dict[str, Any] | None:
+    """A published release whose git tag names this image tag (v1.4.2, 1.4.2, web-v1.4.2)."""
+    version = version_from_tag(image_tag)
+    for git_tag in dict.fromkeys([f"v{version}", version, image_tag, f"{service}-v{version}",
+                                  f"{service}/{version}"]):
+        try:
+            release = await gh.getitem(f"/repos/{source}/releases/tags/{git_tag}")
+        except gidgethub.BadRequest as exc:
+            if exc.status_code == 404:
+                continue
+            raise
+        if not release.get("draft"):
+            return dict(release)
+    return None
+
+
+async def promote_to_entry_environments(
+    ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, candidate: Candidate, event_kind: str,
+) -> list[tuple[str, OpenResult]]:
+    """Open the candidate's PR in every entry environment that listens to `event_kind`."""
+    assert repo.policy is not None
+    results: list[tuple[str, OpenResult]] = []
+    environments = [env for env in repo.policy.environments.values()
+                    if env.entry_from in (event_kind, "any")]
+    if not environments:
+        return results
+    opener = Opener(ctx, gh, repo)
+    provenance = await gather_provenance(gh, candidate, ctx.web_url)
+    for env in environments:
+        result = await opener.open(candidate, env.name, provenance=provenance)
+        _log_result(repo, candidate, env.name, result)
+        results.append((env.name, result))
+    return results
+
+
+def _log_result(repo: DeploymentRepo, candidate: Candidate, env: str, result: OpenResult) -> None:
+    level = logging.WARNING if result.action == "refused" else logging.INFO
+    log.log(level, "promotion %s: %s", result.action, result.message,
+            extra={"repository": repo.full_name, "service": candidate.service,
+                   "env": env, "digest": candidate.digest, "pull": result.number})

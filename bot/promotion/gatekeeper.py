@@ -1,0 +1,347 @@
+"""The gate's edge: gather the facts of one PR, ask the pure verdict, post the check run."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import cachetools
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+from ..domain.freeze import freeze_status
+from ..domain.gate import (
+    NO_GATED_CHANGE,
+    EnvironmentRules,
+    Evidence,
+    GateInput,
+    ImageChange,
+    Review,
+    Verdict,
+    evaluate_gate,
+)
+from ..domain.images import image_allowed
+from ..domain.policy import Policy
+from ..domain.provenance import attestation_problem
+from ..github.repos import get_file, is_bot, is_team_member, permission_of
+from ..manifests import ManifestError, find_images
+from .evidence import EvidenceFinder, parse_time
+from .marker import PromotionMarker, parse_marker
+from .merger import merge_promotion
+from .policies import DeploymentRepo
+from .provenance import _attestation
+from .render_gate import render_gate_output
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+log = logging.getLogger(__name__)
+
+GATE_CHECK = "conveyor/promotion-gate"
+HOLD_LABEL = "conveyor/hold"
+HOLD_MARKER = "<!-- conveyor:hold -->"
+WRITE_PERMISSIONS = ("admin", "maintain", "write")
+
+
+@dataclass
+class PullFacts:
+    number: int
+    head_sha: str
+    base_sha: str
+    author: str
+    labels: tuple[str, ...]
+    marker: PromotionMarker | None
+    html_url: str
+    state: str
+
+    @classmethod
+    def from_api(cls, pr: dict[str, Any]) -> PullFacts:
+        return cls(
+            number=int(pr["number"]), head_sha=pr["head"]["sha"], base_sha=pr["base"]["sha"],
+            author=(pr.get("user") or {}).get("login", ""),
+            labels=tuple(label["name"] for label in pr.get("labels") or []),
+            marker=parse_marker(pr.get("body")), html_url=pr.get("html_url", ""),
+            state=pr.get("state", "open"),
+        )
+
+
+@dataclass
+class GateService:
+    """Coalesces evaluations: one running per PR, at most one more queued behind it."""
+
+    _running: dict[tuple[str, int], bool] = field(default_factory=dict)
+    _posted: cachetools.LRUCache[tuple[str, str], tuple[int, str]] = field(
+        default_factory=lambda: cachetools.LRUCache(maxsize=4096))
+    _approvers: cachetools.TTLCache[tuple[str, str, str], bool] = field(
+        default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=120))
+
+    async def evaluate(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, number: int,
+                       pr: dict[str, Any] | None = None) -> Verdict | None:
+        key = (repo.full_name.lower(), number)
+        if key in self._running:
+            self._running[key] = True  # re-run once the current evaluation ends
+            return None
+        self._running[key] = False
+        verdict = None
+        try:
+            while True:
+                verdict = await self._evaluate_once(ctx, gh, repo, number, pr)
+                pr = None  # a re-run reads the PR afresh
+                if not self._running.get(key):
+                    break
+                self._running[key] = False
+        finally:
+            self._running.pop(key, None)
+        return verdict
+
+    async def _evaluate_once(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                             number: int, pr: dict[str, Any] | None) -> Verdict | None:
+        if pr is None:
+            pr = await gh.getitem(f"/repos/{repo.full_name}/pulls/{number}")
+        facts = PullFacts.from_api(pr)
+        if facts.state != "open":
+            return None
+        verdict = await self.verdict_for(ctx, gh, repo, facts)
+        await self.post(ctx, gh, repo.full_name, facts.head_sha, verdict)
+        ctx.metrics.gate_verdicts.labels(verdict.conclusion or verdict.status).inc()
+        if verdict.recheck_at is not None:
+            ctx.scheduler.at(
+                f"gate:{repo.full_name}#{number}", verdict.recheck_at, "recheck",
+                {"repository": {"full_name": repo.full_name}, "number": number,
+                 "installation": {"id": getattr(gh, "installation_id", None)}},
+            )
+        await self._auto_merge(ctx, gh, repo, facts, verdict)
+        return verdict
+
+    async def verdict_for(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                          facts: PullFacts) -> Verdict:
+        policy = repo.policy
+        if policy is None:
+            return Verdict("completed", "failure", "The policy .github/conveyor.yml is invalid",
+                           (), None)
+        changes = await self._changes(ctx, gh, repo, policy, facts)
+        if not changes:
+            return NO_GATED_CHANGE
+        finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, ctx.web_url)
+        rollback = facts.marker is not None and facts.marker.kind == "rollback"
+        evidence: dict[str, tuple[Evidence, ...]] = {}
+        for change in changes:
+            if change.new_digest is None or change.new_digest in evidence:
+                continue
+            env = policy.environments[change.environment]
+            found = await finder.for_digest(change.service, env, change.new_digest)
+            if rollback:
+                found += await finder.history(change.service, change.environment,
+                                              change.new_digest)
+            evidence[change.new_digest] = tuple(found)
+        envs = {change.environment for change in changes}
+        rules = {
+            name: EnvironmentRules(
+                name=name, after=policy.environments[name].after or "",
+                evidence=policy.environments[name].evidence, soak=policy.environments[name].soak,
+                approvals=policy.environments[name].approvals,
+                allow_self_approval=policy.environments[name].allow_self_approval,
+            ) for name in envs
+        }
+        now = ctx.clock()
+        held, hold_url = await self._hold(gh, repo.full_name, facts)
+        return evaluate_gate(GateInput(
+            changes=tuple(changes), rules=rules, evidence=evidence, rollback=rollback,
+            reviews=tuple(await self._reviews(gh, repo, policy, facts, envs)),
+            head_sha=facts.head_sha, pr_author=facts.author,
+            requester=facts.marker.requester if facts.marker else None,
+            held=held, hold_url=hold_url,
+            freeze_until={name: freeze_status(policy.environments[name].freeze, now)
+                          for name in envs},
+            now=now,
+        ))
+
+    async def _changes(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
+                       facts: PullFacts) -> list[ImageChange]:
+        changes: list[ImageChange] = []
+        async for changed in gh.getiter(
+            f"/repos/{repo.full_name}/pulls/{facts.number}/files?per_page=100"
+        ):
+            path = changed["filename"]
+            owners = [(s, e) for s, e in policy.environment_for_path(path) if e.gated]
+            if not owners or changed.get("status") == "removed":
+                continue
+            new = await get_file(gh, repo.full_name, path, facts.head_sha)
+            old = await get_file(gh, repo.full_name, changed.get("previous_filename") or path,
+                                 facts.base_sha)
+            for service, env in owners:
+                changes += await self._image_changes(ctx, gh, policy, service.name, env.name,
+                                                     path, old.text if old else "",
+                                                     new.text if new else "", facts)
+        return changes
+
+    async def _image_changes(self, ctx: Context, gh: GitHubAPI, policy: Policy, service: str,
+                             environment: str, path: str, old_text: str, new_text: str,
+                             facts: PullFacts) -> list[ImageChange]:
+        image = policy.services[service].image
+        try:
+            after = find_images(new_text, image, path=path)
+        except ManifestError as exc:
+            return [ImageChange(service, environment, path, exc.line, image, None, None,
+                                f"the file does not parse: {exc.message}", True, True)]
+        try:
+            before = {(o.tag, o.digest) for o in find_images(old_text, image, path=path)}
+        except ManifestError:
+            before = set()
+        found = []
+        for occurrence in after:
+            if (occurrence.tag, occurrence.digest) in before:
+                continue
+            digest, error = occurrence.digest, None
+            if digest is None:
+                if occurrence.tag is None:
+                    error = "neither a tag nor a digest"
+                else:
+                    match = await ctx.packages.find_by_tags(gh, image, [occurrence.tag])
+                    digest = match[0].digest if match else None
+                    error = None if match else f"tag {occurrence.tag} resolves to no digest"
+            tag_subject = occurrence.tag or (facts.marker.tag if facts.marker else None)
+            admitted = all(p.admits(tag_subject) for p in policy.tag_policy_for(
+                service, environment)) if tag_subject else True
+            problem = await self._attestation_problem(gh, policy, service, environment, digest,
+                                                      facts)
+            found.append(ImageChange(
+                service=service, environment=environment, path=path, line=occurrence.line,
+                image=occurrence.name, new_tag=occurrence.tag, new_digest=digest,
+                resolution_error=error,
+                allowed=image_allowed(occurrence.name, policy.allowed_images),
+                tag_admitted=admitted, attestation_problem=problem,
+            ))
+        return found
+
+    async def _attestation_problem(self, gh: GitHubAPI, policy: Policy, service: str,
+                                   environment: str, digest: str | None, facts: PullFacts
+                                   ) -> str | None:
+        if digest is None:
+            return None
+        source = policy.services[service].source
+        try:
+            attested = await _attestation(gh, source, digest)
+        except gidgethub.GitHubException:
+            attested = None
+        if attested is None:
+            if policy.environments[environment].require_attestation:
+                return f"no attestation found for {digest[:19]} in {source}"
+            return None
+        expected_commit = facts.marker.source_sha if facts.marker else None
+        return attestation_problem(attested_repo=attested[0], attested_commit=attested[1],
+                                   expected_repo=source, expected_commit=expected_commit)
+
+    async def _reviews(self, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
+                       facts: PullFacts, envs: set[str]) -> list[Review]:
+        approvers = sorted({a for name in envs for a in policy.environments[name].approvers})
+        if not any(policy.environments[name].approvals for name in envs):
+            return []
+        reviews = []
+        async for review in gh.getiter(
+            f"/repos/{repo.full_name}/pulls/{facts.number}/reviews?per_page=100"
+        ):
+            user = review.get("user") or {}
+            login = user.get("login", "")
+            if review.get("state") not in ("APPROVED", "CHANGES_REQUESTED"):
+                continue
+            reviews.append(Review(
+                user=login, state=review["state"], commit_id=review.get("commit_id", ""),
+                submitted_at=_time(review.get("submitted_at")), is_bot=is_bot(user),
+                is_approver=await self._is_approver(gh, repo.full_name, login, approvers),
+                url=review.get("html_url", ""),
+            ))
+        return reviews
+
+    async def _is_approver(self, gh: GitHubAPI, repo: str, user: str, approvers: list[str]
+                           ) -> bool:
+        key = (repo.lower(), user.lower(), ",".join(approvers))
+        if key in self._approvers:
+            return self._approvers[key]
+        if not approvers:
+            result = await permission_of(gh, repo, user) in WRITE_PERMISSIONS
+        else:
+            result = user.lower() in {a.lower() for a in approvers if not a.startswith("@")}
+            for team in (a for a in approvers if a.startswith("@")):
+                if result:
+                    break
+                org, _, slug = team[1:].partition("/")
+                result = await is_team_member(gh, org, slug, user)
+        self._approvers[key] = result
+        return result
+
+    async def _hold(self, gh: GitHubAPI, repo: str, facts: PullFacts
+                    ) -> tuple[str | None, str | None]:
+        if HOLD_LABEL not in facts.labels:
+            return None, None
+        reason, url = "", None
+        async for item in gh.getiter(f"/repos/{repo}/issues/{facts.number}/comments?per_page=100"):
+            body = item.get("body") or ""
+            if HOLD_MARKER in body:
+                reason = body.split(HOLD_MARKER, 1)[1].strip().split("\n", 1)[0]
+                reason = reason.removeprefix("Reason:").strip()
+                url = item.get("html_url")
+        return reason, url
+
+    async def post(self, ctx: Context, gh: GitHubAPI, repo: str, sha: str, verdict: Verdict
+                   ) -> None:
+        """Create or update the one gate check run of this head commit; skip if unchanged."""
+        output = render_gate_output(verdict)
+        fingerprint = hashlib.sha256(json.dumps(
+            [verdict.status, verdict.conclusion, output], sort_keys=True).encode()).hexdigest()
+        key = (repo.lower(), sha)
+        known = self._posted.get(key)
+        if known is not None and known[1] == fingerprint:
+            return
+        data: dict[str, Any] = {"name": GATE_CHECK, "status": verdict.status, "output": output}
+        if verdict.status == "completed":
+            data["conclusion"] = verdict.conclusion
+            data["completed_at"] = ctx.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        run_id = known[0] if known else await self._existing_run(ctx, gh, repo, sha)
+        if run_id is None:
+            created = await gh.post(f"/repos/{repo}/check-runs", data={**data, "head_sha": sha})
+            run_id = int(created["id"])
+        else:
+            await gh.patch(f"/repos/{repo}/check-runs/{run_id}", data=data)
+        self._posted[key] = (run_id, fingerprint)
+
+    async def _existing_run(self, ctx: Context, gh: GitHubAPI, repo: str, sha: str
+                            ) -> int | None:
+        """Our own gate run on this commit (another app's run of the same name is ignored)."""
+        runs = await gh.getitem(f"/repos/{repo}/commits/{sha}/check-runs?check_name={GATE_CHECK}"
+                                "&filter=latest")
+        own_slug = ctx.bot_login.removesuffix("[bot]")
+        for run in runs.get("check_runs") or []:
+            slug = (run.get("app") or {}).get("slug")
+            if run.get("name") == GATE_CHECK and (not own_slug or slug == own_slug):
+                return int(run["id"])
+        return None
+
+    async def _auto_merge(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                          facts: PullFacts, verdict: Verdict) -> None:
+        marker = facts.marker
+        if verdict.conclusion != "success" or marker is None or repo.policy is None:
+            return
+        env = repo.policy.environments.get(marker.environment)
+        if env is None or not env.auto_merge or not env.gated:
+            return
+        if marker.commit != facts.head_sha:
+            log.info("not auto-merging: someone pushed to the promotion PR",
+                     extra={"pull": facts.number})
+            return
+        await merge_promotion(ctx, gh, repo.full_name, facts.number, facts.head_sha,
+                              env.merge_method)
+
+
+def _time(value: str | None) -> datetime:
+    return parse_time(value) if value else datetime.min.replace(tzinfo=UTC)
+
+
+async def evaluate_many(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                        numbers: list[int]) -> None:
+    await asyncio.gather(*(ctx.gates.evaluate(ctx, gh, repo, n) for n in numbers))

@@ -1,0 +1,90 @@
+"""The hidden marker in promotion PR bodies: the facts Conveyor needs to rebuild its state.
+
+`<!-- conveyor:{...json...} -->` — GitHub keeps HTML comments in bodies verbatim and does not
+render them, so the marker survives edits of the visible text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MARKER_RE = re.compile(r"<!-- conveyor:(\{.*?\}) -->", re.S)
+MARKER_VERSION = 1
+_MAX_MARKER = 16 * 1024
+
+
+@dataclass(frozen=True)
+class PromotionMarker:
+    service: str
+    environment: str
+    digest: str
+    tag: str | None
+    version: str
+    paths: tuple[str, ...]
+    source_repo: str
+    source_sha: str | None = None
+    requester: str | None = None
+    kind: str = "promotion"  # "promotion" | "rollback"
+    commit: str | None = None  # the commit Conveyor made; a different head means a human pushed
+    previous_digest: str | None = None
+    previous_tag: str | None = None
+    release_tag: str | None = None
+    upstream_pr: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def render(self) -> str:
+        data = asdict(self)
+        data["paths"] = list(self.paths)
+        data = {k: v for k, v in data.items() if v not in (None, {}, [])}
+        data["v"] = MARKER_VERSION
+        # "--" would end the HTML comment early; JSON escapes keep the text equivalent.
+        text = json.dumps(data, sort_keys=True, separators=(",", ":")).replace("--", "-\\u002d")
+        return f"<!-- conveyor:{text} -->"
+
+
+def parse_marker(body: str | None) -> PromotionMarker | None:
+    """The marker of a PR body, or None when absent or malformed (a hand-written PR)."""
+    if not body:
+        return None
+    match = MARKER_RE.search(body[: 256 * 1024])
+    if match is None or len(match.group(1)) > _MAX_MARKER:
+        return None
+    try:
+        data = json.loads(match.group(1))
+        return PromotionMarker(
+            service=str(data["service"]),
+            environment=str(data["environment"]),
+            digest=str(data["digest"]),
+            tag=_optional_str(data.get("tag")),
+            version=str(data.get("version") or data.get("tag") or ""),
+            paths=tuple(str(p) for p in data.get("paths", [])),
+            source_repo=str(data.get("source_repo", "")),
+            source_sha=_optional_str(data.get("source_sha")),
+            requester=_optional_str(data.get("requester")),
+            kind=str(data.get("kind", "promotion")),
+            commit=_optional_str(data.get("commit")),
+            previous_digest=_optional_str(data.get("previous_digest")),
+            previous_tag=_optional_str(data.get("previous_tag")),
+            release_tag=_optional_str(data.get("release_tag")),
+            upstream_pr=int(data["upstream_pr"]) if data.get("upstream_pr") else None,
+            extra=dict(data.get("extra") or {}),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def branch_name(environment: str, service: str, digest: str, *, rollback: bool = False) -> str:
+    hex12 = digest.removeprefix("sha256:")[:12]
+    prefix = f"conveyor/rollback/{environment}" if rollback else f"conveyor/{environment}"
+    return f"{prefix}/{service}-{hex12}"
+
+
+def branch_prefix(environment: str, service: str) -> str:
+    return f"conveyor/{environment}/{service}-"

@@ -1,0 +1,247 @@
+"""Opening promotion pull requests: one per (service, environment, digest), idempotently.
+
+Every step can be repeated after a crash or a redelivery: an open PR for the branch is adopted,
+a file that already pins the digest opens nothing, a half-made branch is reset and reused.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+from ..domain.policy import Environment, Policy
+from ..domain.provenance import Provenance
+from ..domain.tags import compare_versions
+from ..github.repos import add_labels, branch_head, content_path, get_file
+from ..manifests import ManifestError, promote_image
+from .body import Change, commit_message, pr_body, pr_title
+from .candidates import Candidate
+from .marker import PromotionMarker, branch_name, branch_prefix, parse_marker
+from .policies import DeploymentRepo
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+log = logging.getLogger(__name__)
+
+LABEL = "conveyor"
+ROLLBACK_LABEL = "rollback"
+
+
+@dataclass(frozen=True)
+class OpenResult:
+    action: str  # "opened" | "exists" | "live" | "skipped" | "refused"
+    message: str
+    number: int | None = None
+    url: str | None = None
+    merged: bool = False
+
+    def markdown(self) -> str:
+        link = f" #{self.number}" if self.number else ""
+        return f"{self.message}{link}".strip()
+
+
+def env_label(environment: str) -> str:
+    return f"env/{environment}"
+
+
+async def open_pulls(gh: GitHubAPI, repo: str) -> list[dict[str, Any]]:
+    return [pr async for pr in gh.getiter(f"/repos/{repo}/pulls?state=open&per_page=100")]
+
+
+async def find_pull_for_branch(gh: GitHubAPI, repo: str, branch: str) -> dict[str, Any] | None:
+    owner = repo.split("/", 1)[0]
+    pulls = await gh.getitem(f"/repos/{repo}/pulls?state=all&head={owner}:{branch}&per_page=5")
+    return pulls[0] if pulls else None
+
+
+def refusal_for_tags(policy: Policy, service: str, environment: str, candidate: Candidate
+                     ) -> str | None:
+    subject = candidate.release_tag or candidate.tag or candidate.version
+    for tag_policy in policy.tag_policy_for(service, environment):
+        if not tag_policy.admits(subject):
+            return (f"{service} {subject} is not admitted in {environment} "
+                    f"(tag policy `{tag_policy}`)")
+    return None
+
+
+class Opener:
+    """Opens, adopts and supersedes promotion PRs in one deployment repository."""
+
+    def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+        if repo.policy is None:
+            raise ValueError(f"{repo.full_name} has no valid policy")
+        self.ctx = ctx
+        self.gh = gh
+        self.repo = repo
+        self.policy: Policy = repo.policy
+        self.default_branch = repo.default_branch
+
+    async def open(
+        self,
+        candidate: Candidate,
+        environment: str,
+        *,
+        provenance: Provenance | None = None,
+        explicit: bool = False,
+        rollback_note: str | None = None,
+        upstream_pr: int | None = None,
+    ) -> OpenResult:
+        env = self.policy.environments[environment]
+        refusal = refusal_for_tags(self.policy, candidate.service, environment, candidate)
+        if refusal and not rollback_note:
+            return OpenResult("refused", refusal)
+        rollback = rollback_note is not None
+        branch = branch_name(environment, candidate.service, candidate.digest, rollback=rollback)
+        repo = self.repo.full_name
+        async with self.ctx.locks.hold(repo):
+            pulls = await open_pulls(self.gh, repo)
+            existing = next((pr for pr in pulls if pr["head"]["ref"] == branch), None)
+            if existing is not None:
+                return OpenResult("exists", "already open:", existing["number"],
+                                  existing["html_url"])
+            path = self.policy.path_for(candidate.service, environment)
+            current = await get_file(self.gh, repo, path)
+            if current is None:
+                return OpenResult("refused", f"`{path}` does not exist on {self.default_branch}")
+            service_image = self.policy.services[candidate.service].image
+            try:
+                edit = promote_image(current.text, image=service_image, tag=candidate.tag,
+                                     digest=candidate.digest, path=path)
+            except ManifestError as exc:
+                return OpenResult("refused", f"cannot edit {exc}")
+            before = edit.occurrences[0] if edit.occurrences else None
+            if not edit.changed:
+                return OpenResult("live", f"{candidate.service} {candidate.version} is already "
+                                          f"live in {environment} (`{path}`)")
+            newer = self._newer_than_candidate(candidate, before.tag if before else None, pulls,
+                                               environment)
+            if newer and not explicit and not rollback:
+                return OpenResult("skipped", newer)
+            change = Change(path, before.tag if before else None,
+                            before.digest if before else None, edit.notes)
+            number, url, head_sha = await self._create(
+                candidate, env, branch, path, current.sha, edit.new_text, change,
+                provenance or Provenance(), rollback_note, upstream_pr,
+            )
+            if not rollback:
+                await self._supersede(candidate, environment, branch, number, pulls, explicit)
+        self.ctx.metrics.promotions.labels(environment, "opened").inc()
+        log.info("promotion opened", extra={"repository": repo, "pull": number,
+                                            "service": candidate.service, "env": environment,
+                                            "digest": candidate.digest})
+        merged = False
+        if env.auto_merge and not env.gated:
+            from .merger import merge_promotion
+
+            merged = await merge_promotion(self.ctx, self.gh, repo, number, head_sha,
+                                           env.merge_method)
+        return OpenResult("opened", "opened", number, url, merged=merged)
+
+    def _newer_than_candidate(self, candidate: Candidate, live_tag: str | None,
+                              pulls: list[dict[str, Any]], environment: str) -> str | None:
+        if live_tag and (compare_versions(live_tag, candidate.version) or 0) > 0:
+            return (f"{candidate.service} {live_tag} is live in {environment}, newer than "
+                    f"{candidate.version}; use /rollback to go back")
+        prefix = branch_prefix(environment, candidate.service)
+        for pr in pulls:
+            if not pr["head"]["ref"].startswith(prefix):
+                continue
+            marker = parse_marker(pr.get("body"))
+            if marker and (compare_versions(marker.version, candidate.version) or 0) > 0:
+                return (f"#{pr['number']} already promotes the newer {marker.version} "
+                        f"to {environment}")
+        return None
+
+    async def _create(
+        self, candidate: Candidate, env: Environment, branch: str, path: str, blob_sha: str,
+        new_text: str, change: Change, provenance: Provenance, rollback_note: str | None,
+        upstream_pr: int | None,
+    ) -> tuple[int, str, str]:
+        repo = self.repo.full_name
+        rollback = rollback_note is not None
+        base_sha = await branch_head(self.gh, repo, self.default_branch)
+        await self._create_branch(branch, base_sha)
+        committed = await self.gh.put(
+            f"/repos/{repo}/contents/{content_path(path)}",
+            data={
+                "message": commit_message(candidate, env.name, rollback=rollback),
+                "content": base64.b64encode(new_text.encode()).decode(),
+                "sha": blob_sha,
+                "branch": branch,
+            },
+        )
+        head_sha = str(committed["commit"]["sha"])
+        marker = PromotionMarker(
+            service=candidate.service, environment=env.name, digest=candidate.digest,
+            tag=candidate.tag, version=candidate.version, paths=(path,),
+            source_repo=candidate.source_repo, source_sha=candidate.source_sha,
+            requester=candidate.requester, kind="rollback" if rollback else "promotion",
+            commit=head_sha, previous_digest=change.old_digest, previous_tag=change.old_tag,
+            release_tag=candidate.release_tag, upstream_pr=upstream_pr,
+        )
+        upstream_note = f"Follows #{upstream_pr} in {env.after}." if upstream_pr else None
+        body = pr_body(candidate, env, [change], provenance, marker,
+                       upstream_note=upstream_note, rollback_note=rollback_note)
+        try:
+            pull = await self.gh.post(f"/repos/{repo}/pulls", data={
+                "title": pr_title(candidate, env.name, rollback=rollback),
+                "head": branch, "base": self.default_branch, "body": body,
+                "maintainer_can_modify": False,
+            })
+        except gidgethub.BadRequest as exc:
+            if exc.status_code != 422:
+                raise
+            pull = await find_pull_for_branch(self.gh, repo, branch)
+            if pull is None:
+                raise
+        labels = [LABEL, env_label(env.name)] + ([ROLLBACK_LABEL] if rollback else [])
+        await add_labels(self.gh, repo, int(pull["number"]), labels)
+        return int(pull["number"]), str(pull["html_url"]), head_sha
+
+    async def _create_branch(self, branch: str, base_sha: str) -> None:
+        repo = self.repo.full_name
+        try:
+            await self.gh.post(f"/repos/{repo}/git/refs",
+                               data={"ref": f"refs/heads/{branch}", "sha": base_sha})
+        except gidgethub.BadRequest as exc:
+            if exc.status_code != 422:
+                raise
+            # Left behind by an interrupted attempt: no open PR uses it (checked above).
+            log.info("reusing a leftover branch", extra={"branch": branch})
+            await self.gh.patch(f"/repos/{repo}/git/refs/heads/{branch}",
+                                data={"sha": base_sha, "force": True})
+
+    async def _supersede(self, candidate: Candidate, environment: str, branch: str, number: int,
+                         pulls: list[dict[str, Any]], explicit: bool) -> None:
+        prefix = branch_prefix(environment, candidate.service)
+        for pr in pulls:
+            ref = pr["head"]["ref"]
+            if not ref.startswith(prefix) or ref == branch:
+                continue
+            marker = parse_marker(pr.get("body"))
+            if marker is None:
+                continue
+            order = compare_versions(marker.version, candidate.version)
+            if order is not None and order > 0:
+                continue  # an older version never supersedes a newer one
+            await close_superseded(self.ctx, self.gh, self.repo.full_name, pr, number)
+
+
+async def close_superseded(ctx: Context, gh: GitHubAPI, repo: str, pr: dict[str, Any],
+                           by_number: int) -> None:
+    await gh.post(f"/repos/{repo}/issues/{pr['number']}/comments",
+                  data={"body": f"Superseded by #{by_number}."})
+    await gh.patch(f"/repos/{repo}/pulls/{pr['number']}", data={"state": "closed"})
+    try:
+        await gh.delete(f"/repos/{repo}/git/refs/heads/{pr['head']['ref']}")
+    except gidgethub.BadRequest as exc:
+        if exc.status_code not in (404, 422):
+            raise
+    marker = parse_marker(pr.get("body"))
+    ctx.metrics.promotions.labels(marker.environment if marker else "unknown", "superseded").inc()

@@ -1,0 +1,142 @@
+"""Which repositories are deployment repositories, and the policy each one serves.
+
+A deployment repository is any repository of an installation holding `.github/conveyor.yml` on
+its default branch. The index is built once per installation and refreshed on `installation`,
+`installation_repositories` and `push` events and on resync; every read is conditional, so an
+unchanged policy costs a `304`. A broken policy never replaces the last valid one.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from gidgethub.abc import GitHubAPI
+
+from ..domain.images import canonical_image_name
+from ..domain.policy import Policy, PolicyError, PolicyIssue, load_policy
+from ..github.repos import FileTooLarge, get_file, get_repository
+
+log = logging.getLogger(__name__)
+
+POLICY_PATH = ".github/conveyor.yml"
+
+
+@dataclass
+class DeploymentRepo:
+    full_name: str
+    default_branch: str = "main"
+    policy: Policy | None = None  # the last valid policy
+    issues: list[PolicyIssue] = field(default_factory=list)  # errors of the current file
+    policy_blob: str | None = None
+
+    @property
+    def owner(self) -> str:
+        return self.full_name.split("/", 1)[0]
+
+
+@dataclass
+class _Installation:
+    repos: dict[str, DeploymentRepo] = field(default_factory=dict)  # lower-case name → repo
+    loaded: bool = False
+
+
+class PolicyIndex:
+    def __init__(self) -> None:
+        self._installations: dict[int, _Installation] = {}
+
+    def _installation(self, installation_id: int) -> _Installation:
+        return self._installations.setdefault(installation_id, _Installation())
+
+    async def load(self, gh: GitHubAPI, installation_id: int, *, force: bool = False
+                   ) -> list[DeploymentRepo]:
+        """All deployment repositories of the installation (read once, then on refresh)."""
+        entry = self._installation(installation_id)
+        if entry.loaded and not force:
+            return [repo for repo in entry.repos.values() if repo.policy or repo.issues]
+        listed: list[tuple[str, str]] = []
+        async for repo in gh.getiter("/installation/repositories?per_page=100",
+                                     iterable_key="repositories"):
+            if not repo.get("archived"):
+                listed.append((str(repo["full_name"]), str(repo.get("default_branch") or "main")))
+        known = set()
+        for name, default_branch in listed:
+            known.add(name.lower())
+            await self.refresh(gh, installation_id, name, default_branch)
+        for stale in set(entry.repos) - known:
+            del entry.repos[stale]
+        entry.loaded = True
+        return [repo for repo in entry.repos.values() if repo.policy or repo.issues]
+
+    async def refresh(self, gh: GitHubAPI, installation_id: int, full_name: str,
+                      default_branch: str | None = None) -> DeploymentRepo | None:
+        """Re-read one repository's policy from its default branch."""
+        entry = self._installation(installation_id)
+        key = full_name.lower()
+        if default_branch is None:
+            known = entry.repos.get(key)
+            default_branch = known.default_branch if known else None
+        try:
+            policy_file = await get_file(gh, full_name, POLICY_PATH)
+        except FileTooLarge as exc:
+            repo = entry.repos.setdefault(key, DeploymentRepo(full_name))
+            repo.issues = [PolicyIssue(POLICY_PATH, 1, 1, str(exc))]
+            return repo
+        if policy_file is None:
+            entry.repos.pop(key, None)
+            return None
+        repo = entry.repos.setdefault(key, DeploymentRepo(full_name))
+        if default_branch is None:
+            default_branch = str((await get_repository(gh, full_name))["default_branch"])
+        repo.default_branch = default_branch
+        if repo.policy_blob == policy_file.sha:
+            return repo
+        repo.policy_blob = policy_file.sha
+        try:
+            repo.policy = load_policy(policy_file.text, POLICY_PATH)
+            repo.issues = []
+        except PolicyError as exc:
+            repo.issues = list(exc.issues)
+            log.warning(
+                "policy is invalid; the last valid one keeps serving",
+                extra={"repository": full_name, "errors": len(exc.issues),
+                       "has_previous": repo.policy is not None},
+            )
+        return repo
+
+    async def get(self, gh: GitHubAPI, installation_id: int, full_name: str,
+                  default_branch: str | None = None) -> DeploymentRepo | None:
+        entry = self._installation(installation_id)
+        repo = entry.repos.get(full_name.lower())
+        if repo is not None or entry.loaded:
+            return repo
+        return await self.refresh(gh, installation_id, full_name, default_branch)
+
+    def forget(self, installation_id: int, full_name: str | None = None) -> None:
+        if full_name is None:
+            self._installations.pop(installation_id, None)
+        else:
+            self._installation(installation_id).repos.pop(full_name.lower(), None)
+
+    async def services_for_source(self, gh: GitHubAPI, installation_id: int, source: str
+                                  ) -> list[tuple[DeploymentRepo, str]]:
+        """(deployment repo, service name) pairs fed by this source repository."""
+        found = []
+        for repo in await self.load(gh, installation_id):
+            if repo.policy is None:
+                continue
+            for service in repo.policy.services_for_source(source):
+                found.append((repo, service.name))
+        return found
+
+    async def services_for_image(self, gh: GitHubAPI, installation_id: int, image: str
+                                 ) -> list[tuple[DeploymentRepo, str]]:
+        wanted = canonical_image_name(image)
+        found = []
+        for repo in await self.load(gh, installation_id):
+            if repo.policy is None:
+                continue
+            for service in repo.policy.services.values():
+                if canonical_image_name(service.image) == wanted:
+                    found.append((repo, service.name))
+        return found

@@ -1,0 +1,141 @@
+"""The demo organisation: a source repository, a deployment repository and its policy.
+
+Used by `python -m bot sandbox`, the behaviour tests and the benchmarks, so all three exercise
+the same realistic layout: Kustomize overlays for one service and Helm values for another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .emulator import Emulator
+
+ORG = "acme"
+DEPLOY_REPO = "acme/deploy"
+SOURCE_REPOS = ("acme/web", "acme/api")
+
+DEMO_POLICY = """\
+# Conveyor policy of the demo deployment repository.
+version: 1
+allowed_images: ["ghcr.io/acme/"]
+services:
+  web:
+    image: ghcr.io/acme/web
+    source: acme/web
+    tags: "semver:>=1.0.0"
+  api:
+    image: ghcr.io/acme/api
+    source: acme/api
+    paths:
+      staging: charts/api/values-staging.yaml
+      production: charts/api/values-production.yaml
+environments:
+  - name: staging
+    path: apps/{service}/overlays/staging/kustomization.yaml
+    from: any
+    auto_merge: true
+  - name: production
+    path: apps/{service}/overlays/prod/kustomization.yaml
+    after: staging
+    promote: manual
+    evidence: [merged, deployed]
+    soak: 30m
+    approvals: 1
+    approvers: ["@acme/sre"]
+    deployed_context: argocd/staging
+    merge_method: squash
+"""
+
+_KUSTOMIZATION = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../base
+images:
+  - name: ghcr.io/acme/web
+    newTag: "0.9.0"  # the first release that went live
+"""
+
+_BASE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      containers:
+        - name: web
+          image: ghcr.io/acme/web
+"""
+
+_VALUES = """\
+# Helm values for the api chart
+replicaCount: 2
+image:
+  repository: ghcr.io/acme/api
+  tag: "0.9.0"
+  pullPolicy: IfNotPresent
+"""
+
+DEMO_FILES: Mapping[str, str] = {
+    ".github/conveyor.yml": DEMO_POLICY,
+    "apps/web/base/deployment.yaml": _BASE,
+    "apps/web/base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+    "apps/web/overlays/staging/kustomization.yaml": _KUSTOMIZATION,
+    "apps/web/overlays/prod/kustomization.yaml": _KUSTOMIZATION,
+    "charts/api/values-staging.yaml": _VALUES,
+    "charts/api/values-production.yaml": _VALUES.replace("replicaCount: 2", "replicaCount: 4"),
+    "README.md": "# acme/deploy\n\nManifests per environment, promoted by Conveyor.\n",
+}
+
+
+@dataclass(frozen=True)
+class Demo:
+    installation_id: int
+    deploy_repo: str = DEPLOY_REPO
+
+
+def digest_of(text: str) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_config_dir(config: Path) -> dict[str, str]:
+    """A user's policy file, with the manifests found beside it (`--config FILE`)."""
+    files = {".github/conveyor.yml": config.read_text(encoding="utf-8")}
+    root = config.parent.parent if config.parent.name == ".github" else config.parent
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix in (".yaml", ".yml") and path != config:
+            relative = path.relative_to(root).as_posix()
+            if not relative.startswith((".git/", ".github/")):
+                files[relative] = path.read_text(encoding="utf-8")
+    return files
+
+
+def seed(emulator: Emulator, files: Mapping[str, str] | None = None) -> Demo:
+    """People, teams, repositories and the installation of the demo organisation."""
+    emulator.add_org(ORG)
+    for login, name in (("alice", "Alice Dev"), ("bob", "Bob SRE"), ("carol", "Carol Reader"),
+                        ("dave", "Dave SRE")):
+        emulator.add_user(login, name=name)
+    emulator.add_user("github-actions[bot]", type="Bot")
+    emulator.add_user("argocd[bot]", type="Bot")
+    emulator.add_team(ORG, "sre", ["bob", "dave"])
+    emulator.add_repo("acme/web", files={
+        "README.md": "# web\n", "src/app.py": "print('hello')\n",
+        "Dockerfile": "FROM python:3.12-slim\n",
+    })
+    emulator.add_repo("acme/api", files={"README.md": "# api\n"})
+    emulator.add_repo(DEPLOY_REPO, files=dict(files or DEMO_FILES))
+    for user, permission in (("alice", "write"), ("bob", "maintain"), ("dave", "write"),
+                             ("carol", "read")):
+        for repo in (DEPLOY_REPO, *SOURCE_REPOS):
+            emulator.set_permission(repo, user, permission)
+    installation_id = emulator.install(ORG, [DEPLOY_REPO, *SOURCE_REPOS])
+    return Demo(installation_id=installation_id)

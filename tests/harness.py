@@ -1,0 +1,123 @@
+"""A world for behaviour tests: the GitHub emulator and the real bot, over HTTP on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aiohttp import web
+
+from bot.github.client import RetryPolicy
+from bot.handlers import build_router
+from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
+from bot.sandbox.emulator import Emulator
+from bot.server import Runtime, create_app, runtime_of
+from bot.settings import Settings
+
+SECRET = "test-webhook-secret-1234"
+START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)  # a Monday morning
+
+
+@dataclass
+class Clock:
+    now: datetime = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **kwargs: float) -> None:
+        self.now += timedelta(**kwargs)
+
+
+@dataclass
+class World:
+    emulator: Emulator
+    runtime: Runtime
+    clock: Clock
+    demo: Demo
+    webhook_url: str
+    runner: web.AppRunner
+    published: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def repo(self) -> str:
+        return DEPLOY_REPO
+
+    async def settle(self, rounds: int = 50) -> None:
+        """Until no webhook is in flight and the bot's queue is drained, twice in a row."""
+        quiet = 0
+        for _ in range(rounds * 10):
+            await self.emulator.settle()
+            await self.runtime.pool.wait_idle()
+            await asyncio.sleep(0.01)
+            busy = self.runtime.queue.depth() or self.emulator_busy()
+            quiet = 0 if busy else quiet + 1
+            if quiet >= 2:
+                return
+        raise AssertionError("the world did not settle")
+
+    def emulator_busy(self) -> bool:
+        pending = getattr(self.emulator, "pending_deliveries", None)
+        return bool(pending() if callable(pending) else 0)
+
+    async def release(self, service: str, version: str, *, publish_image: bool = True,
+                      author: str = "alice", prerelease: bool = False,
+                      tag_prefix: str = "v") -> str:
+        """CI publishes the image, then someone publishes the release: returns the digest."""
+        source = f"acme/{service}"
+        digest = digest_of(f"{service}:{version}")
+        if publish_image:
+            await self.emulator.publish_container(
+                "acme", service, digest, [version], source_repo=source,
+            )
+        await self.emulator.create_tag(source, f"{tag_prefix}{version}")
+        await self.emulator.publish_release(source, f"{tag_prefix}{version}", author=author,
+                                            prerelease=prerelease)
+        await self.settle()
+        self.published[f"{service}:{version}"] = digest
+        return digest
+
+    def open_pulls(self) -> list[dict[str, Any]]:
+        return self.emulator.pulls(DEPLOY_REPO, state="open")
+
+    def pull(self, title_part: str, state: str = "all") -> dict[str, Any]:
+        matches = [pr for pr in self.emulator.pulls(DEPLOY_REPO, state=state)
+                   if title_part in pr["title"]]
+        assert len(matches) == 1, [pr["title"] for pr in matches]
+        return matches[0]
+
+    def gate(self, pr: dict[str, Any]) -> dict[str, Any]:
+        runs = self.emulator.check_runs(DEPLOY_REPO, pr["head"]["sha"],
+                                        "conveyor/promotion-gate")
+        assert len(runs) == 1, runs
+        return runs[0]
+
+
+async def make_world(*, files: dict[str, str] | None = None, workers: int = 4,
+                     validate_openapi: bool = True) -> World:
+    clock = Clock()
+    emulator = Emulator(webhook_secret=SECRET, validate_openapi=validate_openapi, clock=clock)
+    api_url = await emulator.start()
+    demo = seed(emulator, files)
+    settings = Settings(
+        app_id=str(emulator.app_id), private_key=emulator.app_private_key_pem,
+        webhook_secret=SECRET, api_url=api_url, host="127.0.0.1", port=0,
+        resync_interval=0, workers=workers,
+    )
+    app = create_app(settings, build_router(), clock=clock,
+                     retry=RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    webhook_url = f"http://127.0.0.1:{port}/api/github/webhooks"
+    emulator.webhook_url = webhook_url
+    return World(emulator, runtime_of(app), clock, demo, webhook_url, runner)
+
+
+async def close_world(world: World) -> None:
+    await world.runner.cleanup()
+    await world.emulator.stop()
