@@ -153,7 +153,7 @@ class Planner:
             self.plan.splices.append(Splice(colon + 1, colon + 1, text))
         else:
             explicit_str = scalar.tag is not None and scalar.tag.endswith(":str")
-            text = render(value, scalar.style, explicit_str=explicit_str)
+            text = render(value, scalar.style, explicit_str=explicit_str, in_flow=scalar.in_flow)
             self.plan.splices.append(Splice(scalar.start, scalar.end, text))
         self.plan.changes[id(scalar)] = value
 
@@ -166,7 +166,7 @@ class Planner:
         value_node = mapping.pairs[position][1]
         if mapping.flow:
             at = value_node.end
-            text = "".join(f", {k}: {render(v, None)}" for k, v in keys)
+            text = "".join(f", {k}: {render(v, None, in_flow=True)}" for k, v in keys)
         else:
             if after[0].line != value_node.line and value_node.end > value_node.start:
                 raise UneditableImageError(

@@ -38,15 +38,18 @@ def single_quoted(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def render(value: str, style: str | None, *, explicit_str: bool = False) -> str:
+def render(
+    value: str, style: str | None, *, explicit_str: bool = False, in_flow: bool = False
+) -> str:
     """``value`` in the quoting ``style`` of the scalar it replaces (None = plain).
 
     A plain value that would read back as a number, date, boolean or null is double-quoted,
-    unless the scalar carries an explicit ``!!str`` tag.
+    unless the scalar carries an explicit ``!!str`` tag. Inside flow collections a value with
+    ``:`` is quoted too: YAML 1.1 parsers (libyaml, go-yaml v2) refuse it there.
     """
     if style == "'":
         return single_quoted(value)
-    if style == '"':
+    if style == '"' or (in_flow and ":" in value):
         return double_quoted(value)
     if explicit_str and _PLAIN_SAFE_RE.fullmatch(value) is not None:
         return value

@@ -21,15 +21,11 @@ from bot.manifests.errors import YamlSyntaxError
 _BREAK_RE = re.compile(r"\r\n|[\n\r\x85\u2028\u2029]")
 
 
-def _make_loader() -> YAML:
-    try:
-        import ruamel.yaml.clib  # noqa: F401
-    except ImportError:
-        return YAML(typ="safe", pure=True)
-    return YAML(typ="safe")
-
-
-_LOADER = _make_loader()
+# The C parser of ruamel.yaml.clib (when installed) is fast but implements YAML 1.1, which
+# refuses some valid YAML 1.2 (e.g. `[a:b]`); files it refuses are parsed again by the pure
+# Python parser, whose verdict stands.
+_FAST_LOADER = YAML(typ="safe")
+_PURE_LOADER = YAML(typ="safe", pure=True)
 
 
 class LineIndex:
@@ -69,6 +65,7 @@ class Scalar(Node):
     value: str
     style: str | None  # None (plain), "'", '"', "|", ">"
     plain_implicit: bool
+    in_flow: bool  # inside a flow collection, where strict YAML 1.1 parsers refuse ':' in plain
 
 
 @dataclass(eq=False)
@@ -119,9 +116,16 @@ def _position(index: LineIndex, mark: Any) -> int:
 def parse_documents(text: str, path: str) -> tuple[list[Document], LineIndex]:
     """Parse every document of ``text``; raise YamlSyntaxError with the line on failure."""
     index = LineIndex(text)
-    documents: list[Document] = []
+    if _FAST_LOADER.Parser is not _PURE_LOADER.Parser:
+        documents: list[Document] = []
+        try:
+            _build(_FAST_LOADER.parse(text), index, documents)
+            return documents, index
+        except YAMLError:
+            pass
+    documents = []
     try:
-        _build(_LOADER.parse(text), index, documents)
+        _build(_PURE_LOADER.parse(text), index, documents)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         # an error at the end of the stream would point past the last line
@@ -139,7 +143,7 @@ _PROPERTY_RE = re.compile(r"(?:[&!][^\s]*\s+)+")
 
 
 def _skip_properties(text: str, start: int) -> int:
-    """Offset of a scalar's value after its ``&anchor`` / ``!tag`` properties."""
+    """Offset of a node's content after its ``&anchor`` / ``!tag`` properties."""
     match = _PROPERTY_RE.match(text, start)
     return start if match is None else match.end()
 
@@ -155,6 +159,7 @@ def _build(events: Any, index: LineIndex, documents: list[Document]) -> None:
     anchors: dict[str, Node] = {}
     aliases: list[Alias] = []
     root: list[Node | None] = [None]
+    flow_depth = 0
 
     def attach(node: Node) -> None:
         if not stack:
@@ -202,6 +207,7 @@ def _build(events: Any, index: LineIndex, documents: list[Document]) -> None:
                 value=event.value,
                 style=style,
                 plain_implicit=bool(implicit[0]) if implicit is not None else False,
+                in_flow=flow_depth > 0,
             )
             attach(node)
         elif kind == "AliasEvent":
@@ -227,9 +233,12 @@ def _build(events: Any, index: LineIndex, documents: list[Document]) -> None:
             attach(node)
             stack.append(node)
             pending_key.append(None)
+            flow_depth += flow
         else:  # MappingEndEvent / SequenceEndEvent
             closed = stack.pop()
             pending_key.pop()
+            assert isinstance(closed, Mapping | Sequence)
+            flow_depth -= closed.flow
             closed.end = _position(index, event.end_mark)
             continue
         if anchor is not None:
