@@ -1,0 +1,205 @@
+"""The aiohttp application: one dispatcher applying faults, auth, rate limits, ETags and
+OpenAPI checks around the route handlers."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from aiohttp import web
+
+from . import (
+    routes_app,
+    routes_checks,
+    routes_deployments,
+    routes_git,
+    routes_issues,
+    routes_people,
+    routes_pulls,
+    routes_releases,
+    routes_repos,
+)
+from .auth import lookup_token, verify_jwt
+from .ops import ApiError
+from .requestlog import RequestEntry
+from .routing import DOCS, Ctx, Reply, Route, Router
+
+if TYPE_CHECKING:
+    from .emulator import Emulator
+
+PREFIX = "/api/v3"
+
+
+def build_router() -> Router:
+    router = Router()
+    for module in (routes_app, routes_repos, routes_git, routes_pulls, routes_issues,
+                   routes_checks, routes_deployments, routes_people, routes_releases):
+        router.include(module.router)
+    return router
+
+
+ROUTER = build_router()
+
+
+def error_body(exc: ApiError) -> dict[str, Any]:
+    body: dict[str, Any] = {"message": exc.message, "documentation_url": DOCS,
+                            "status": str(exc.status)}
+    if exc.errors is not None:
+        body["errors"] = exc.errors
+    return body
+
+
+class Dispatcher:
+    def __init__(self, emulator: Emulator) -> None:
+        self.em = emulator
+
+    async def __call__(self, request: web.Request) -> web.StreamResponse:
+        em = self.em
+        raw = request.raw_path.split("?", 1)[0]
+        path = raw[len(PREFIX):] if raw.startswith(PREFIX) else raw
+        route, params, known = ROUTER.match(request.method, path or "/")
+        params = {k: unquote(v) for k, v in params.items()}
+        faults = em.faults
+        if faults.latency > 0:
+            await asyncio.sleep(faults.latency)
+        template = route.template if route else path
+        rate_key = "anonymous"
+        installation_id: int | None = None
+        if em.dice.roll(faults.error_rate):
+            return self._finish(request, route, template, Reply(502, {
+                "message": "Server Error"}), rate_key, None, count=False)
+        if em.dice.roll(faults.secondary_rate_limit_rate):
+            reply = Reply(403, {
+                "message": "You have exceeded a secondary rate limit. Please wait a few minutes "
+                           "before you try again. If you reach out to GitHub Support for help, "
+                           "please include the request ID.",
+                "documentation_url": "https://docs.github.com/rest/overview/"
+                                     "rate-limits-for-the-rest-api#about-secondary-rate-limits"},
+                {"Retry-After": str(faults.retry_after)})
+            return self._finish(request, route, template, reply, rate_key, None, count=False)
+        if em.dice.roll(faults.timeout_rate):
+            await asyncio.sleep(faults.timeout_seconds)
+        body: Any = None
+        ctx: Ctx | None = None
+        try:
+            if route is None:
+                raise ApiError(404 if not known else 404, "Not Found")
+            raw_body = await request.read() if request.can_read_body else b""
+            if raw_body:
+                try:
+                    body = json.loads(raw_body)
+                except ValueError as exc:
+                    raise ApiError(400, "Problems parsing JSON") from exc
+            ctx = Ctx(request, params, em.world, em.ops, body)
+            rate_key, installation_id = self._authenticate(ctx, route)
+            if faults.rate_limit_exhausted or em.rate_limits.remaining(rate_key) <= 0:
+                message = (f"API rate limit exceeded for installation ID {installation_id}."
+                           if installation_id else "API rate limit exceeded.")
+                reply = Reply(faults.rate_limit_status, {
+                    "message": message,
+                    "documentation_url": "https://docs.github.com/rest/overview/"
+                                         "rate-limits-for-the-rest-api"})
+                return self._finish(request, route, template, reply, rate_key, installation_id,
+                                    count=False, exhausted=True)
+            self._scope(ctx, route)
+            if em.validator is not None:
+                em.violations.extend(em.validator.check_request(
+                    request.method, route.template, params, dict(request.query), body))
+            reply = await route.handler(ctx)
+        except ApiError as exc:
+            reply = Reply(exc.status, error_body(exc))
+        return self._finish(request, route, template, reply, rate_key, installation_id)
+
+    def _authenticate(self, ctx: Ctx, route: Route) -> tuple[str, int | None]:
+        em = self.em
+        header = ctx.request.headers.get("Authorization", "")
+        scheme, _, credential = header.partition(" ")
+        credential = credential.strip()
+        scheme = scheme.lower()
+        if route.auth == "none":
+            return "anonymous", None
+        if not credential or scheme not in ("token", "bearer"):
+            raise ApiError(401, "Requires authentication")
+        if route.auth == "jwt":
+            if credential.count(".") != 2:
+                raise ApiError(401, "A JSON web token could not be decoded")
+            verify_jwt(credential, em.app_public_key_pem, em.world.app_id)
+            ctx.jwt_app = True
+            return "app", None
+        if credential.count(".") == 2:
+            raise ApiError(401, "Bad credentials")
+        token = lookup_token(em.world, credential)
+        ctx.token = token
+        ctx.installation = em.world.installations.get(token.installation_id)
+        if ctx.installation is None:
+            raise ApiError(401, "Bad credentials")
+        return f"installation:{token.installation_id}", token.installation_id
+
+    def _scope(self, ctx: Ctx, route: Route) -> None:
+        if route.auth != "token" or "owner" not in ctx.params or "repo" not in ctx.params:
+            return
+        world = ctx.world
+        repo = world.repo(ctx.params["owner"], ctx.params["repo"])
+        token = ctx.token
+        inst = ctx.installation
+        if repo is None or token is None or inst is None:
+            raise ApiError(404, "Not Found")
+        if inst.account.lower() != repo.owner.lower() or (
+                inst.repo_ids is not None and repo.id not in inst.repo_ids) or (
+                token.repo_ids is not None and repo.id not in token.repo_ids):
+            raise ApiError(404, "Not Found")
+        ctx.repo_obj = repo
+
+    def _finish(self, request: web.Request, route: Route | None, template: str, reply: Reply,
+                rate_key: str, installation_id: int | None, *, count: bool = True,
+                exhausted: bool = False) -> web.Response:
+        em = self.em
+        headers = dict(reply.headers)
+        data = b""
+        if reply.status != 204 and reply.body is not None:
+            data = json.dumps(reply.body, separators=(",", ":")).encode()
+        was_304 = False
+        if request.method == "GET" and reply.status == 200:
+            etag = 'W/"' + hashlib.sha1(data).hexdigest() + '"'
+            headers["ETag"] = etag
+            match = request.headers.get("If-None-Match", "")
+            candidates = {c.strip() for c in match.split(",")}
+            strong = etag[2:]
+            if etag in candidates or strong in candidates:
+                was_304 = True
+        if count and not was_304 and rate_key != "anonymous":
+            em.rate_limits.spend(rate_key)
+        headers.update(em.rate_limits.headers(rate_key, exhausted=exhausted))
+        headers["X-GitHub-Media-Type"] = "github.v3; format=json"
+        headers["X-GitHub-Request-Id"] = em.world.random_hex(8).upper()
+        status = 304 if was_304 else reply.status
+        em.requests.add(RequestEntry(request.method, template, status, installation_id, was_304,
+                                     request.path))
+        if em.validator is not None and route is not None and not was_304 \
+                and reply.status not in (502,):
+            em.violations.extend(em.validator.check_response(
+                request.method, route.template, reply.status, reply.body))
+        if was_304:
+            return web.Response(status=304, headers=headers)
+        if not data:
+            return web.Response(status=status, headers=headers)
+        return web.Response(status=status, body=data, headers=headers,
+                            content_type="application/json", charset="utf-8")
+
+
+def build_app(emulator: Emulator) -> web.Application:
+    from . import control
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    control.register(app, emulator)
+    dispatcher = Dispatcher(emulator)
+    app.router.add_route("*", PREFIX + "/{tail:.*}", dispatcher)
+    app.router.add_route("GET", "/", _home)
+    return app
+
+
+async def _home(request: web.Request) -> web.Response:
+    return web.Response(text="GitHub emulator (Conveyor sandbox)\n")
