@@ -389,11 +389,6 @@ CASES: list[tuple[str, str, list[tuple[int, int, str]]]] = [
         ],
     ),
     (
-        "invalid YAML",
-        "version: 1\nservices: [\n",
-        [(3, 1, "invalid YAML: expected the node content, but found '<stream end>'")],
-    ),
-    (
         "not a mapping",
         "- just\n- a list\n",
         [
@@ -490,3 +485,37 @@ def test_service_count_bound() -> None:
         + ("environments:\n  - name: staging\n    path: a/{service}.yaml\n")
     )
     assert issues_of(text) == [(4, 3, "services: at most 2000 services are supported, found 2001")]
+
+
+def test_invalid_yaml_is_positioned() -> None:
+    # the wording comes from libyaml or ruamel's pure parser, whichever is installed
+    [(line, column, message)] = issues_of("version: 1\nservices: [\n")
+    assert (line, column) in ((2, 1), (3, 1))
+    assert message.startswith("invalid YAML: ")
+
+
+def test_duplicate_keys_are_reported_with_other_errors() -> None:
+    text = HEAD.replace("    source: acme/web\n", "    source: acme/web\n    image: x\n") + (
+        "  - name: production\n    path: p.yaml\n    after: nowhere\n    after: staging\n"
+    )
+    assert issues_of(text) == [
+        (7, 5, "duplicate key 'image' (first defined at line 5)"),
+        (13, 12, "environments[1].after: unknown environment 'nowhere'"),
+        (14, 5, "duplicate key 'after' (first defined at line 13)"),
+    ]
+
+
+def test_single_document_only() -> None:
+    assert issues_of(HEAD + "---\nversion: 1\n") == [
+        (10, 1, "the policy file must hold a single YAML document")
+    ]
+
+
+def test_deep_nesting_is_refused_without_recursion() -> None:
+    depth = 100_000
+    text = "version: 1\nservices: " + "[" * depth + "]" * depth + "\n"
+    assert issues_of(text) == [(2, 42, "the document is nested deeper than 32 levels")]
+
+
+def test_recursive_alias() -> None:
+    assert issues_of("version: 1\nservices: &s [*s]\n") == [(2, 15, "alias '*s' refers to itself")]

@@ -3,65 +3,21 @@
 from __future__ import annotations
 
 import os
-import re
 from types import MappingProxyType
 from typing import Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.constructor import DuplicateKeyError
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from bot.domain.policy.environments import parse_environments
 from bot.domain.policy.issues import PolicyError, PolicyIssue
 from bot.domain.policy.model import Policy
 from bot.domain.policy.reader import ROOT, Reader
 from bot.domain.policy.services import parse_allowed_images, parse_services
+from bot.domain.policy.yamltree import compose
 from bot.domain.tags import TagPolicy
 
 DEFAULT_PATH = ".github/conveyor.yml"
 MAX_FILE_BYTES = 256 * 1024
 SUPPORTED_VERSION = 1
 TOP_KEYS = ("version", "allowed_images", "services", "environments")
-_DUPLICATE_RE = re.compile(r'found duplicate key "(?P<key>.*?)"')
-
-
-def _mark_pos(mark: Any) -> tuple[int, int]:
-    return (int(mark.line) + 1, int(mark.column) + 1)
-
-
-def _first_definition(text: str, exc: DuplicateKeyError, key: str) -> int | None:
-    """The line of the first ``key:`` in the mapping ruamel reports (it marks the mapping's
-    start, not the first key)."""
-    if exc.context_mark is None or exc.problem_mark is None:
-        return None
-    lines = text.splitlines()
-    column = exc.problem_mark.column
-    for number in range(exc.context_mark.line, min(exc.problem_mark.line, len(lines))):
-        line = lines[number]
-        if line[column:].startswith((f"{key}:", f'"{key}":', f"'{key}':")) and (
-            not line[:column].strip() or line[:column].strip() == "-"
-        ):
-            return number + 1
-    return None
-
-
-def _parse_yaml(reader: Reader, text: str) -> Any:
-    yaml = YAML(typ="rt")
-    try:
-        return yaml.load(text)
-    except DuplicateKeyError as exc:
-        match = _DUPLICATE_RE.search(str(exc.problem))
-        key = match["key"] if match else "?"
-        first = _first_definition(text, exc, key)
-        where = f" (first defined at line {first})" if first else ""
-        reader.error(_mark_pos(exc.problem_mark), f"duplicate key '{key}'{where}")
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "syntax error"
-        reader.error(_mark_pos(mark) if mark else ROOT, f"invalid YAML: {problem}")
-    except YAMLError as exc:
-        reader.error(ROOT, f"invalid YAML: {exc}")
-    return None
 
 
 def _version(reader: Reader, root: dict[Any, Any]) -> None:
@@ -77,8 +33,10 @@ def _validate(reader: Reader, text: str) -> Policy | None:
     if len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
         reader.error(ROOT, f"the policy file is larger than {MAX_FILE_BYTES // 1024} KiB")
         return None
-    root = _parse_yaml(reader, text)
-    if reader.issues:
+    root, problems = compose(text)
+    for problem in problems:
+        reader.error(problem.pos, problem.message)
+    if any(problem.fatal for problem in problems):
         return None
     if not isinstance(root, dict):
         reader.error(

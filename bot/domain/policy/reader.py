@@ -1,4 +1,4 @@
-"""Positions and typed access to the round-trip YAML tree, collecting issues as it goes."""
+"""Positions and typed access to the composed YAML tree, collecting issues as it goes."""
 
 from __future__ import annotations
 
@@ -34,13 +34,6 @@ def type_name(value: object) -> str:
     return type(value).__name__
 
 
-def _shift(position: Any) -> Pos | None:
-    if position is None:
-        return None
-    line, column = position
-    return (int(line) + 1, int(column) + 1)
-
-
 class Reader:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -51,28 +44,20 @@ class Reader:
 
     @staticmethod
     def node_pos(node: Any, fallback: Pos = ROOT) -> Pos:
-        lc = getattr(node, "lc", None)
-        if lc is None or lc.line is None:
-            return fallback
-        return (int(lc.line) + 1, int(lc.col) + 1)
+        pos = getattr(node, "pos", None)
+        return pos if isinstance(pos, tuple) else fallback
 
     def key_pos(self, mapping: Any, key: Any) -> Pos:
-        try:
-            return _shift(mapping.lc.key(key)) or self.node_pos(mapping)
-        except (AttributeError, KeyError, TypeError):
-            return self.node_pos(mapping)
+        positions = getattr(mapping, "key_pos", {})
+        return positions[key] if key in positions else self.node_pos(mapping)
 
     def value_pos(self, mapping: Any, key: Any) -> Pos:
-        try:
-            return _shift(mapping.lc.value(key)) or self.key_pos(mapping, key)
-        except (AttributeError, KeyError, TypeError):
-            return self.key_pos(mapping, key)
+        positions = getattr(mapping, "value_pos", {})
+        return positions[key] if key in positions else self.key_pos(mapping, key)
 
     def item_pos(self, seq: Any, index: int) -> Pos:
-        try:
-            return _shift(seq.lc.item(index)) or self.node_pos(seq)
-        except (AttributeError, KeyError, TypeError, IndexError):
-            return self.node_pos(seq)
+        positions = getattr(seq, "item_pos", [])
+        return positions[index] if 0 <= index < len(positions) else self.node_pos(seq)
 
     def check_keys(self, mapping: dict[Any, Any], allowed: Sequence[str], where: str) -> None:
         for key in mapping:
