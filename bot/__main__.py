@@ -21,6 +21,18 @@ def _receive(args: argparse.Namespace) -> int:
     return run(args.event, args.payload, args.url)
 
 
+def _check_config(args: argparse.Namespace) -> int:
+    from .offline import check_config
+
+    return check_config(args.file)
+
+
+def _bump(args: argparse.Namespace) -> int:
+    from .offline import bump
+
+    return bump(args.repo, args.service, args.env, args.image, write=args.write)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="conveyor", description="Conveyor: GitOps promotions through pull requests."
@@ -38,6 +50,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--url", help="webhook URL (default: http://127.0.0.1:$PORT/api/github/webhooks)"
     )
     receive.set_defaults(func=_receive)
+
+    check = commands.add_parser("check-config", help="validate a .github/conveyor.yml")
+    check.add_argument("file")
+    check.set_defaults(func=_check_config)
+
+    bump = commands.add_parser(
+        "bump", help="apply one promotion to a local deployment repo and print the diff"
+    )
+    bump.add_argument("--repo", required=True, help="folder holding the deployment repo's files")
+    bump.add_argument("--service", required=True)
+    bump.add_argument("--env", required=True)
+    bump.add_argument("--image", required=True, help="NAME:TAG@sha256:DIGEST")
+    bump.add_argument("--write", action="store_true", help="also change the file")
+    bump.set_defaults(func=_bump)
     return parser
 
 

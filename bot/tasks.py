@@ -1,11 +1,43 @@
-"""Background loops of the server process."""
+"""Background loops of the server process: the resync and the redelivery of failed deliveries."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
+import gidgethub
+
+from .github.deliveries import Redeliverer
+from .logs import delivery_id_var
+from .promotion.resync import resync_all
 from .server import Runtime
+
+log = logging.getLogger(__name__)
 
 
 def background_tasks(runtime: Runtime) -> list[asyncio.Task[None]]:
-    return []
+    interval = runtime.settings.resync_interval
+    if interval <= 0:
+        return []
+    return [asyncio.create_task(reconcile_forever(runtime, interval), name="conveyor-resync")]
+
+
+async def reconcile_once(runtime: Runtime, redeliverer: Redeliverer) -> None:
+    ctx = runtime.ctx
+    token = delivery_id_var.set("resync")
+    try:
+        repos = await resync_all(ctx)
+        asked = await redeliverer.run(ctx.clients.app(), ctx.clock())
+        log.info("resync done", extra={"deployment_repos": repos, "redeliveries": asked})
+    except (gidgethub.GitHubException, OSError) as exc:
+        log.warning("resync failed; next attempt at the next interval",
+                    extra={"error": str(exc)})
+    finally:
+        delivery_id_var.reset(token)
+
+
+async def reconcile_forever(runtime: Runtime, interval: float) -> None:
+    redeliverer = Redeliverer()
+    while True:
+        await reconcile_once(runtime, redeliverer)
+        await asyncio.sleep(interval)

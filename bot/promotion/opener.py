@@ -123,6 +123,11 @@ class Opener:
                                                environment)
             if newer and not explicit and not rollback:
                 return OpenResult("skipped", newer)
+            if not explicit:
+                closed = await find_pull_for_branch(self.gh, repo, branch)
+                if closed is not None:
+                    return OpenResult("skipped", "closed without merging; `/promote` opens it "
+                                      "again:", closed["number"], closed["html_url"])
             change = Change(path, before.tag if before else None,
                             before.digest if before else None, edit.notes)
             number, url, head_sha = await self._create(

@@ -57,7 +57,7 @@ resources:
   - ../../base
 images:
   - name: ghcr.io/acme/web
-    newTag: "0.9.0"  # the first release that went live
+    newTag: "0.9.0"  # promoted by Conveyor
 """
 
 _BASE = """\

@@ -1,0 +1,107 @@
+"""Offline commands: `check-config FILE` and `bump` on a local copy of a deployment repo."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from .domain.images import image_allowed, parse_image_ref, same_image
+from .domain.policy import check_config_file
+from .manifests import ManifestError, promote_image
+from .promotion.policies import POLICY_PATH
+
+
+def check_config(file_path: str) -> int:
+    _policy, issues = check_config_file(file_path)
+    for issue in issues:
+        print(issue)
+    if issues:
+        print(f"{len(issues)} error(s)", file=sys.stderr)
+        return 1
+    print(f"{file_path}: ok")
+    return 0
+
+
+def _inside(root: Path, relative: str) -> Path | None:
+    target = (root / relative).resolve()
+    return target if target.is_relative_to(root.resolve()) else None
+
+
+def bump(repo_dir: str, service: str, env: str, image: str, *, write: bool) -> int:
+    root = Path(repo_dir)
+    policy_file = root / POLICY_PATH
+    policy, issues = check_config_file(str(policy_file))
+    if policy is None:
+        for issue in issues:
+            print(issue, file=sys.stderr)
+        return 1
+    if service not in policy.services:
+        print(f"unknown service {service!r}; services are: {', '.join(policy.services)}",
+              file=sys.stderr)
+        return 1
+    if env not in policy.environments:
+        print(f"unknown environment {env!r}; environments are: "
+              f"{', '.join(policy.environments)}", file=sys.stderr)
+        return 1
+    try:
+        ref = parse_image_ref(image)
+    except ValueError as exc:
+        print(f"--image: {exc}", file=sys.stderr)
+        return 1
+    wanted = policy.services[service].image
+    if not same_image(ref.name, wanted):
+        print(f"--image names {ref.name}, but service {service} is {wanted}", file=sys.stderr)
+        return 1
+    if not image_allowed(ref.name, policy.allowed_images):
+        print(f"{ref.name} is not under allowed_images", file=sys.stderr)
+        return 1
+    if ref.digest is None:
+        print("--image must carry a digest (NAME:TAG@sha256:...): a promotion always pins it",
+              file=sys.stderr)
+        return 1
+    if ref.tag is not None:
+        for tag_policy in policy.tag_policy_for(service, env):
+            if not tag_policy.admits(ref.tag):
+                print(f"{ref.tag} is not admitted in {env} (tag policy `{tag_policy}`)",
+                      file=sys.stderr)
+                return 1
+    relative = policy.path_for(service, env)
+    target = _inside(root, relative)
+    if target is None:
+        print(f"{relative}: outside the repository", file=sys.stderr)
+        return 1
+    try:
+        with open(target, encoding="utf-8", newline="") as handle:
+            text = handle.read()
+    except OSError as exc:
+        print(f"{relative}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    try:
+        edit = promote_image(text, image=wanted, tag=ref.tag, digest=ref.digest, path=relative)
+    except ManifestError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    for note in edit.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if not edit.changed:
+        print(f"{relative}: already pins {ref.digest}", file=sys.stderr)
+        return 0
+    sys.stdout.write(edit.unified_diff())
+    if write:
+        _write_atomically(target, edit.new_text)
+    return 0
+
+
+def _write_atomically(target: Path, text: str) -> None:
+    mode = target.stat().st_mode
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.chmod(temporary, mode & 0o777)
+        os.replace(temporary, target)
+    except BaseException:
+        os.unlink(temporary)
+        raise
