@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from gidgethub import routing
 
-from . import installations, internal, packages, pulls, pushes, releases
+from . import configcheck, installations, internal, packages, pulls, pushes, releases
 
 
 def build_router() -> routing.Router:
     return routing.Router(
+        configcheck.router,
         installations.router,
         internal.router,
         packages.router,

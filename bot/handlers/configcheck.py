@@ -1,0 +1,42 @@
+"""`conveyor/config-check` on every PR of a deployment repository and every default-branch push."""
+
+from __future__ import annotations
+
+from gidgethub import routing, sansio
+
+from ..context import Context
+from ..github.client import ConveyorGitHubAPI
+from ..promotion.configcheck import run_config_check
+
+router = routing.Router()
+
+
+@router.register("pull_request", action="opened")
+@router.register("pull_request", action="synchronize")
+@router.register("pull_request", action="reopened")
+async def on_pull_request(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    repository = event.data["repository"]
+    repo = await ctx.policies.get(gh, event.data["installation"]["id"],
+                                  repository["full_name"], repository.get("default_branch"))
+    if repo is None:
+        return
+    pr = event.data["pull_request"]
+    paths = [f["filename"] async for f in gh.getiter(
+        f"/repos/{repo.full_name}/pulls/{pr['number']}/files?per_page=100")]
+    await run_config_check(ctx, gh, repo.full_name, repo.policy, pr["head"]["sha"], paths)
+
+
+@router.register("push")
+async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    repository = event.data["repository"]
+    default_branch = repository.get("default_branch") or repository.get("master_branch")
+    if event.data.get("ref") != f"refs/heads/{default_branch}" or event.data.get("deleted"):
+        return
+    repo = await ctx.policies.get(gh, event.data["installation"]["id"],
+                                  repository["full_name"], default_branch)
+    if repo is None:
+        return
+    paths = sorted({path for commit in event.data.get("commits") or []
+                    for key in ("added", "modified") for path in commit.get(key) or []})
+    if paths:
+        await run_config_check(ctx, gh, repo.full_name, repo.policy, event.data["after"], paths)
