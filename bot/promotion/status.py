@@ -1,0 +1,233 @@
+"""What runs where in one deployment repository: per service and environment, the version and
+digest its file pins, since when, the pull request that put it there, and open promotions.
+
+Read from GitHub alone (the default branch, its history and the open pull requests), so the
+`/status` command, the dashboard issue and the resync all show the same truth.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+from ..github.repos import FileTooLarge, get_file
+from ..manifests import ManifestError, find_images
+from .marker import branch_prefix, parse_marker
+from .opener import open_pulls
+from .policies import DeploymentRepo
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+log = logging.getLogger(__name__)
+
+NONE = "—"
+
+
+@dataclass(frozen=True)
+class OpenPromotion:
+    number: int
+    url: str
+    version: str | None
+    rollback: bool = False
+
+
+@dataclass(frozen=True)
+class StatusRow:
+    service: str
+    environment: str
+    path: str
+    version: str | None = None  # the image tag written in the file
+    digest: str | None = None
+    package_url: str | None = None  # the package version page of the digest, when known
+    since: datetime | None = None  # date of the last commit that changed the file
+    since_commit: str | None = None
+    since_url: str | None = None
+    pull_number: int | None = None  # the pull request that merged that commit
+    pull_url: str | None = None
+    open_pulls: tuple[OpenPromotion, ...] = ()
+    problem: str | None = None  # why the file tells nothing (missing, unreadable, no image)
+
+
+@dataclass(frozen=True)
+class _Since:
+    when: datetime | None
+    sha: str | None
+    url: str | None
+    pull_number: int | None
+    pull_url: str | None
+
+
+def rollback_prefix(environment: str, service: str) -> str:
+    return f"conveyor/rollback/{environment}/{service}-"
+
+
+def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, service: str
+                        ) -> tuple[OpenPromotion, ...]:
+    """Open promotion and rollback PRs of (service, environment), found by their branch."""
+    forward, back = branch_prefix(environment, service), rollback_prefix(environment, service)
+    found = []
+    for pr in pulls:
+        ref = str((pr.get("head") or {}).get("ref") or "")
+        if not ref.startswith((forward, back)):
+            continue
+        marker = parse_marker(pr.get("body"))
+        found.append(OpenPromotion(
+            number=int(pr["number"]), url=str(pr.get("html_url") or ""),
+            version=marker.version if marker else None, rollback=ref.startswith(back),
+        ))
+    return tuple(sorted(found, key=lambda p: p.number))
+
+
+async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> list[StatusRow]:
+    """One row per service × environment, services and environments in policy order."""
+    policy = repo.policy
+    if policy is None:
+        return []
+    pulls = await open_pulls(gh, repo.full_name)
+    files: dict[str, tuple[str | None, str | None]] = {}  # path → (text, problem)
+    history: dict[str, _Since] = {}
+    rows: list[StatusRow] = []
+    for service in policy.services.values():
+        packages = await _package_pages(ctx, gh, service.image)
+        for environment in policy.environments:
+            path = policy.path_for(service.name, environment)
+            if path not in files:
+                files[path] = await _read(gh, repo, path)
+            text, problem = files[path]
+            version = digest = None
+            if text is not None:
+                try:
+                    found = find_images(text, service.image, path=path)
+                except ManifestError as exc:
+                    found, problem = [], f"`{path}`: {exc}"
+                if found:
+                    version, digest = found[0].tag, found[0].digest
+                elif problem is None:
+                    problem = f"{service.image} not found in `{path}`"
+            if path not in history and text is not None:
+                history[path] = await _since(ctx, gh, repo.full_name, path)
+            since = history.get(path) or _Since(None, None, None, None, None)
+            rows.append(StatusRow(
+                service=service.name, environment=environment, path=path, version=version,
+                digest=digest, package_url=packages.get(digest) if digest else None,
+                since=since.when, since_commit=since.sha, since_url=since.url,
+                pull_number=since.pull_number, pull_url=since.pull_url,
+                open_pulls=open_promotions_for(pulls, environment, service.name),
+                problem=problem,
+            ))
+    return rows
+
+
+async def _read(gh: GitHubAPI, repo: DeploymentRepo, path: str) -> tuple[str | None, str | None]:
+    try:
+        found = await get_file(gh, repo.full_name, path)
+    except FileTooLarge as exc:
+        return None, str(exc)
+    if found is None:
+        return None, f"`{path}` does not exist on {repo.default_branch}"
+    return found.text, None
+
+
+async def _package_pages(ctx: Context, gh: GitHubAPI, image: str) -> dict[str, str]:
+    try:
+        versions = await ctx.packages.versions(gh, image)
+    except gidgethub.GitHubException as exc:
+        log.info("package versions unavailable", extra={"image": image, "error": str(exc)})
+        return {}
+    return {version.digest: version.url for version in versions if version.url}
+
+
+async def _since(ctx: Context, gh: GitHubAPI, repo: str, path: str) -> _Since:
+    """The last commit of the default branch that changed `path`, and the PR that merged it."""
+    commits = await gh.getitem(f"/repos/{repo}/commits?path={quote(path, safe='/')}&per_page=1")
+    if not commits:
+        return _Since(None, None, None, None, None)
+    commit = commits[0]
+    sha = str(commit["sha"])
+    dates = commit.get("commit") or {}
+    stamp = (dates.get("committer") or {}).get("date") or (dates.get("author") or {}).get("date")
+    when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else None
+    url = commit.get("html_url") or f"{ctx.web_url}/{repo}/commit/{sha}"
+    number = pull_url = None
+    try:
+        pulls = await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls")
+    except gidgethub.BadRequest as exc:
+        if exc.status_code not in (404, 422):
+            raise
+        pulls = []
+    merged = [pr for pr in pulls or [] if pr.get("merged_at") or pr.get("merge_commit_sha") == sha]
+    if merged:
+        number, pull_url = int(merged[0]["number"]), str(merged[0].get("html_url") or "")
+    return _Since(when, sha, url, number, pull_url)
+
+
+def short_digest(digest: str | None) -> str:
+    return digest.removeprefix("sha256:")[:12] if digest else NONE
+
+
+def _cell_version(row: StatusRow) -> str:
+    return f"`{row.version}`" if row.version else NONE
+
+
+def _cell_digest(row: StatusRow) -> str:
+    if not row.digest:
+        return NONE
+    text = f"`{short_digest(row.digest)}`"
+    return f"[{text}]({row.package_url})" if row.package_url else text
+
+
+def _cell_since(row: StatusRow) -> str:
+    if row.since is None:
+        return NONE
+    text = row.since.strftime("%Y-%m-%d %H:%M UTC")
+    return f"[{text}]({row.since_url})" if row.since_url else text
+
+
+def _cell_pull(row: StatusRow) -> str:
+    return f"#{row.pull_number}" if row.pull_number else NONE
+
+
+def _cell_open(row: StatusRow) -> str:
+    if not row.open_pulls:
+        return NONE
+    parts = []
+    for pr in row.open_pulls:
+        what = f" `{pr.version}`" if pr.version else ""
+        parts.append(f"#{pr.number}{what}{' (rollback)' if pr.rollback else ''}")
+    return ", ".join(parts)
+
+
+def render_status(rows: Sequence[StatusRow], service: str | None = None) -> str:
+    """Markdown: one table per service (or only `service`), environments in policy order."""
+    if service is not None:
+        rows = [row for row in rows if row.service.lower() == service.lower()]
+        if not rows:
+            return f"No service named `{service}` in this repository's policy."
+    if not rows:
+        return "No services are configured in this repository's policy."
+    sections: list[str] = []
+    for name in dict.fromkeys(row.service for row in rows):
+        lines = [
+            f"### {name}",
+            "",
+            "| environment | version | digest | since | merged in | open promotions |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        notes = []
+        for row in (r for r in rows if r.service == name):
+            lines.append(f"| {row.environment} | {_cell_version(row)} | {_cell_digest(row)} "
+                         f"| {_cell_since(row)} | {_cell_pull(row)} | {_cell_open(row)} |")
+            if row.problem:
+                notes.append(f"> {row.environment}: {row.problem}")
+        if notes:
+            lines += ["", *notes]
+        sections.append("\n".join(lines))
+    return "\n\n".join(sections)
