@@ -196,7 +196,11 @@ def build_app(emulator: Emulator) -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024)
     control.register(app, emulator)
     dispatcher = Dispatcher(emulator)
-    app.router.add_route("*", PREFIX + "/{tail:.*}", dispatcher)
+
+    async def api(request: web.Request) -> web.StreamResponse:
+        return await dispatcher(request)
+
+    app.router.add_route("*", PREFIX + "/{tail:.*}", api)
     app.router.add_route("GET", "/", _home)
     return app
 

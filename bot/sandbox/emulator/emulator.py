@@ -84,6 +84,18 @@ class Emulator:
         self.hooks.violations.clear()
 
     @property
+    def app_id(self) -> int:
+        return self.world.app_id
+
+    @property
+    def app_slug(self) -> str:
+        return self.world.app_slug
+
+    def pending_deliveries(self) -> int:
+        """Webhook deliveries queued or in flight."""
+        return self.hooks.pending
+
+    @property
     def token_ttl(self) -> float:
         """Lifetime of installation tokens in seconds (GitHub: one hour)."""
         return self.world.token_ttl

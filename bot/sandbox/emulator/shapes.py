@@ -539,7 +539,7 @@ def app(world: World) -> JSON:
             "attestations": "read", "actions": "read",
         },
         "events": ["check_run", "check_suite", "deployment", "deployment_status",
-                   "issue_comment", "merge_group", "package", "pull_request",
+                   "issue_comment", "merge_group", "pull_request",
                    "pull_request_review", "push", "registry_package", "release", "status"],
         "installations_count": len(world.installations),
     }

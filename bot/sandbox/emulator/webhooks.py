@@ -97,6 +97,10 @@ class Webhooks:
             await self._idle.wait()
             await asyncio.sleep(0)
 
+    @property
+    def pending(self) -> int:
+        return self._in_flight
+
     # -- emitting --------------------------------------------------------------------------------
     def emit(self, event: str, payload: JSON, *, installation_id: int | None,
              repository_id: int | None) -> asyncio.Future[Delivery]:
