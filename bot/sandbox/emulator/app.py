@@ -60,7 +60,7 @@ class Dispatcher:
         em = self.em
         raw = request.raw_path.split("?", 1)[0]
         path = raw[len(PREFIX):] if raw.startswith(PREFIX) else raw
-        route, params, known = ROUTER.match(request.method, path or "/")
+        route, params, _ = ROUTER.match(request.method, path or "/")
         params = {k: unquote(v) for k, v in params.items()}
         faults = em.faults
         if faults.latency > 0:
@@ -86,7 +86,7 @@ class Dispatcher:
         ctx: Ctx | None = None
         try:
             if route is None:
-                raise ApiError(404 if not known else 404, "Not Found")
+                raise ApiError(404, "Not Found")
             raw_body = await request.read() if request.can_read_body else b""
             if raw_body:
                 try:

@@ -26,8 +26,8 @@ from .state import (
     Issue,
     Repo,
     Team,
-    World,
     WorkflowRun,
+    World,
 )
 from .webhooks import Delivery, Webhooks, collect
 

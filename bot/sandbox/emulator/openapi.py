@@ -61,14 +61,14 @@ def _pointer(*parts: str) -> str:
 
 class OpenAPIValidator:
     def __init__(self, rest: dict[str, Any], webhooks: dict[str, Any]) -> None:
-        from referencing import Registry, Resource
+        from referencing import Registry
         from referencing.jsonschema import DRAFT202012
 
         self.rest = _nullable(rest) if not rest.get("openapi", "").startswith("3.1") else rest
         self.webhooks = webhooks
         self.registry: Any = Registry().with_resources([
-            ("urn:github-rest", Resource(self.rest, specification=DRAFT202012)),
-            ("urn:github-webhooks", Resource(self.webhooks, specification=DRAFT202012)),
+            ("urn:github-rest", DRAFT202012.create_resource(self.rest)),
+            ("urn:github-webhooks", DRAFT202012.create_resource(self.webhooks)),
         ])
         self._validators: dict[str, Any] = {}
 
@@ -88,7 +88,7 @@ class OpenAPIValidator:
     def _validator(self, uri: str) -> Any:
         found = self._validators.get(uri)
         if found is None:
-            from jsonschema import Draft202012Validator
+            from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
 
             found = Draft202012Validator({"$ref": uri}, registry=self.registry)
             self._validators[uri] = found
@@ -172,6 +172,7 @@ class OpenAPIValidator:
                 return [f"{label}: error response without a message"]
             return [f"{label}: status not documented"]
         response = responses[key]
+        base: tuple[str, ...]
         if "$ref" in response:
             name = response["$ref"].rsplit("/", 1)[-1]
             base = ("components", "responses", name)

@@ -411,7 +411,7 @@ class Ops:
             raise ApiError(405, "Pull Request is not mergeable")
         if sha is not None and sha != pr.head_sha:
             raise ApiError(409, "Head branch was modified. Review and try the merge again.")
-        mergeable, state, tree = self.merge_info(repo, item)
+        mergeable, _, tree = self.merge_info(repo, item)
         if not mergeable or tree is None:
             raise ApiError(405, "Pull Request is not mergeable")
         missing = self.missing_required(repo, pr.head_sha)
@@ -424,7 +424,7 @@ class Ops:
         store = repo.store
         base_tip = repo.branch_sha(pr.base_ref)
         assert base_tip is not None
-        changes, commits = self.pull_changes(repo, item)
+        _, commits = self.pull_changes(repo, item)
         committer = self.web_flow()
         if method == "merge":
             msg = (title or f"Merge pull request #{item.number} from "
@@ -449,8 +449,8 @@ class Ops:
                 assert original is not None
                 if len(original.parents) > 1:
                     raise ApiError(405, "This branch can't be rebased")
-                parent_tree = store.commit(original.parents[0]).tree \
-                    if original.parents and store.commit(original.parents[0]) else None
+                parent = store.commit(original.parents[0]) if original.parents else None
+                parent_tree = parent.tree if parent else None
                 current = store.commit(new)
                 assert current is not None
                 try:

@@ -50,8 +50,8 @@ async def create_token(ctx: Ctx) -> Reply:
             match = next((r for r in allowed.values() if r.name.lower() == str(name).lower()),
                          None)
             if match is None:
-                raise ApiError(422, f"There is at least one repository that does not exist or "
-                                    f"is not accessible to the parent installation.")
+                raise ApiError(422, "There is at least one repository that does not exist or "
+                                    "is not accessible to the parent installation.")
             repo_ids.add(match.id)
         for rid in body.get("repository_ids") or []:
             if rid not in allowed:

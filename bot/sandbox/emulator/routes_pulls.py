@@ -36,7 +36,7 @@ async def list_pulls(ctx: Ctx) -> Reply:
     if base:
         items = [i for i in items if i.pull is not None and i.pull.base_ref == base]
     sort = ctx.query.get("sort", "created")
-    direction = ctx.query.get("direction", "desc" if sort == "created" else "desc")
+    direction = ctx.query.get("direction", "desc")
     key = {"created": lambda i: (i.created_at, i.number),
            "updated": lambda i: (i.updated_at, i.number)}.get(sort, lambda i: (i.created_at,
                                                                                 i.number))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from .gitstore import Commit, FileChange, Signature
 from .state import (
