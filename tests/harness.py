@@ -121,3 +121,22 @@ async def make_world(*, files: dict[str, str] | None = None, workers: int = 4,
 async def close_world(world: World) -> None:
     await world.runner.cleanup()
     await world.emulator.stop()
+
+
+async def hand_pr(world: World, path: str, text: str, *, author: str = "alice",
+                  branch: str = "hand/prod-change", title: str = "Bump production by hand"
+                  ) -> dict[str, Any]:
+    """A person edits a file on a branch and opens a PR."""
+    await world.emulator.push_files(DEPLOY_REPO, {path: text}, branch=branch, author=author,
+                                    message=title)
+    await world.emulator.open_pull(DEPLOY_REPO, branch, title=title, author=author)
+    await world.settle()
+    return world.pull(title, state="open")
+
+
+def pinned_kustomization(tag: str, digest: str) -> str:
+    return (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+        "  - ../../base\nimages:\n  - name: ghcr.io/acme/web\n"
+        f'    newTag: "{tag}"  # promoted by Conveyor\n    digest: {digest}\n'
+    )
