@@ -34,7 +34,7 @@ from .evidence import EvidenceFinder, parse_time
 from .marker import PromotionMarker, parse_marker
 from .merger import merge_promotion
 from .policies import DeploymentRepo
-from .provenance import _attestation
+from .provenance import find_attestation
 from .render_gate import render_gate_output
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ class GateService:
             return None
         source = policy.services[service].source
         try:
-            attested = await _attestation(gh, source, digest)
+            attested = await find_attestation(gh, source, digest)
         except gidgethub.GitHubException:
             attested = None
         if attested is None:
@@ -234,8 +234,9 @@ class GateService:
                 return f"no attestation found for {digest[:19]} in {source}"
             return None
         expected_commit = facts.marker.source_sha if facts.marker else None
-        return attestation_problem(attested_repo=attested[0], attested_commit=attested[1],
-                                   expected_repo=source, expected_commit=expected_commit)
+        return attestation_problem(attested_repo=attested.repository,
+                                   attested_commit=attested.commit, expected_repo=source,
+                                   expected_commit=expected_commit)
 
     async def _reviews(self, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
                        facts: PullFacts, envs: set[str]) -> list[Review]:

@@ -23,6 +23,7 @@ from .body import Change, commit_message, pr_body, pr_title
 from .candidates import Candidate
 from .marker import PromotionMarker, branch_name, branch_prefix, parse_marker
 from .policies import DeploymentRepo
+from .provenance import with_compare
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -130,6 +131,8 @@ class Opener:
                                       "again:", closed["number"], closed["html_url"])
             change = Change(path, before.tag if before else None,
                             before.digest if before else None, edit.notes)
+            provenance = await with_compare(self.gh, provenance or Provenance(), candidate,
+                                            change.old_tag, self.ctx.web_url)
             number, url, head_sha = await self._create(
                 candidate, env, branch, path, current.sha, edit.new_text, change,
                 provenance or Provenance(), rollback_note, upstream_pr,

@@ -1,118 +1,154 @@
-"""Gathering a candidate's provenance: release, commit, CI run, attestation, source changes."""
+"""Gathering a candidate's provenance: release, commit, CI run, attestation, source changes.
+
+The artifact attestation is read first (the repository's, then the organisation's): when it
+exists it names the source repository, the commit, the workflow and the run, and it is
+cross-checked against the policy's `source` and the release's commit. Without one, the commit
+comes from the release tag or the image's OCI labels (already on the candidate) and the run
+from the workflow runs of that commit. Every lookup is made once per candidate; the compare
+view is added per environment, because each environment has its own previous version.
+"""
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
-from typing import Any
+from dataclasses import replace
 from urllib.parse import quote
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from ..domain.provenance import Link, Provenance, attestation_problem
+from ..domain.provenance import (
+    AttestedBuild,
+    Link,
+    Provenance,
+    attestation_problem,
+    build_from_attestations,
+    compare_text,
+    previous_git_tags,
+)
 from .candidates import Candidate
 
 log = logging.getLogger(__name__)
+
+MAX_RUNS = 10
 
 
 async def gather_provenance(gh: GitHubAPI, candidate: Candidate, web_url: str, *,
                             previous_tag: str | None = None) -> Provenance:
     source = candidate.source_repo
+    build = await find_attestation(gh, source, candidate.digest)
+    sha = candidate.source_sha or (build.commit if build else None)
     commit_link = None
-    if candidate.source_sha:
-        commit_link = Link(candidate.source_sha[:12],
-                           f"{web_url}/{source}/commit/{candidate.source_sha}")
-    run = await _workflow_run(gh, source, candidate.source_sha) if candidate.source_sha else None
-    attestation = await _attestation(gh, source, candidate.digest)
+    if sha:
+        origin = _commit_origin(candidate)
+        commit_link = Link(f"{sha[:12]}{origin}", f"{web_url}/{source}/commit/{sha}")
     problem = None
     attestation_link = None
-    if attestation is not None:
-        attested_repo, attested_commit, run_url = attestation
-        problem = attestation_problem(attested_repo=attested_repo,
-                                      attested_commit=attested_commit,
-                                      expected_repo=source, expected_commit=candidate.source_sha)
-        attestation_link = Link("SLSA provenance",
+    run = None
+    if build is not None:
+        problem = attestation_problem(attested_repo=build.repository,
+                                      attested_commit=build.commit, expected_repo=source,
+                                      expected_commit=candidate.source_sha)
+        what = build.workflow_path or "workflow"
+        if build.workflow_ref:
+            what += f"@{build.workflow_ref}"
+        attested_in = build.repository or source
+        attestation_link = Link(f"SLSA provenance: {attested_in} {what}",
                                 f"{web_url}/{source}/attestations")
-        if run is None and run_url:
-            run = Link("build run", run_url)
-    compare = None
-    if previous_tag and candidate.release_tag:
-        previous_git_tag = _git_tag_like(previous_tag, candidate.release_tag, candidate.version)
-        compare = Link(f"{previous_git_tag}...{candidate.release_tag}",
-                       f"{web_url}/{source}/compare/{previous_git_tag}...{candidate.release_tag}")
-    return Provenance(
+        if build.run_url:
+            workflow = (build.workflow_path or "workflow").rsplit("/", 1)[-1]
+            run = Link(f"{workflow} run {build.run_id or ''}".strip(), build.run_url)
+    if run is None and sha:
+        run = await workflow_run(gh, source, sha)
+    release = None
+    if candidate.release_tag:
+        release = Link(candidate.release_tag, candidate.release_url or
+                       f"{web_url}/{source}/releases/tag/{quote(candidate.release_tag, safe='')}")
+    provenance = Provenance(
         package=Link(f"{candidate.image}@{candidate.digest[:19]}", candidate.package_url)
         if candidate.package_url else None,
-        release=Link(candidate.release_tag, candidate.release_url)
-        if candidate.release_tag else None,
+        release=release,
         source_commit=commit_link,
         workflow_run=run,
         attestation=attestation_link,
-        compare=compare,
         attestation_problem=problem,
-        attested=attestation is not None,
+        attested=build is not None,
     )
+    if previous_tag:
+        provenance = await with_compare(gh, provenance, candidate, previous_tag, web_url)
+    return provenance
 
 
-def _git_tag_like(previous_tag: str, release_tag: str, version: str) -> str:
-    """The previous version spelled like the new release's git tag (v1.4.1 beside v1.4.2)."""
-    prefix = release_tag[: len(release_tag) - len(version)] if release_tag.endswith(version) else ""
-    bare = previous_tag.removeprefix("v") if prefix.endswith("v") else previous_tag
-    return f"{prefix}{bare}" if not previous_tag.startswith(prefix) else previous_tag
+def _commit_origin(candidate: Candidate) -> str:
+    if not candidate.source_sha:
+        return " (from the attestation)"
+    if candidate.release_tag:
+        return f" (tag {candidate.release_tag})"
+    if candidate.trigger == "package":
+        return " (OCI label)"
+    return ""
 
 
-async def _workflow_run(gh: GitHubAPI, repo: str, sha: str) -> Link | None:
+async def with_compare(gh: GitHubAPI, provenance: Provenance, candidate: Candidate,
+                       previous_tag: str | None, web_url: str) -> Provenance:
+    """The provenance with the compare view from the previously live version to this one,
+    and the number of commits between them when GitHub knows both ends."""
+    if not previous_tag or previous_tag in (candidate.tag, candidate.version):
+        return replace(provenance, compare=None)
+    head = candidate.source_sha or candidate.release_tag
+    if not head:
+        return replace(provenance, compare=None)
+    head_label = candidate.release_tag or head[:12]
+    source = candidate.source_repo
+    for base in previous_git_tags(previous_tag, candidate.release_tag, candidate.version):
+        try:
+            data = await gh.getitem(
+                f"/repos/{source}/compare/{quote(base, safe='')}...{quote(head, safe='')}")
+        except gidgethub.BadRequest as exc:
+            if exc.status_code in (404, 422):
+                continue
+            raise
+        ahead = data.get("total_commits", data.get("ahead_by"))
+        behind = data.get("behind_by")
+        link = Link(compare_text(base, head_label, _int(ahead), _int(behind)),
+                    f"{web_url}/{source}/compare/{base}...{candidate.release_tag or head}")
+        return replace(provenance, compare=link)
+    return replace(provenance, compare=None)
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+async def workflow_run(gh: GitHubAPI, repo: str, sha: str) -> Link | None:
+    """The CI run of the source commit: a successful one when there is one."""
     try:
-        data = await gh.getitem(f"/repos/{repo}/actions/runs?head_sha={sha}&per_page=5")
-    except gidgethub.BadRequest:
-        return None
+        data = await gh.getitem(f"/repos/{repo}/actions/runs?head_sha={sha}&per_page={MAX_RUNS}")
+    except gidgethub.BadRequest as exc:
+        if exc.status_code in (403, 404):
+            return None
+        raise
     runs = data.get("workflow_runs") or []
     if not runs:
         return None
-    run = runs[0]
-    return Link(f"{run.get('name', 'workflow')} #{run.get('run_number', run.get('id'))}",
+    run = next((r for r in runs if r.get("conclusion") == "success"), runs[0])
+    return Link(f"{run.get('name') or 'workflow'} #{run.get('run_number', run.get('id'))}",
                 run.get("html_url"))
 
 
-async def _attestation(gh: GitHubAPI, repo: str, digest: str
-                       ) -> tuple[str | None, str | None, str | None] | None:
-    """(repository, commit, run URL) from the first SLSA provenance attestation of the digest."""
-    try:
-        data = await gh.getitem(f"/repos/{repo}/attestations/{quote(digest, safe='')}")
-    except gidgethub.BadRequest as exc:
-        if exc.status_code == 404:
-            return None
-        raise
-    for item in data.get("attestations") or []:
-        statement = _statement(item)
-        if statement is None:
-            continue
-        predicate = statement.get("predicate") or {}
-        build = predicate.get("buildDefinition") or {}
-        workflow = (build.get("externalParameters") or {}).get("workflow") or {}
-        attested_repo = _repo_from_url(str(workflow.get("repository") or ""))
-        commit = None
-        for dependency in build.get("resolvedDependencies") or []:
-            commit = (dependency.get("digest") or {}).get("gitCommit") or commit
-        run_url = ((predicate.get("runDetails") or {}).get("metadata") or {}).get("invocationId")
-        return attested_repo, commit, run_url
+async def find_attestation(gh: GitHubAPI, repo: str, digest: str) -> AttestedBuild | None:
+    """The SLSA provenance of the digest: the repository's attestations, then the org's."""
+    owner = repo.split("/", 1)[0]
+    digest_part = quote(digest, safe="")
+    for url in (f"/repos/{repo}/attestations/{digest_part}",
+                f"/orgs/{owner}/attestations/{digest_part}"):
+        try:
+            data = await gh.getitem(url)
+        except gidgethub.BadRequest as exc:
+            if exc.status_code in (403, 404):
+                continue
+            raise
+        build = build_from_attestations(data)
+        if build is not None:
+            return build
     return None
-
-
-def _statement(item: dict[str, Any]) -> dict[str, Any] | None:
-    envelope = ((item.get("bundle") or {}).get("dsseEnvelope")) or {}
-    try:
-        statement = json.loads(base64.b64decode(envelope.get("payload", "")))
-    except (ValueError, TypeError):
-        return None
-    return statement if isinstance(statement, dict) else None
-
-
-def _repo_from_url(url: str) -> str | None:
-    if not url:
-        return None
-    path = url.split("://", 1)[-1]
-    parts = path.split("/")
-    return "/".join(parts[1:3]) if len(parts) >= 3 else None
