@@ -50,7 +50,7 @@ class LineIndex:
         return None if match is None else match.group()
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     start: int
     end: int
@@ -60,15 +60,14 @@ class Node:
     tag: str | None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Scalar(Node):
     value: str
     style: str | None  # None (plain), "'", '"', "|", ">"
-    plain_implicit: bool
     in_flow: bool  # inside a flow collection, where strict YAML 1.1 parsers refuse ':' in plain
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Mapping(Node):
     flow: bool
     pairs: list[tuple[Node, Node]] = field(default_factory=list)
@@ -80,18 +79,18 @@ class Mapping(Node):
         return None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Sequence(Node):
     flow: bool
     items: list[Node] = field(default_factory=list)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Alias(Node):
     target: Node | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Document:
     root: Node | None
     aliases: list[Alias]
@@ -193,21 +192,19 @@ def _build(events: Any, index: LineIndex, documents: list[Document]) -> None:
         column = event.start_mark.column
         anchor = getattr(event, "anchor", None)
         if kind == "ScalarEvent":
-            style = event.style or None
-            implicit = event.implicit
-            if anchor is not None or _tag(event) is not None:
+            tag = _tag(event)
+            if anchor is not None or tag is not None:
                 start = _skip_properties(index.text, start)
             node: Node = Scalar(
-                start=start,
-                end=_position(index, event.end_mark),
-                line=line,
-                column=column,
-                anchor=anchor,
-                tag=_tag(event),
-                value=event.value,
-                style=style,
-                plain_implicit=bool(implicit[0]) if implicit is not None else False,
-                in_flow=flow_depth > 0,
+                start,
+                _position(index, event.end_mark),
+                line,
+                column,
+                anchor,
+                tag,
+                event.value,
+                event.style or None,
+                flow_depth > 0,
             )
             attach(node)
         elif kind == "AliasEvent":

@@ -1,0 +1,261 @@
+"""Property test: random files built from the recognised shapes, random promotions.
+
+For every generated file and edit: exactly the intended values change (checked against an
+independent load of both texts), the result parses, and every other line is byte-identical.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
+
+from bot.domain.images import canonical_image_name
+from bot.manifests import ImageNotFoundError, promote_image
+
+NAMES = [
+    "ghcr.io/acme/web",
+    "ghcr.io/Acme/web",
+    "ghcr.io/acme/api",
+    "nginx",
+    "docker.io/library/nginx",
+    "localhost:5000/tools/app",
+]
+TARGETS = [
+    "ghcr.io/acme/web",
+    "docker.io/library/nginx",
+    "localhost:5000/tools/app",
+    "ghcr.io/acme/api",
+]
+TAGS = ["1.4.1", "1.20", "11", "on", "2024-06-27", "v2", "latest", "0755", "1e3", "null"]
+STYLES = ["plain", "single", "double"]
+OLD_DIGEST = "sha256:" + "0" * 64
+COMMENTS = ["", "", "  # note", " # {not a setter}", "    # keep: me"]
+
+_LOADER = YAML(typ="safe", pure=True)
+
+
+def quote(value: str, style: str) -> str:
+    if style == "single":
+        return f"'{value}'"
+    if style == "double":
+        return f'"{value}"'
+    return value
+
+
+@dataclass
+class Record:
+    """One image reference the generator wrote, with what a promotion must do to it."""
+
+    kind: str  # "ref" | "kustomize" | "helm"
+    doc: int
+    path: tuple[Any, ...]
+    name: str
+    tag: str | None  # as written (unquoted text)
+    has_digest: bool
+    value_lines: list[int]  # absolute 1-based lines whose text may change
+    has_tag: bool = True
+
+
+@dataclass
+class Generated:
+    lines: list[str] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
+
+
+@st.composite
+def manifest_files(draw: st.DrawFn) -> tuple[str, list[Record]]:
+    out = Generated()
+    kustomize_written = False
+    n_docs = draw(st.integers(1, 3))
+    if draw(st.booleans()):
+        out.lines.append("# a header comment")
+    for doc in range(n_docs):
+        if doc > 0 or draw(st.booleans()):
+            out.lines.append("---")
+        for i in range(draw(st.integers(1, 5))):
+            key = f"k{i}"
+            kind = draw(st.sampled_from(["ref", "flow-ref", "helm", "kustomize", "other"]))
+            if kind == "kustomize" and kustomize_written:
+                kind = "other"
+            if draw(st.booleans()):
+                out.lines.append(draw(st.sampled_from(["", "# between blocks"])))
+            if kind == "ref":
+                _containers(draw, out, doc, key)
+            elif kind == "flow-ref":
+                name, tag = draw(st.sampled_from(NAMES)), draw(st.sampled_from(TAGS))
+                style = draw(st.sampled_from(["single", "double"]))
+                image = quote(f"{name}:{tag}", style)
+                out.lines.append(f"{key}: {{containers: [{{name: x, image: {image}}}]}}")
+                path = (key, "containers", 0, "image")
+                out.records.append(Record("ref", doc, path, name, tag, False, [len(out.lines)]))
+            elif kind == "helm":
+                _helm(draw, out, doc, key)
+            elif kind == "kustomize":
+                kustomize_written = True
+                _kustomize(draw, out, doc)
+            else:
+                _other(draw, out, key)
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    return eol.join(out.lines) + eol, out.records
+
+
+def _containers(draw: st.DrawFn, out: Generated, doc: int, key: str) -> None:
+    flush = draw(st.booleans())
+    items = draw(st.integers(1, 3))
+    out.lines += [f"{key}:", "  containers:"]
+    dash, body = ("  - ", "    ") if flush else ("    - ", "      ")
+    for j in range(items):
+        name, tag = draw(st.sampled_from(NAMES)), draw(st.sampled_from(TAGS))
+        pinned = draw(st.booleans())
+        ref = f"{name}:{tag}" + (f"@{OLD_DIGEST}" if pinned else "")
+        style = draw(st.sampled_from(STYLES))
+        out.lines.append(f"{dash}name: c{j}")
+        out.lines.append(f"{body}image: {quote(ref, style)}{draw(st.sampled_from(COMMENTS))}")
+        out.records.append(
+            Record("ref", doc, (key, "containers", j, "image"), name, tag, pinned, [len(out.lines)])
+        )
+
+
+def _helm(draw: st.DrawFn, out: Generated, doc: int, key: str) -> None:
+    name, tag = draw(st.sampled_from(NAMES)), draw(st.sampled_from(TAGS))
+    has_digest = draw(st.booleans())
+    out.lines += [f"{key}:", "  image:", f"    repository: {name}"]
+    out.lines.append(
+        f"    tag: {quote(tag, draw(st.sampled_from(STYLES)))}{draw(st.sampled_from(COMMENTS))}"
+    )
+    lines = [len(out.lines)]
+    if has_digest:
+        out.lines.append(f"    digest: {OLD_DIGEST}")
+        lines.append(len(out.lines))
+    out.lines.append("    pullPolicy: IfNotPresent")
+    out.records.append(Record("helm", doc, (key, "image"), name, tag, has_digest, lines))
+
+
+def _kustomize(draw: st.DrawFn, out: Generated, doc: int) -> None:
+    names = draw(
+        st.lists(st.sampled_from(NAMES), min_size=1, max_size=4, unique_by=canonical_image_name)
+    )
+    indent = draw(st.sampled_from(["", "  "]))
+    out.lines.append("images:")
+    for j, name in enumerate(names):
+        out.lines.append(f"{indent}- name: {name}{draw(st.sampled_from(COMMENTS))}")
+        lines: list[int] = []
+        has_tag = draw(st.booleans())
+        tag = draw(st.sampled_from(TAGS)) if has_tag else None
+        if tag is not None:
+            style = draw(st.sampled_from(STYLES))
+            comment = draw(st.sampled_from(COMMENTS))
+            out.lines.append(f"{indent}  newTag: {quote(tag, style)}{comment}")
+            lines.append(len(out.lines))
+        has_digest = draw(st.booleans())
+        if has_digest:
+            out.lines.append(f"{indent}  digest: {OLD_DIGEST}")
+            lines.append(len(out.lines))
+        out.records.append(
+            Record("kustomize", doc, ("images", j), name, tag, has_digest, lines, has_tag)
+        )
+
+
+def _other(draw: st.DrawFn, out: Generated, key: str) -> None:
+    choice = draw(st.integers(0, 5))
+    if choice == 0:
+        out.lines.append(f"{key}: {draw(st.sampled_from(TAGS))}{draw(st.sampled_from(COMMENTS))}")
+    elif choice == 1:
+        out.lines.append(f"{key}: [1, two, '1.4.1']")
+    elif choice == 2:
+        out.lines.append(f"{key}: {{a: b, image: 12}}")
+    elif choice == 3:
+        out.lines += [f"{key}: |", "    run image: ghcr.io/acme/web:1.4.1", "", "    done"]
+    elif choice == 4:
+        out.lines += [f"{key}:", "  nested:", "    image: 'not an image!'"]
+    else:
+        out.lines += [f"{key}:", "  tag: 1.4.1", "  repository: https://charts.example.com"]
+
+
+def _get(data: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        data = data[part]
+    return data
+
+
+def _expected(
+    original: list[Any], records: list[Record], tag: str | None, digest: str
+) -> list[Any]:
+    data = copy.deepcopy(original)
+    for r in records:
+        if r.kind == "ref":
+            parent = _get(data[r.doc], r.path[:-1])
+            parent[r.path[-1]] = f"{r.name}:{tag or r.tag}@{digest}"
+        elif r.kind == "kustomize":
+            entry = _get(data[r.doc], r.path)
+            if tag is not None and tag != r.tag:
+                entry["newTag"] = tag
+            entry["digest"] = digest
+        else:
+            block = _get(data[r.doc], r.path)
+            if r.has_digest:
+                if tag is not None and tag != r.tag:
+                    block["tag"] = tag
+                block["digest"] = digest
+            else:
+                block["tag"] = f"{tag or r.tag}@{digest}"
+    return data
+
+
+def _inserted_lines(records: list[Record], tag: str | None) -> int:
+    count = 0
+    for r in records:
+        if r.kind == "kustomize":
+            count += (not r.has_digest) + (not r.has_tag and tag is not None)
+    return count
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    generated=manifest_files(),
+    target=st.sampled_from(TARGETS),
+    tag=st.one_of(st.none(), st.sampled_from(["1.4.2", "1.20", "on", "2024-06-27", "1.4.1"])),
+    digest_hex=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+)
+def test_promotion_changes_exactly_the_intended_values(
+    generated: tuple[str, list[Record]], target: str, tag: str | None, digest_hex: str
+) -> None:
+    text, records = generated
+    digest = f"sha256:{digest_hex}"
+    canonical = canonical_image_name(target)
+    mine = [r for r in records if canonical_image_name(r.name) == canonical]
+    event(f"{len(mine)} occurrence(s) of the image" if len(mine) < 3 else "3+ occurrences")
+    if not mine:
+        try:
+            promote_image(text, image=target, tag=tag, digest=digest)
+        except ImageNotFoundError:
+            return
+        raise AssertionError("a missing image must be an error")
+
+    edit = promote_image(text, image=target, tag=tag, digest=digest, path="f.yaml")
+
+    original = list(_LOADER.load_all(text))
+    result = list(_LOADER.load_all(edit.new_text))
+    assert result == _expected(original, mine, tag, digest)
+
+    old_lines = text.splitlines(keepends=True)
+    new_lines = edit.new_text.splitlines(keepends=True)
+    inserted = _inserted_lines(mine, tag)
+    assert len(new_lines) == len(old_lines) + inserted
+    may_change = {line for r in mine for line in r.value_lines}
+    changed = set(edit.changed_lines)
+    kept_new = [line for j, line in enumerate(new_lines, 1) if j not in changed]
+    pointer = replaced = 0
+    for i, line in enumerate(old_lines, 1):
+        if pointer < len(kept_new) and kept_new[pointer] == line:
+            pointer += 1
+        else:
+            assert i in may_change, f"line {i} changed but holds no value of {target}"
+            replaced += 1
+    assert pointer == len(kept_new)
+    assert replaced + inserted == len(changed)
