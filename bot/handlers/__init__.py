@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from gidgethub import routing
 
-from . import configcheck, installations, internal, packages, pulls, pushes, releases
+from . import commands, configcheck, installations, internal, packages, pulls, pushes, releases
 
 
 def build_router() -> routing.Router:
     return routing.Router(
+        commands.router,
         configcheck.router,
         installations.router,
         internal.router,

@@ -1,0 +1,83 @@
+"""Slash commands in comments of deployment repositories (SPEC 8).
+
+Only new comments run commands: an edited comment is never re-run (editing a typo must not
+open a second promotion). Comments by bots — Conveyor's own replies included — are ignored,
+so the bot can never answer itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from gidgethub import routing, sansio
+
+from ..context import Context
+from ..domain.commands import parse_commands
+from ..github.client import ConveyorGitHubAPI
+from ..github.repos import comment, is_bot, permission_of
+from ..promotion.commands import (
+    Invocation,
+    already_answered,
+    finish,
+    permission_refusal,
+    policy_refusal,
+    run_commands,
+)
+from ..promotion.gatekeeper import WRITE_PERMISSIONS
+
+log = logging.getLogger(__name__)
+router = routing.Router()
+
+
+def from_a_bot(user: dict[str, Any] | None, bot_login: str) -> bool:
+    login = str((user or {}).get("login", ""))
+    return is_bot(user) or (bool(bot_login) and login.lower() == bot_login.lower())
+
+
+@router.register("issue_comment", action="created")
+async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    posted: dict[str, Any] = event.data["comment"]
+    user = posted.get("user")
+    body = str(posted.get("body") or "")
+    if from_a_bot(user, ctx.bot_login) or "/" not in body:
+        return
+    repository = event.data["repository"]
+    repo = await ctx.policies.get(gh, event.data["installation"]["id"],
+                                  repository["full_name"], repository.get("default_branch"))
+    if repo is None:
+        return  # not a deployment repository
+    policy = repo.policy
+    parsed = parse_commands(
+        body,
+        services=list(policy.services) if policy else [],
+        environments=list(policy.environments) if policy else [],
+    )
+    if not parsed:
+        return
+    issue = event.data["issue"]
+    number = int(issue["number"])
+    commenter = str((user or {}).get("login", ""))
+    full_name = repo.full_name
+    if await already_answered(gh, full_name, number, posted):
+        log.info("command comment already answered", extra={"repository": full_name,
+                                                             "comment": posted["id"]})
+        return
+    await gh.post(f"/repos/{full_name}/issues/comments/{posted['id']}/reactions",
+                  data={"content": "eyes"})
+    permission = await permission_of(gh, full_name, commenter)
+    if permission not in WRITE_PERMISSIONS:
+        log.info("command refused: not enough permission",
+                 extra={"repository": full_name, "user": commenter, "permission": permission})
+        await comment(gh, full_name, number,
+                      permission_refusal(int(posted["id"]), commenter, full_name, permission))
+        return
+    if policy is None:
+        await comment(gh, full_name, number, policy_refusal(int(posted["id"]), repo))
+        return
+    where = Invocation(repo=repo, number=number, is_pull="pull_request" in issue,
+                       commenter=commenter, comment_id=int(posted["id"]))
+    log.info("running commands", extra={"repository": full_name, "number": number,
+                                        "user": commenter, "commands": len(parsed)})
+    reply = await run_commands(ctx, gh, where, parsed)
+    await finish(ctx, gh, where, reply)

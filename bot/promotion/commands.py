@@ -1,0 +1,484 @@
+"""Running slash commands (SPEC 8): each command's effect and the one reply that reports them.
+
+The handler decides whether a comment is for Conveyor at all (not a bot, a deployment
+repository, a command line, a user who may run commands); this module runs the parsed
+commands in order and answers with one comment listing every outcome. A command that fails
+says so in the reply — it never stops the commands after it and never goes unanswered.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+from ..domain.commands import (
+    HELP_TEXT,
+    Command,
+    CommandError,
+    Help,
+    Hold,
+    Promote,
+    PromoteExplicit,
+    Recheck,
+    Rollback,
+    Status,
+    Unhold,
+)
+from ..domain.gate import Verdict
+from ..domain.policy import Policy, PolicyIssue
+from ..domain.tags import is_semver, version_from_tag
+from ..github.repos import add_labels, commit_for_ref, is_bot, remove_label
+from .candidates import Candidate, PackageVersion, release_tag_variants
+from .downstream import promote_downstream
+from .flows import find_release
+from .gatekeeper import GATE_CHECK, HOLD_LABEL, HOLD_MARKER, PullFacts
+from .marker import PromotionMarker, branch_name, parse_marker
+from .opener import Opener, OpenResult, find_pull_for_branch
+from .policies import POLICY_PATH, DeploymentRepo
+from .provenance import find_attestation, gather_provenance
+from .rollback import choose_rollback, live_periods, read_history, rollback_note
+from .status import collect_status, render_status
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "REPLY_MARKER",
+    "Invocation",
+    "Reply",
+    "already_answered",
+    "finish",
+    "permission_refusal",
+    "policy_refusal",
+    "run_commands",
+]
+
+REPLY_MARKER = "<!-- conveyor:reply {comment_id} -->"
+MAX_ECHO = 120
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """Where a command comment was written, and by whom."""
+
+    repo: DeploymentRepo
+    number: int
+    is_pull: bool
+    commenter: str
+    comment_id: int
+
+    @property
+    def policy(self) -> Policy:
+        assert self.repo.policy is not None
+        return self.repo.policy
+
+
+@dataclass
+class Reply:
+    """The one comment that answers a command comment: outcome blocks, then the help text
+    when a command was unknown or malformed."""
+
+    comment_id: int
+    blocks: list[str] = field(default_factory=list)
+    with_help: bool = False
+    reevaluate: bool = False  # a command changed the hold: run the gate once it is posted
+
+    def add(self, command: Command | CommandError | None, text: str) -> None:
+        if command is None:
+            self.blocks.append(text)
+            return
+        echo = f"**`{_echo(command.raw)}`**"
+        self.blocks.append(f"{echo}\n\n{text}" if "\n" in text else f"{echo} {text}")
+
+    def render(self) -> str:
+        parts = [REPLY_MARKER.format(comment_id=self.comment_id), *self.blocks]
+        if self.with_help:
+            parts.append(HELP_TEXT)
+        return "\n\n".join(parts)
+
+    async def post(self, gh: GitHubAPI, repo: str, number: int) -> None:
+        await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": self.render()})
+
+
+async def already_answered(gh: GitHubAPI, repo: str, number: int, comment: dict[str, Any]
+                           ) -> bool:
+    """True when Conveyor has replied to this comment before (a redelivered event)."""
+    marker = REPLY_MARKER.format(comment_id=comment["id"])
+    since = comment.get("created_at")
+    query = f"?since={since}&per_page=100" if since else "?per_page=100"
+    async for item in gh.getiter(f"/repos/{repo}/issues/{number}/comments{query}"):
+        if is_bot(item.get("user")) and marker in (item.get("body") or ""):
+            return True
+    return False
+
+
+def permission_refusal(comment_id: int, commenter: str, repo: str, permission: str) -> str:
+    reply = Reply(comment_id)
+    having = "no access" if permission == "none" else f"{permission} access"
+    reply.add(None, f"Sorry @{commenter}, Conveyor's commands can only be run by people with "
+                    f"write, maintain or admin permission on {repo}; you have {having}. "
+                    "Ask a maintainer to run the command for you.")
+    return reply.render()
+
+
+def policy_refusal(comment_id: int, repo: DeploymentRepo) -> str:
+    reply = Reply(comment_id)
+    issues = repo.issues or [PolicyIssue(POLICY_PATH, 1, 1, "the policy could not be read")]
+    listed = "\n".join(f"- `{issue.path}` line {issue.line}: {_plain(issue.message)}"
+                       for issue in issues[:20])
+    more = f"\n- … and {len(issues) - 20} more" if len(issues) > 20 else ""
+    reply.add(None, f"❌ Conveyor cannot run commands in {repo.full_name}: `{POLICY_PATH}` on "
+                    f"`{repo.default_branch}` is invalid and no earlier valid policy is known.\n\n"
+                    f"{listed}{more}\n\nFix the file (the `conveyor/config-check` check shows "
+                    "the same errors) and comment again.")
+    return reply.render()
+
+
+async def run_commands(ctx: Context, gh: GitHubAPI, where: Invocation,
+                       parsed: Sequence[Command | CommandError]) -> Reply:
+    """Run every command in order; return the reply (posted by the caller)."""
+    runner = _Runner(ctx, gh, where, Reply(where.comment_id))
+    if where.repo.issues:
+        runner.reply.add(None, f"⚠️ `{POLICY_PATH}` on `{where.repo.default_branch}` is "
+                               "invalid; the last valid policy is used until it is fixed.")
+    for command in parsed:
+        await runner.run(command)
+    return runner.reply
+
+
+async def finish(ctx: Context, gh: GitHubAPI, where: Invocation, reply: Reply) -> None:
+    """Post the reply, then re-evaluate what the commands changed (a hold's reason is read
+    from the reply, so the gate runs after it exists)."""
+    await reply.post(gh, where.repo.full_name, where.number)
+    if reply.reevaluate and where.is_pull:
+        await ctx.gates.evaluate(ctx, gh, where.repo, where.number)
+
+
+class _Runner:
+    def __init__(self, ctx: Context, gh: GitHubAPI, where: Invocation, reply: Reply) -> None:
+        self.ctx = ctx
+        self.gh = gh
+        self.where = where
+        self.reply = reply
+        self._pr: dict[str, Any] | None = None
+        self._markers: dict[tuple[str, str], PromotionMarker | None] = {}
+
+    @property
+    def repo(self) -> str:
+        return self.where.repo.full_name
+
+    async def run(self, command: Command | CommandError) -> None:
+        if isinstance(command, CommandError):
+            self.reply.add(command, f"❌ {_plain(command.message)}")
+            self.reply.with_help = True
+            return
+        try:
+            text = await self._dispatch(command)
+        except gidgethub.GitHubException as exc:
+            log.exception("command failed", extra={"repository": self.repo,
+                                                   "number": self.where.number,
+                                                   "command": command.name})
+            text = (f"⚠️ failed: GitHub answered {_github_error(exc)}. Nothing after that step "
+                    "was done; comment the command again to retry.")
+        except Exception as exc:
+            log.exception("command failed", extra={"repository": self.repo,
+                                                   "number": self.where.number,
+                                                   "command": command.name})
+            text = (f"⚠️ failed with an internal error ({type(exc).__name__}); it is in "
+                    "Conveyor's logs. Comment the command again to retry.")
+        self.reply.add(command, text)
+
+    async def _dispatch(self, command: Command) -> str:
+        if isinstance(command, Promote):
+            return await self._promote_same_digest(command)
+        if isinstance(command, PromoteExplicit):
+            return await self._promote_explicit(command)
+        if isinstance(command, Rollback):
+            return await self._rollback(command)
+        if isinstance(command, Hold):
+            return await self._hold(command)
+        if isinstance(command, Unhold):
+            return await self._unhold()
+        if isinstance(command, Recheck):
+            return await self._recheck()
+        if isinstance(command, Status):
+            return await self._status(command)
+        if isinstance(command, Help):
+            return HELP_TEXT
+        raise TypeError(f"no executor for /{command.name}")
+
+    # -- the PR the comment is on ------------------------------------------------------------
+    async def _pull(self) -> dict[str, Any]:
+        if self._pr is None:
+            self._pr = dict(await self.gh.getitem(f"/repos/{self.repo}/pulls/{self.where.number}"))
+        return self._pr
+
+    def _not_a_pull(self, command: str, what: str) -> str | None:
+        if self.where.is_pull:
+            return None
+        return (f"❌ `/{command}` works on a pull request {what}; "
+                f"#{self.where.number} is an issue.")
+
+    # -- /promote <env> ----------------------------------------------------------------------
+    async def _promote_same_digest(self, command: Promote) -> str:
+        refusal = self._not_a_pull("promote <env>", "(a promotion PR)")
+        if refusal:
+            return (refusal + " Here, name the image: "
+                    "`/promote <service> <tag-or-digest> <env>`.")
+        pr = await self._pull()
+        marker = parse_marker(pr.get("body"))
+        if marker is None:
+            return (f"❌ #{self.where.number} is not a Conveyor promotion PR, so there is no "
+                    "digest to carry on. Name the image instead: "
+                    "`/promote <service> <tag-or-digest> <env>`.")
+        if pr.get("state") != "open" and not pr.get("merged"):
+            return (f"❌ #{self.where.number} was closed without merging; promote from an open "
+                    "or merged promotion PR, or name the image with "
+                    "`/promote <service> <tag-or-digest> <env>`.")
+        target = command.environment
+        reachable = downstream_of(self.where.policy, marker.environment)
+        if target not in reachable:
+            return "❌ " + _unreachable(marker, target, reachable)
+        results = await promote_downstream(
+            self.ctx, self.gh, self.where.repo, marker, self.where.number,
+            environments=[target], requester=self.where.commenter,
+        )
+        if not results:
+            return f"❌ the service {marker.service} is no longer in the policy."
+        _, result = results[0]
+        return describe_result(result, marker.service, marker.version, target)
+
+    # -- /promote <service> <tag-or-digest> <env> --------------------------------------------
+    async def _promote_explicit(self, command: PromoteExplicit) -> str:
+        policy = self.where.policy
+        image = policy.services[command.service].image
+        if command.is_digest:
+            package = await self.ctx.packages.find_by_digest(self.gh, image, command.ref)
+            known = await self._marker_for(command.service, command.ref)
+            tag = (known.tag if known else None) or (_best_tag(package.tags) if package else None)
+            if package is None and known is None:
+                return (f"❌ no published version of `{image}` has the digest "
+                        f"`{command.ref[:19]}…`; check the digest, or promote by tag.")
+            if tag is None:
+                return (f"❌ `{image}@{command.ref[:19]}…` carries no tag; Conveyor writes a tag "
+                        "beside the digest, so promote a tagged image.")
+            digest = command.ref
+        else:
+            variants = list(dict.fromkeys([command.ref, *release_tag_variants(command.ref)]))
+            found = await self.ctx.packages.find_by_tags(self.gh, image, variants)
+            if found is None:
+                looked = ", ".join(f"`{v}`" for v in variants)
+                return f"❌ `{image}` has no published image tagged {looked}."
+            package, tag = found
+            digest = package.digest
+        candidate = await self._candidate(command.service, digest, tag, "command", package)
+        provenance = await gather_provenance(self.gh, candidate, self.ctx.web_url)
+        result = await Opener(self.ctx, self.gh, self.where.repo).open(
+            candidate, command.environment, provenance=provenance, explicit=True)
+        return describe_result(result, command.service, candidate.version, command.environment)
+
+    async def _marker_for(self, service: str, digest: str) -> PromotionMarker | None:
+        """The marker of an earlier promotion PR of this digest (any environment)."""
+        if (service, digest) not in self._markers:
+            self._markers[service, digest] = await self._find_marker(service, digest)
+        return self._markers[service, digest]
+
+    async def _find_marker(self, service: str, digest: str) -> PromotionMarker | None:
+        for environment in self.where.policy.environments:
+            pr = await find_pull_for_branch(self.gh, self.repo,
+                                            branch_name(environment, service, digest))
+            marker = parse_marker(pr.get("body")) if pr else None
+            if marker is not None and marker.digest == digest:
+                return marker
+        return None
+
+    async def _candidate(self, service: str, digest: str, tag: str | None, trigger: str,
+                         package: PackageVersion | None) -> Candidate:
+        """What is known about a digest: an earlier promotion's marker, the release whose tag
+        names it, the registry's package version, the commit its attestation names."""
+        policy = self.where.policy
+        source = policy.services[service].source
+        image = policy.services[service].image
+        known = await self._marker_for(service, digest)
+        if package is None:
+            package = await self.ctx.packages.find_by_digest(self.gh, image, digest)
+        source_sha = known.source_sha if known else None
+        release_tag = known.release_tag if known else None
+        release_url = None
+        if tag and release_tag is None:
+            release = await find_release(self.gh, source, service, tag)
+            if release is not None:
+                release_tag = str(release["tag_name"])
+                release_url = release.get("html_url")
+        if release_tag and source_sha is None:
+            commit = await commit_for_ref(self.gh, source, release_tag)
+            source_sha = str(commit["sha"]) if commit else None
+        if source_sha is None:
+            attested = await find_attestation(self.gh, source, digest)
+            source_sha = attested.commit if attested else None
+        named = release_tag or tag
+        version = version_from_tag(named) if named else digest[:19]
+        return Candidate(
+            service=service, image=image, digest=digest, tag=tag, version=version,
+            source_repo=source, trigger=trigger, source_sha=source_sha,
+            release_tag=release_tag, release_url=release_url,
+            package_url=package.url if package else None,
+            published_at=package.created_at if package else None,
+            requester=self.where.commenter,
+        )
+
+    # -- /rollback ---------------------------------------------------------------------------
+    async def _rollback(self, command: Rollback) -> str:
+        repo = self.where.repo
+        policy = self.where.policy
+        history, truncated = await read_history(self.gh, self.repo, repo.default_branch, policy,
+                                                command.service, command.environment)
+        wanted_digest = None
+        if command.ref is not None and not command.is_digest:
+            image = policy.services[command.service].image
+            variants = list(dict.fromkeys([command.ref, *release_tag_variants(command.ref)]))
+            found = await self.ctx.packages.find_by_tags(self.gh, image, variants)
+            wanted_digest = found[0].digest if found else None
+        choice = choose_rollback(live_periods(history, truncated=truncated), command.environment,
+                                 command.service, command.ref, wanted_digest)
+        if choice.period is None or choice.period.digest is None:
+            return f"❌ {choice.refusal}"
+        period = choice.period
+        digest = period.digest
+        assert digest is not None
+        candidate = await self._candidate(command.service, digest, period.tag, "rollback", None)
+        provenance = await gather_provenance(self.gh, candidate, self.ctx.web_url)
+        result = await Opener(self.ctx, self.gh, repo).open(
+            candidate, command.environment, provenance=provenance,
+            explicit=True, rollback_note=rollback_note(period, command.environment))
+        return describe_result(result, command.service, candidate.version, command.environment,
+                               rollback=True)
+
+    # -- /hold, /unhold, /recheck ------------------------------------------------------------
+    async def _open_pull_or_refusal(self, command: str) -> str | None:
+        refusal = self._not_a_pull(command, "(the gate is a check on pull requests)")
+        if refusal:
+            return refusal
+        pr = await self._pull()
+        if pr.get("state") != "open":
+            state = "merged" if pr.get("merged") else "closed"
+            return f"❌ #{self.where.number} is {state}; the gate only runs on open pull requests."
+        return None
+
+    async def _hold(self, command: Hold) -> str:
+        refusal = await self._open_pull_or_refusal("hold")
+        if refusal:
+            return refusal
+        await add_labels(self.gh, self.repo, self.where.number, [HOLD_LABEL])
+        self.reply.reevaluate = True
+        reason = _plain(command.reason)
+        # The gate reads the reason from the text after the marker, up to the end of the line.
+        return (f"⏸️ on hold (label `{HOLD_LABEL}`): `{GATE_CHECK}` fails until someone "
+                f"comments `/unhold`. {HOLD_MARKER}" + (f" Reason: {reason}" if reason else ""))
+
+    async def _unhold(self) -> str:
+        refusal = await self._open_pull_or_refusal("unhold")
+        if refusal:
+            return refusal
+        await remove_label(self.gh, self.repo, self.where.number, HOLD_LABEL)
+        self.reply.reevaluate = True
+        return f"▶️ hold lifted; `{GATE_CHECK}` is evaluated again without it."
+
+    async def _recheck(self) -> str:
+        refusal = await self._open_pull_or_refusal("recheck")
+        if refusal:
+            return refusal
+        verdict = await self.ctx.gates.evaluate(self.ctx, self.gh, self.where.repo,
+                                                self.where.number)
+        if verdict is None:
+            # An evaluation was already running; it re-runs once more. Compute the state here.
+            facts = PullFacts.from_api(await self.gh.getitem(
+                f"/repos/{self.repo}/pulls/{self.where.number}"))
+            verdict = await self.ctx.gates.verdict_for(self.ctx, self.gh, self.where.repo, facts)
+        return describe_verdict(verdict)
+
+    # -- /status -----------------------------------------------------------------------------
+    async def _status(self, command: Status) -> str:
+        rows = await collect_status(self.ctx, self.gh, self.where.repo)
+        return render_status(rows, command.service)
+
+
+def downstream_of(policy: Policy, environment: str) -> list[str]:
+    """Every environment reachable through `after:` from ``environment``, nearest first."""
+    found: list[str] = []
+    frontier = [environment]
+    while frontier:
+        following = [env.name for name in frontier for env in policy.downstream_of(name)
+                     if env.name not in found and env.name != environment]
+        found.extend(dict.fromkeys(following))
+        frontier = following
+    return found
+
+
+def _unreachable(marker: PromotionMarker, target: str, reachable: list[str]) -> str:
+    if target == marker.environment:
+        return (f"this PR already promotes {marker.service} {marker.version} to {target}; "
+                "`/promote <env>` carries it to an environment after it.")
+    after = (f"environments after {marker.environment}: {', '.join(reachable)}" if reachable
+             else f"no environment comes after {marker.environment}")
+    return (f"{target} does not come after {marker.environment} in the policy, so this PR's "
+            f"digest cannot be promoted there from here ({after}).")
+
+
+def describe_result(result: OpenResult, service: str, version: str, environment: str, *,
+                    rollback: bool = False) -> str:
+    what = f"{'rollback of' if rollback else 'promotion of'} {service} {version} to {environment}"
+    if result.action == "opened":
+        merged = " It was merged right away (auto-merge)." if result.merged else ""
+        return f"✅ opened #{result.number}: {what}.{merged}"
+    if result.action == "exists":
+        return f"ℹ️ the {what} is already open: #{result.number}."
+    if result.action == "live":
+        return f"ℹ️ {result.markdown()}; nothing to open."
+    if result.action == "skipped":
+        return f"⏭️ not opened: {result.markdown()}."
+    return f"❌ not opened: {result.markdown()}."
+
+
+def describe_verdict(verdict: Verdict) -> str:
+    state = verdict.conclusion or verdict.status.replace("_", " ")
+    icon = {"success": "✅", "failure": "❌", "action_required": "✋"}.get(state, "⏳")
+    return f"🔄 re-evaluated `{GATE_CHECK}`: {icon} **{state}** — {_plain(verdict.title)}"
+
+
+def _best_tag(tags: Sequence[str]) -> str | None:
+    """The tag to write beside a digest: a semantic version if there is one."""
+    for tag in tags:
+        if is_semver(version_from_tag(tag)) and tag != "latest":
+            return tag
+    return next((tag for tag in tags if tag != "latest"), tags[0] if tags else None)
+
+
+def _github_error(exc: gidgethub.GitHubException) -> str:
+    status = getattr(exc, "status_code", None)
+    code = f"{int(status)} " if status is not None else ""
+    message = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return f"{code}({_plain(message)})"
+
+
+def _echo(raw: str) -> str:
+    text = " ".join(raw.replace("`", "'").split())
+    return text if len(text) <= MAX_ECHO else text[: MAX_ECHO - 1] + "…"
+
+
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def _plain(text: str) -> str:
+    """Text from users or GitHub shown in a reply: one line, no Markdown, no @-mentions or
+    #-references (a zero-width joiner keeps them from notifying or linking)."""
+    text = _MARKDOWN.sub(r"\\\1", " ".join(text.split()))
+    return text.replace("@", "@\u2060").replace("#", "#\u2060")
