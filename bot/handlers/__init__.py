@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from gidgethub import routing
 
-from . import commands, configcheck, installations, internal, packages, pulls, pushes, releases
+from . import (
+    commands,
+    configcheck,
+    installations,
+    internal,
+    packages,
+    pulls,
+    pushes,
+    releases,
+    trace,
+)
 
 
 def build_router() -> routing.Router:
@@ -17,4 +27,5 @@ def build_router() -> routing.Router:
         pulls.router,
         pushes.router,
         releases.router,
+        trace.router,
     )

@@ -1,0 +1,102 @@
+"""Traceability: merged promotions reported to the source repository, and the dashboard issue.
+
+Separate from `pulls.py` (which opens downstream promotions and re-runs gates on the same
+merge): each handler stands alone, so one failing never stops the other.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from gidgethub import routing, sansio
+
+from ..context import Context
+from ..github.client import ConveyorGitHubAPI
+from ..promotion.dashboard import DASHBOARD_EVENT, refresh_dashboard, schedule_dashboard
+from ..promotion.marker import parse_marker
+from ..promotion.policies import DeploymentRepo
+from ..promotion.trace import Promotion, report_promotion, source_commit
+from ..scheduler import INTERNAL_PREFIX
+
+log = logging.getLogger(__name__)
+router = routing.Router()
+
+TRACED_KINDS = ("promotion", "rollback")
+
+
+async def _deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+                           ) -> DeploymentRepo | None:
+    repository: dict[str, Any] = event.data["repository"]
+    return await ctx.policies.get(gh, event.data["installation"]["id"],
+                                  repository["full_name"], repository.get("default_branch"))
+
+
+@router.register("pull_request", action="closed")
+async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    repo = await _deployment_repo(event, gh, ctx)
+    if repo is None:
+        return
+    schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
+    pr = event.data["pull_request"]
+    marker = parse_marker(pr.get("body"))
+    if not pr.get("merged") or marker is None or marker.kind not in TRACED_KINDS:
+        return
+    policy = repo.policy
+    service = policy.services.get(marker.service) if policy else None
+    if policy is None or service is None or marker.environment not in policy.environments:
+        log.info("promotion of a service or environment the policy no longer has, not traced",
+                 extra={"pull": pr["number"], "service": marker.service})
+        return
+    author = str((pr.get("user") or {}).get("login") or "")
+    if ctx.bot_login and author.lower() != ctx.bot_login.lower():
+        log.warning("a promotion marker in a PR Conveyor did not open, not traced",
+                    extra={"pull": pr["number"], "author": author})
+        return
+    if marker.source_repo and marker.source_repo.lower() != service.source.lower():
+        log.warning("the marker's source repository is not the policy's, not traced",
+                    extra={"pull": pr["number"], "marker": marker.source_repo,
+                           "source": service.source})
+        return
+    sha = await source_commit(gh, marker, service.source)
+    if sha is None:
+        log.info("the promotion names no source commit, nothing to report",
+                 extra={"pull": pr["number"]})
+        return
+    await report_promotion(ctx, gh, Promotion(
+        deploy_repo=repo.full_name, number=int(pr["number"]), url=str(pr["html_url"]),
+        merged_at=str(pr.get("merged_at") or ctx.clock().isoformat()), marker=marker,
+        source_repo=service.source, source_sha=sha,
+    ))
+
+
+@router.register("pull_request", action="opened")
+@router.register("pull_request", action="reopened")
+async def on_promotion_opened(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    ref = str(event.data["pull_request"]["head"].get("ref") or "")
+    if not ref.startswith("conveyor/"):
+        return
+    repo = await _deployment_repo(event, gh, ctx)
+    if repo is not None:
+        schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
+
+
+@router.register("push")
+async def on_default_branch_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+                                 ) -> None:
+    """A direct push may change what an environment runs, too."""
+    repository = event.data["repository"]
+    default_branch = repository.get("default_branch") or repository.get("master_branch")
+    if event.data.get("ref") != f"refs/heads/{default_branch}" or event.data.get("deleted"):
+        return
+    repo = await _deployment_repo(event, gh, ctx)
+    if repo is not None:
+        schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
+
+
+@router.register(INTERNAL_PREFIX + DASHBOARD_EVENT)
+async def on_dashboard_due(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    repo = await ctx.policies.get(gh, event.data["installation"]["id"],
+                                  event.data["repository"]["full_name"])
+    if repo is not None:
+        await refresh_dashboard(ctx, gh, repo)
