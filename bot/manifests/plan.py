@@ -110,21 +110,20 @@ class Planner:
             raise UneditableImageError(
                 self.path, found.line, f"{found.name} is marked by name only; mark its tag too"
             )
-        if found.digests:
-            tag = self._current_tag(found, found.tags)
-            for slot in found.tags:
+        # each tag value keeps its own current tag when no new tag is given
+        for slot in found.tags:
+            tag = self._current_tag(found, [slot])
+            if found.digests:
                 if tag is not None:
                     self._set_slot(slot, tag)
-            for slot in found.digests:
-                self._set_slot(slot, self.digest)
-        elif found.tags:
-            tag = self._current_tag(found, found.tags)
-            if tag is None:
+            elif tag is None:
                 raise UneditableImageError(
-                    self.path, found.line, f"{found.name} has no tag to keep; give the tag"
+                    self.path, _value(slot).line, f"{found.name} has no tag to keep; give the tag"
                 )
-            for slot in found.tags:
+            else:
                 self._set_slot(slot, f"{tag}@{self.digest}")
+        for slot in found.digests:
+            self._set_slot(slot, self.digest)
 
     # -- primitives ---------------------------------------------------------------------------
 

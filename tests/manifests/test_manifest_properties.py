@@ -33,6 +33,7 @@ TARGETS = [
 ]
 TAGS = ["1.4.1", "1.20", "11", "on", "2024-06-27", "v2", "latest", "0755", "1e3", "null"]
 STYLES = ["plain", "single", "double"]
+KINDS = ["ref", "flow-ref", "helm", "kustomize", "setter", "marker", "other"]
 OLD_DIGEST = "sha256:" + "0" * 64
 COMMENTS = ["", "", "  # note", " # {not a setter}", "    # keep: me"]
 
@@ -51,7 +52,7 @@ def quote(value: str, style: str) -> str:
 class Record:
     """One image reference the generator wrote, with what a promotion must do to it."""
 
-    kind: str  # "ref" | "kustomize" | "helm"
+    kind: str  # "ref" | "tag" (a setter's tag value) | "kustomize" | "helm"
     doc: int
     path: tuple[Any, ...]
     name: str
@@ -79,7 +80,7 @@ def manifest_files(draw: st.DrawFn) -> tuple[str, list[Record]]:
             out.lines.append("---")
         for i in range(draw(st.integers(1, 5))):
             key = f"k{i}"
-            kind = draw(st.sampled_from(["ref", "flow-ref", "helm", "kustomize", "other"]))
+            kind = draw(st.sampled_from(KINDS))
             if kind == "kustomize" and kustomize_written:
                 kind = "other"
             if draw(st.booleans()):
@@ -98,6 +99,14 @@ def manifest_files(draw: st.DrawFn) -> tuple[str, list[Record]]:
             elif kind == "kustomize":
                 kustomize_written = True
                 _kustomize(draw, out, doc)
+            elif kind == "setter":
+                _setter(draw, out, doc, key, policy=f"flux-system:p{doc}-{i}")
+            elif kind == "marker":
+                name, tag = draw(st.sampled_from(NAMES)), draw(st.sampled_from(TAGS))
+                marked = draw(st.sampled_from([n for n in NAMES if n.lower() == name.lower()]))
+                value = quote(f"{name}:{tag}", draw(st.sampled_from(STYLES)))
+                out.lines.append(f"{key}: {value}  # conveyor: {marked}")
+                out.records.append(Record("ref", doc, (key,), name, tag, False, [len(out.lines)]))
             else:
                 _other(draw, out, key)
     eol = draw(st.sampled_from(["\n", "\r\n"]))
@@ -119,6 +128,20 @@ def _containers(draw: st.DrawFn, out: Generated, doc: int, key: str) -> None:
         out.records.append(
             Record("ref", doc, (key, "containers", j, "image"), name, tag, pinned, [len(out.lines)])
         )
+
+
+def _setter(draw: st.DrawFn, out: Generated, doc: int, key: str, policy: str) -> None:
+    name, tag = draw(st.sampled_from(NAMES)), draw(st.sampled_from(TAGS))
+    if draw(st.booleans()):
+        value = quote(f"{name}:{tag}", draw(st.sampled_from(STYLES)))
+        out.lines.append(f'{key}: {value} # {{"$imagepolicy": "{policy}"}}')
+        out.records.append(Record("ref", doc, (key,), name, tag, False, [len(out.lines)]))
+        return
+    out.lines.append(f"{key}:")
+    out.lines.append(f'  repo: {name} # {{"$imagepolicy": "{policy}:name"}}')
+    value = quote(tag, draw(st.sampled_from(STYLES)))
+    out.lines.append(f'  version: {value} # {{"$imagepolicy": "{policy}:tag"}}')
+    out.records.append(Record("tag", doc, (key, "version"), name, tag, False, [len(out.lines)]))
 
 
 def _helm(draw: st.DrawFn, out: Generated, doc: int, key: str) -> None:
@@ -191,6 +214,9 @@ def _expected(
         if r.kind == "ref":
             parent = _get(data[r.doc], r.path[:-1])
             parent[r.path[-1]] = f"{r.name}:{tag or r.tag}@{digest}"
+        elif r.kind == "tag":
+            parent = _get(data[r.doc], r.path[:-1])
+            parent[r.path[-1]] = f"{tag or r.tag}@{digest}"
         elif r.kind == "kustomize":
             entry = _get(data[r.doc], r.path)
             if tag is not None and tag != r.tag:
