@@ -33,7 +33,9 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.starts = [0] + [m.end() for m in _BREAK_RE.finditer(text)]
+        # parsers count columns of the first line after a byte order mark
+        first = 1 if text.startswith("\ufeff") else 0
+        self.starts = [first] + [m.end() for m in _BREAK_RE.finditer(text)]
 
     def offset(self, line: int, column: int) -> int:
         if line >= len(self.starts):
