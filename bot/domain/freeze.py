@@ -5,7 +5,7 @@ time; date windows ``"2026-12-20 - 2027-01-04 Europe/Berlin"`` cover whole days,
 included. The zone is optional (UTC). A window opens at the first instant the local clock
 reads its start and closes at the first instant, after that, the clock reads its end: a
 time skipped by a DST change resolves to the moment of the change, a repeated time to its
-first occurrence.
+first occurrence. Instants are returned in UTC.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ _WEEKLY_RE = re.compile(
 _DATES_RE = re.compile(
     r"(?P<start>\d{4}-\d{2}-\d{2})\s+-\s+(?P<end>\d{4}-\d{2}-\d{2})(?:\s+(?P<zone>\S+))?"
 )
+_MAX_TEXT = 200
 _MAX_CHAIN = 1000
 _MAX_CHAIN_SPAN = timedelta(days=400)
 
@@ -64,11 +65,15 @@ def _date(text: str) -> date:
 
 
 def first_instant(day: date, clock: time, zone: ZoneInfo) -> datetime:
-    """The first instant at which the local clock in ``zone`` reads ``day clock`` or later."""
+    """The first instant (in UTC) at which the clock in ``zone`` reads ``day clock`` or later.
+
+    Results are in UTC because an aware datetime in a repeated local hour never compares
+    equal to one in another zone (PEP 495).
+    """
     wall = datetime.combine(day, clock)
     candidate = wall.replace(tzinfo=zone).astimezone(UTC)
     if candidate.astimezone(zone).replace(tzinfo=None) == wall:
-        return candidate.astimezone(zone)  # fold=0: the first of two repeated readings
+        return candidate  # fold=0: the first of two repeated readings
     # Skipped by a DST change: find the change itself between the two interpretations.
     low = wall.replace(tzinfo=zone, fold=1).astimezone(UTC)
     high = candidate
@@ -80,7 +85,7 @@ def first_instant(day: date, clock: time, zone: ZoneInfo) -> datetime:
             high = middle
         else:
             low = middle
-    return high.replace(microsecond=0).astimezone(zone)
+    return high.replace(microsecond=0)
 
 
 def _require_aware(now: datetime) -> None:
@@ -142,8 +147,8 @@ class FreezeWindow:
         """The next instant after ``now`` at which the window opens; None if it never will
         (a date window in the past or already running)."""
         _require_aware(now)
-        for opens, _ in self._occurrences(now):
-            if opens > now:
+        for opens, closes in self._occurrences(now):
+            if opens > now and closes > opens:  # a window inside a skipped hour is empty
                 return opens
         if self.weekly:
             return self.next_opening(now + timedelta(days=7))
@@ -154,6 +159,8 @@ class FreezeWindow:
 
 
 def parse_freeze(text: str) -> FreezeWindow:
+    if len(text) > _MAX_TEXT:
+        raise ValueError(f"freeze window is longer than {_MAX_TEXT} characters")
     value = " ".join(text.split())
     dates = _DATES_RE.fullmatch(value)
     if dates is not None:
