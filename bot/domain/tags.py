@@ -51,6 +51,15 @@ def version_from_tag(tag: str) -> str:
     return tag
 
 
+def tag_prefix(tag: str) -> str | None:
+    """The monorepo prefix of a release tag (``web`` for ``web-v1.4.2`` or ``web/1.4.2``),
+    or None when the tag is a bare version or holds no semantic version."""
+    if len(tag) > MAX_TAG_LENGTH * 2 or _PLAIN_TAG_RE.fullmatch(tag):
+        return None
+    match = _TAG_RE.fullmatch(tag)
+    return match.group("prefix") if match is not None else None
+
+
 def is_semver(version: str) -> bool:
     return _SEMVER_RE.fullmatch(version) is not None
 
@@ -158,7 +167,12 @@ class TagPolicy:
             return True
         version = version_from_tag(tag)
         if self.kind == "semver":
-            return is_semver(version) and _range_admits(self.pattern, version)
+            if not is_semver(version):
+                return False
+            try:
+                return _range_admits(self.pattern, version)
+            except ValueError:  # a TagPolicy built directly with a malformed range
+                return False
         regex = self._regex if self._regex is not None else re.compile(self.pattern)
         return regex.fullmatch(tag) is not None or regex.fullmatch(version) is not None
 

@@ -13,6 +13,7 @@ from bot.domain.tags import (
     check_regex_safety,
     compare_versions,
     sort_key,
+    tag_prefix,
     version_from_tag,
 )
 
@@ -237,3 +238,24 @@ def test_compare_matches_node_semver(a: str, b: str) -> None:
 @given(VERSIONS, st.sampled_from(["v", "web-v", "web/", "api-", "@x/y@"]))
 def test_prefixes_do_not_change_the_version(version: str, prefix: str) -> None:
     assert version_from_tag(prefix + version) == version
+
+
+@pytest.mark.parametrize(
+    ("tag", "prefix"),
+    [
+        ("web-v1.4.2", "web"),
+        ("web/1.4.2", "web"),
+        ("@acme/web@1.4.2", "@acme/web"),
+        ("my-api-v2.0.0", "my-api"),
+        ("v1.4.2", None),
+        ("1.2.3-1.2.4", None),
+        ("latest", None),
+    ],
+)
+def test_tag_prefix(tag: str, prefix: str | None) -> None:
+    assert tag_prefix(tag) == prefix
+
+
+def test_malformed_policy_built_directly_admits_nothing() -> None:
+    assert TagPolicy("semver", "banana").admits("1.0.0") is False
+    assert TagPolicy("regexp", r"v\d+").admits("v12") is True
