@@ -497,9 +497,15 @@ class Ops:
         pr.reviews.append(rev)
         self.emit("pull_request_review", repo, user, {
             "action": "submitted",
-            "review": shapes.review(self.world, repo, item.number, rev),
+            "review": self.review_payload(repo, item.number, rev),
             "pull_request": self.pull_json(repo, item)})
         return rev
+
+    def review_payload(self, repo: Repo, number: int, rev: Review) -> JSON:
+        """Webhook payloads spell review states in lower case, unlike the REST API."""
+        data = shapes.review(self.world, repo, number, rev)
+        data["state"] = rev.state.lower()
+        return data
 
     def dismiss_review(self, repo: Repo, item: Issue, review_id: int, actor: str,
                        message: str) -> Review:
@@ -511,7 +517,7 @@ class Ops:
         rev.state = "DISMISSED"
         self.emit("pull_request_review", repo, actor, {
             "action": "dismissed",
-            "review": shapes.review(self.world, repo, item.number, rev),
+            "review": self.review_payload(repo, item.number, rev),
             "pull_request": self.pull_json(repo, item)})
         return rev
 

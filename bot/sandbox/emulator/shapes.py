@@ -537,9 +537,10 @@ def app(world: World) -> JSON:
             "pull_requests": "write", "statuses": "read", "members": "read",
             "attestations": "read", "actions": "read",
         },
-        "events": ["check_run", "check_suite", "deployment", "deployment_status",
-                   "issue_comment", "merge_group", "pull_request",
-                   "pull_request_review", "push", "registry_package", "release", "status"],
+        # only names every webhook schema's enum admits (merge_group and package are not)
+        "events": ["check_run", "check_suite", "deployment", "deployment_status", "issues",
+                   "issue_comment", "pull_request", "pull_request_review", "push",
+                   "registry_package", "release", "status"],
         "installations_count": len(world.installations),
     }
 
