@@ -279,3 +279,14 @@ environments:
     policy = load_policy(text)
     assert policy.environments["production"].after == "staging"
     assert policy.path_for("web", "production") == "p/web.yaml"
+
+
+def test_documented_example_loads() -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs" / "policy.md"
+    text = docs.read_text()
+    example = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    policy = load_policy(example)
+    assert list(policy.services) == ["web", "api"]
+    assert policy.services["api"].tags.admits("api-v1.2.3")
+    assert not policy.services["api"].tags.admits("worker-v1.2.3")
+    assert policy.environments["production"].require_attestation
