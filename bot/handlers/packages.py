@@ -60,13 +60,18 @@ async def on_package_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: 
             trigger="package", source_sha=revision, package_url=facts["package_url"],
             published_at=facts["published_at"],
         )
-        await promote_to_entry_environments(ctx, gh, repo, candidate, "package")
-        if any(env.entry_from == "release" for env in repo.policy.environments.values()):
+        # A published release for this tag completes the candidate (release link, tag commit):
+        # with `from: any` the package event is the one that opens the PR.
+        completed = None
+        if any(env.entry_from in ("release", "any") for env in repo.policy.environments.values()):
             release = await find_release(gh, service.source, service_name, facts["tag"])
             if release is not None:
                 from ..promotion.flows import release_candidate
 
                 completed = await release_candidate(ctx, gh, repo, service_name, release,
                                                     service.source)
-                if completed is not None:
-                    await promote_to_entry_environments(ctx, gh, repo, completed, "release")
+        same = completed if completed and completed.digest == candidate.digest else None
+        await promote_to_entry_environments(ctx, gh, repo, same or candidate, "package")
+        if completed is not None and any(env.entry_from == "release"
+                                         for env in repo.policy.environments.values()):
+            await promote_to_entry_environments(ctx, gh, repo, completed, "release")
