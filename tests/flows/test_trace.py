@@ -80,7 +80,7 @@ async def test_provenance_table_links_release_commit_run_attestation_and_compare
     _, first = await merged_source_change(world, "feature/one", "First change")
     await built_release(world, "1.4.1", first)
     assert world.pull("Promote web 1.4.1 to staging")["merged"]
-    _, second = await merged_source_change(world, "feature/two", "Second change")
+    await merged_source_change(world, "feature/two", "Second change")
     await world.emulator.push_files(SOURCE, {"README.md": "# web, documented\n"},
                                     author="alice", message="Docs straight on main")
     third = world.emulator.commit(SOURCE, "main")["sha"]
