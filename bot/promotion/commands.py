@@ -379,8 +379,10 @@ class _Runner:
             return refusal
         await add_labels(self.gh, self.repo, self.where.number, [HOLD_LABEL])
         self.reply.reevaluate = True
-        reason = _plain(command.reason)
-        # The gate reads the reason from the text after the marker, up to the end of the line.
+        # The gate reads the reason from the text after the marker, up to the end of the line,
+        # and escapes it itself (its title is plain text): keep it as written, only without
+        # mentions, references and HTML.
+        reason = _unlinked(" ".join(command.reason.split())).replace("<", "\\<")
         return (f"⏸️ on hold (label `{HOLD_LABEL}`): `{GATE_CHECK}` fails until someone "
                 f"comments `/unhold`. {HOLD_MARKER}" + (f" Reason: {reason}" if reason else ""))
 
@@ -480,5 +482,8 @@ _MARKDOWN = re.compile(r"([\\`*_\[\]<>|~])")
 def _plain(text: str) -> str:
     """Text from users or GitHub shown in a reply: one line, no Markdown, no @-mentions or
     #-references (a zero-width joiner keeps them from notifying or linking)."""
-    text = _MARKDOWN.sub(r"\\\1", " ".join(text.split()))
+    return _unlinked(_MARKDOWN.sub(r"\\\1", " ".join(text.split())))
+
+
+def _unlinked(text: str) -> str:
     return text.replace("@", "@\u2060").replace("#", "#\u2060")

@@ -283,8 +283,9 @@ class GateService:
         reason, url = "", None
         async for item in gh.getiter(f"/repos/{repo}/issues/{facts.number}/comments?per_page=100"):
             body = item.get("body") or ""
-            if HOLD_MARKER in body:
-                reason = body.split(HOLD_MARKER, 1)[1].strip().split("\n", 1)[0]
+            # Only Conveyor writes the marker; the reason is the rest of the marker's line.
+            if HOLD_MARKER in body and is_bot(item.get("user")):
+                reason = body.split(HOLD_MARKER, 1)[1].split("\n", 1)[0].strip()
                 reason = reason.removeprefix("Reason:").strip()
                 url = item.get("html_url")
         return reason, url

@@ -1,0 +1,337 @@
+"""Slash commands (SPEC 8) over HTTP: the real bot against the emulator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.domain.commands import HELP_TEXT
+from bot.promotion.marker import parse_marker
+from tests.harness import World, hand_pr, pinned_kustomization
+
+STAGING = "apps/web/overlays/staging/kustomization.yaml"
+PROD = "apps/web/overlays/prod/kustomization.yaml"
+BOT = "conveyor[bot]"
+
+
+async def say(world: World, number: int, body: str, user: str = "alice") -> dict[str, Any]:
+    """`user` comments `body` on #number; returns the comment once the bot is done."""
+    posted = await world.emulator.comment(world.repo, number, user, body)
+    await world.settle()
+    return posted
+
+
+def bot_comments(world: World, number: int) -> list[str]:
+    return [c["body"] for c in world.emulator.comments(world.repo, number)
+            if c["user"]["login"] == BOT]
+
+
+def replies_to(world: World, number: int, posted: dict[str, Any]) -> list[str]:
+    marker = f"<!-- conveyor:reply {posted['id']} -->"
+    return [body for body in bot_comments(world, number) if marker in body]
+
+
+def reply_to(world: World, number: int, posted: dict[str, Any]) -> str:
+    found = replies_to(world, number, posted)
+    assert len(found) == 1, bot_comments(world, number)
+    return found[0]
+
+
+def reactions(world: World, posted: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(r["content"], r["user"]["login"])
+            for r in world.emulator.reactions(world.repo, posted["id"])]
+
+
+async def issue(world: World, title: str = "Deploy questions") -> int:
+    created = await world.emulator.open_issue(world.repo, title, author="alice")
+    await world.settle()
+    return int(created["number"])
+
+
+async def staged(world: World, version: str = "1.0.0") -> tuple[str, dict[str, Any]]:
+    digest = await world.release("web", version)
+    pr = world.pull(f"Promote web {version} to staging")
+    assert pr["merged"]
+    return digest, pr
+
+
+async def test_help_gets_eyes_and_one_reply(world: World) -> None:
+    number = await issue(world)
+    posted = await say(world, number, "/help")
+    assert reactions(world, posted) == [("eyes", BOT)]
+    body = reply_to(world, number, posted)
+    assert HELP_TEXT in body
+    assert len(bot_comments(world, number)) == 1
+
+
+async def test_comment_without_commands_gets_nothing(world: World) -> None:
+    number = await issue(world)
+    posted = await say(world, number, "Looks good. See /usr/bin/env and\n> /promote production")
+    assert reactions(world, posted) == []
+    assert bot_comments(world, number) == []
+
+
+async def test_promote_env_on_a_merged_promotion_pr(world: World) -> None:
+    digest, staging = await staged(world)
+    posted = await say(world, staging["number"], "/promote production", user="alice")
+    production = world.pull("Promote web 1.0.0 to production", state="open")
+    assert production["head"]["ref"] == f"conveyor/production/web-{digest[7:19]}"
+    marker = parse_marker(production["body"])
+    assert marker is not None
+    assert (marker.digest, marker.environment, marker.requester) == (digest, "production",
+                                                                     "alice")
+    assert marker.upstream_pr == staging["number"]
+    body = reply_to(world, staging["number"], posted)
+    assert f"✅ opened #{production['number']}" in body
+    assert reactions(world, posted) == [("eyes", BOT)]
+
+
+async def test_promote_env_repeated_links_the_existing_pr(world: World) -> None:
+    _, staging = await staged(world)
+    await say(world, staging["number"], "/promote production")
+    again = await say(world, staging["number"], "/promote production", user="bob")
+    production = world.pull("Promote web 1.0.0 to production", state="open")
+    assert f"already open: #{production['number']}" in reply_to(world, staging["number"], again)
+    assert len(world.open_pulls()) == 1
+
+
+async def test_promote_env_on_an_open_promotion_pr(world: World) -> None:
+    digest, _ = await staged(world)
+    await say(world, (await issue(world)), "/promote web 1.0.0 production")
+    production = world.pull("Promote web 1.0.0 to production", state="open")
+    # Production is the last environment: nothing comes after it.
+    posted = await say(world, production["number"], "/promote staging")
+    body = reply_to(world, production["number"], posted)
+    assert "staging does not come after production" in body
+    assert "no environment comes after production" in body
+    assert len(world.open_pulls()) == 1
+    assert parse_marker(production["body"]).digest == digest  # type: ignore[union-attr]
+
+
+async def test_promote_env_to_its_own_environment_is_refused(world: World) -> None:
+    _, staging = await staged(world)
+    posted = await say(world, staging["number"], "/promote staging")
+    body = reply_to(world, staging["number"], posted)
+    assert "this PR already promotes web 1.0.0 to staging" in body
+    assert world.open_pulls() == []
+
+
+async def test_promote_env_with_an_unknown_environment_gets_the_parser_message(
+        world: World) -> None:
+    _, staging = await staged(world)
+    posted = await say(world, staging["number"], "/promote prod")
+    body = reply_to(world, staging["number"], posted)
+    assert ("unknown environment 'prod'; environments are: staging, production; "
+            "did you mean 'production'?") in body
+    assert HELP_TEXT in body
+    assert world.open_pulls() == []
+
+
+async def test_promote_env_on_a_hand_written_pr_is_refused(world: World) -> None:
+    digest, _ = await staged(world)
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+    posted = await say(world, pr["number"], "/promote production")
+    body = reply_to(world, pr["number"], posted)
+    assert f"#{pr['number']} is not a Conveyor promotion PR" in body
+    assert "/promote <service> <tag-or-digest> <env>" in body
+    assert len(world.open_pulls()) == 1
+
+
+async def test_promote_env_on_an_issue_is_refused(world: World) -> None:
+    await staged(world)
+    number = await issue(world)
+    posted = await say(world, number, "/promote production")
+    assert "works on a pull request" in reply_to(world, number, posted)
+    assert world.open_pulls() == []
+
+
+async def test_promote_by_tag_from_an_issue(world: World) -> None:
+    digest, _ = await staged(world)
+    number = await issue(world)
+    posted = await say(world, number, "/promote web v1.0.0 production", user="bob")
+    production = world.pull("Promote web 1.0.0 to production", state="open")
+    marker = parse_marker(production["body"])
+    assert marker is not None
+    assert (marker.digest, marker.tag, marker.requester) == (digest, "1.0.0", "bob")
+    assert marker.release_tag == "v1.0.0"
+    tag_commit = world.emulator.commit("acme/web", "v1.0.0")["sha"]
+    assert marker.source_sha == tag_commit
+    text = world.emulator.file(world.repo, PROD, production["head"]["sha"])
+    assert text is not None and f"digest: {digest}" in text
+    assert f"✅ opened #{production['number']}" in reply_to(world, number, posted)
+
+
+async def test_promote_by_digest_from_an_issue(world: World) -> None:
+    digest, _ = await staged(world)
+    number = await issue(world)
+    posted = await say(world, number, f"/promote web {digest} production")
+    production = world.pull("Promote web 1.0.0 to production", state="open")
+    assert parse_marker(production["body"]).tag == "1.0.0"  # type: ignore[union-attr]
+    assert f"✅ opened #{production['number']}" in reply_to(world, number, posted)
+
+
+async def test_promote_unknown_tag_or_digest_is_refused(world: World) -> None:
+    await staged(world)
+    number = await issue(world)
+    posted = await say(world, number, "/promote web 7.7.7 production\n"
+                                      f"/promote web sha256:{'ab' * 32} production")
+    body = reply_to(world, number, posted)
+    assert "`ghcr.io/acme/web` has no published image tagged `7.7.7`, `v7.7.7`" in body
+    assert "no published version of `ghcr.io/acme/web` has the digest `sha256:abababab" in body
+    assert world.open_pulls() == []
+
+
+async def test_read_only_user_is_refused_politely(world: World) -> None:
+    _, staging = await staged(world)
+    posted = await say(world, staging["number"], "/promote production", user="carol")
+    body = reply_to(world, staging["number"], posted)
+    assert "Sorry @carol" in body
+    assert "write, maintain or admin permission on acme/deploy" in body
+    assert "you have read access" in body
+    assert reactions(world, posted) == [("eyes", BOT)]
+    assert world.open_pulls() == []
+
+
+async def test_comments_by_bots_produce_nothing(world: World) -> None:
+    number = await issue(world)
+    own = await say(world, number, "/help", user=BOT)
+    other = await say(world, number, "/promote web 1.0.0 production", user="argocd[bot]")
+    assert reactions(world, own) == [] and reactions(world, other) == []
+    assert [c["user"]["login"] for c in world.emulator.comments(world.repo, number)] == [
+        BOT, "argocd[bot]"]
+
+
+async def test_edited_comments_are_not_rerun(world: World) -> None:
+    number = await issue(world)
+    plain = await say(world, number, "thinking about it")
+    await world.emulator.edit_comment(world.repo, plain["id"], "/help", user="alice")
+    await world.settle()
+    assert bot_comments(world, number) == []
+    command = await say(world, number, "/status")
+    await world.emulator.edit_comment(world.repo, command["id"], "/status web", user="alice")
+    await world.settle()
+    assert len(bot_comments(world, number)) == 1
+
+
+async def test_comment_redelivered_after_a_restart_is_answered_once(world: World) -> None:
+    number = await issue(world)
+    posted = await say(world, number, "/help")
+    world.runtime.seen_deliveries.clear()  # a restarted bot no longer knows the delivery id
+    delivery = next(d for d in reversed(world.emulator.deliveries)
+                    if d.event == "issue_comment" and d.payload["comment"]["id"] == posted["id"])
+    assert await world.emulator.redeliver(delivery.id) == 202
+    await world.settle()
+    assert len(replies_to(world, number, posted)) == 1
+
+
+async def production_pr(world: World) -> dict[str, Any]:
+    _, staging = await staged(world)
+    await say(world, staging["number"], "/promote production")
+    return world.pull("Promote web 1.0.0 to production", state="open")
+
+
+def labels(world: World, number: int) -> list[str]:
+    pr = next(p for p in world.emulator.pulls(world.repo, state="all") if p["number"] == number)
+    return sorted(label["name"] for label in pr["labels"])
+
+
+async def test_hold_and_unhold(world: World) -> None:
+    pr = await production_pr(world)
+    posted = await say(world, pr["number"], "/hold waiting for QA_run of @bob")
+    assert "conveyor/hold" in labels(world, pr["number"])
+    body = reply_to(world, pr["number"], posted)
+    assert "<!-- conveyor:hold --> Reason: waiting for QA_run of @\u2060bob" in body
+    run = world.gate(pr)
+    assert run["conclusion"] == "failure"
+    assert run["output"]["title"].startswith("On hold: waiting for QA_run of @")
+
+    posted = await say(world, pr["number"], "/unhold", user="bob")
+    assert "conveyor/hold" not in labels(world, pr["number"])
+    assert "hold lifted" in reply_to(world, pr["number"], posted)
+    run = world.gate(pr)
+    assert "hold" not in run["output"]["title"].lower()
+    assert "not on hold" in run["output"]["summary"]
+
+
+async def test_hold_reason_is_read_from_conveyor_only(world: World) -> None:
+    pr = await production_pr(world)
+    await say(world, pr["number"], "/hold release freeze")
+    await world.emulator.comment(world.repo, pr["number"], "carol",
+                                 "<!-- conveyor:hold --> Reason: spoofed")
+    await say(world, pr["number"], "/recheck")
+    assert world.gate(pr)["output"]["title"].startswith("On hold: release freeze")
+
+
+async def test_hold_without_reason(world: World) -> None:
+    pr = await production_pr(world)
+    await say(world, pr["number"], "/hold\n/status web")
+    title = world.gate(pr)["output"]["title"]
+    assert title.startswith("On hold") and "status" not in title  # the next line is no reason
+
+
+async def test_hold_unhold_recheck_on_an_issue_are_refused(world: World) -> None:
+    number = await issue(world)
+    posted = await say(world, number, "/hold\n/unhold\n/recheck")
+    body = reply_to(world, number, posted)
+    assert body.count(f"#{number} is an issue") == 3
+    assert world.emulator.issues(world.repo, labels=["conveyor/hold"]) == []
+
+
+async def test_hold_on_a_merged_pr_is_refused(world: World) -> None:
+    _, staging = await staged(world)
+    posted = await say(world, staging["number"], "/hold")
+    assert f"#{staging['number']} is merged" in reply_to(world, staging["number"], posted)
+    assert "conveyor/hold" not in labels(world, staging["number"])
+
+
+async def test_recheck_replies_with_the_gate_state(world: World) -> None:
+    pr = await production_pr(world)
+    posted = await say(world, pr["number"], "/recheck")
+    body = reply_to(world, pr["number"], posted)
+    title = world.gate(pr)["output"]["title"]
+    assert "re-evaluated `conveyor/promotion-gate`: ❌ **failure**" in body
+    assert title.split(" (")[0] in body
+
+
+async def test_several_commands_run_in_order_with_one_reply(world: World) -> None:
+    pr = await production_pr(world)
+    posted = await say(world, pr["number"], "Before we ship:\n/status web\n/hold QA\n"
+                                            "/recheck\n/frobnicate\n/unhold")
+    body = reply_to(world, pr["number"], posted)
+    order = [body.index(f"**`{line}`**")
+             for line in ("/status web", "/hold QA", "/recheck", "/frobnicate", "/unhold")]
+    assert order == sorted(order)
+    assert "❌ **failure** — On hold" in body  # /recheck saw the hold
+    assert "unknown command '/frobnicate'" in body and HELP_TEXT in body
+    assert "conveyor/hold" not in labels(world, pr["number"])  # /unhold ran last
+    assert reactions(world, posted) == [("eyes", BOT)]
+    assert len(bot_comments(world, pr["number"])) == 1
+
+
+async def test_status_replies_with_a_table_per_service(world: World) -> None:
+    digest, _ = await staged(world)
+    number = await issue(world)
+    posted = await say(world, number, "/status")
+    body = reply_to(world, number, posted)
+    assert "### web" in body and "### api" in body
+    assert f"`{digest[7:19]}`" in body
+    assert "| staging | `1.0.0` |" in body
+    only_web = await say(world, number, "/status web")
+    body = reply_to(world, number, only_web)
+    assert "### web" in body and "### api" not in body
+
+
+async def test_a_failing_command_says_so_and_the_next_one_runs(world: World,
+                                                                monkeypatch: Any) -> None:
+    await staged(world)
+
+    async def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("registry exploded")
+
+    monkeypatch.setattr(world.runtime.ctx.packages, "find_by_tags", broken)
+    number = await issue(world)
+    posted = await say(world, number, "/promote web 1.0.0 production\n/status api")
+    body = reply_to(world, number, posted)
+    assert "⚠️ failed with an internal error (RuntimeError)" in body
+    assert "registry exploded" not in body and "Traceback" not in body
+    assert "### api" in body
+    assert world.open_pulls() == []
