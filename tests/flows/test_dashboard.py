@@ -1,0 +1,99 @@
+"""The dashboard issue over HTTP: created once, edited in place, one update per burst."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.promotion.dashboard import DASHBOARD_LABEL, DASHBOARD_MARKER, refresh_dashboard
+from tests.flows.test_trace import use_policy
+from tests.harness import World
+
+ISSUES = "/repos/{owner}/{repo}/issues"
+ISSUE = "/repos/{owner}/{repo}/issues/{issue_number}"
+
+
+def dashboards(world: World) -> list[dict[str, Any]]:
+    return world.emulator.issues(world.repo, labels=[DASHBOARD_LABEL])
+
+
+async def fire_timers(world: World) -> None:
+    world.clock.advance(seconds=6)
+    world.runtime.ctx.scheduler.fire_due()
+    await world.settle()
+
+
+def row(body: str, service: str, environment: str) -> list[str]:
+    section = body.split(f"### {service}\n", 1)[1]
+    line = next(line for line in section.splitlines() if line.startswith(f"| {environment} |"))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+async def test_dashboard_is_created_once_and_edited_in_place(world: World) -> None:
+    digest = await world.release("web", "1.4.2")
+    staging = world.pull("Promote web 1.4.2 to staging")
+    assert staging["merged"]
+    assert "dashboard:acme/deploy" in world.runtime.ctx.scheduler.pending()
+    await fire_timers(world)
+
+    [issue] = dashboards(world)
+    assert issue["title"] == "Conveyor dashboard"
+    assert DASHBOARD_MARKER in issue["body"]
+    cells = row(issue["body"], "web", "staging")
+    assert cells[1] == "`1.4.2`"
+    assert digest.removeprefix("sha256:")[:12] in cells[2]
+    assert cells[3].startswith("[2026-11-30 10:00 UTC](")
+    assert cells[4] == f"#{staging['number']}"
+    assert row(issue["body"], "web", "production")[1] == "`0.9.0`"
+    assert row(issue["body"], "api", "staging")[1] == "`0.9.0`"
+    assert world.emulator.requests.count("POST", ISSUES) == 1
+
+    await world.release("web", "1.4.3")
+    await fire_timers(world)
+    [edited] = dashboards(world)
+    assert edited["number"] == issue["number"]
+    assert row(edited["body"], "web", "staging")[1] == "`1.4.3`"
+    assert world.emulator.requests.count("POST", ISSUES) == 1
+    assert world.emulator.requests.count("PATCH", ISSUE) == 1
+
+
+async def test_nothing_changed_means_no_edit(world: World) -> None:
+    await world.release("web", "1.4.2")
+    await fire_timers(world)
+    ctx = world.runtime.ctx
+    gh = await ctx.clients.installation(world.demo.installation_id)
+    repo = await ctx.policies.get(gh, world.demo.installation_id, world.repo)
+    assert repo is not None
+    before = world.emulator.requests.count("PATCH", ISSUE)
+    refreshed = await refresh_dashboard(ctx, gh, repo)  # what the resync calls
+    assert refreshed is not None and refreshed["number"] == dashboards(world)[0]["number"]
+    assert world.emulator.requests.count("PATCH", ISSUE) == before
+    assert world.emulator.requests.count("POST", ISSUES) == 1
+
+
+async def test_a_burst_of_changes_makes_one_update(world: World) -> None:
+    await world.release("web", "1.4.2")
+    await world.release("api", "2.0.0")
+    # two PRs opened and merged, two pushes: one pending refresh
+    assert list(world.runtime.ctx.scheduler.pending()) == ["dashboard:acme/deploy"]
+    await fire_timers(world)
+    [issue] = dashboards(world)
+    assert world.emulator.requests.count("POST", ISSUES) == 1
+    assert world.emulator.requests.count("PATCH", ISSUE) == 0
+    assert row(issue["body"], "api", "staging")[1] == "`2.0.0`"
+    assert row(issue["body"], "web", "staging")[1] == "`1.4.2`"
+
+
+async def test_open_promotions_are_listed_and_dropped_when_closed(world: World) -> None:
+    await use_policy(world)
+    await world.release("web", "1.4.2")
+    production = world.pull("Promote web 1.4.2 to production", state="open")
+    await fire_timers(world)
+    [issue] = dashboards(world)
+    assert row(issue["body"], "web", "production")[5] == f"#{production['number']} `1.4.2`"
+    assert row(issue["body"], "web", "staging")[5] == "—"
+
+    await world.emulator.close_pull(world.repo, production["number"], user="bob")
+    await world.settle()
+    await fire_timers(world)
+    [issue] = dashboards(world)
+    assert row(issue["body"], "web", "production")[5] == "—"
