@@ -14,8 +14,10 @@ log = logging.getLogger(__name__)
 router = routing.Router()
 
 
-@router.register("release", action="published")
+# GitHub sends `published` and then `released` or `prereleased` for one release; handling the
+# latter two sees every release once, including a prerelease later turned into a release.
 @router.register("release", action="released")
+@router.register("release", action="prereleased")
 async def on_release_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
     release = event.data["release"]
     if release.get("draft"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
@@ -64,6 +65,7 @@ async def find_release(gh: GitHubAPI, source: str, service: str, image_tag: str
 
 async def promote_to_entry_environments(
     ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, candidate: Candidate, event_kind: str,
+    *, report_refusals: bool = True,
 ) -> list[tuple[str, OpenResult]]:
     """Open the candidate's PR in every entry environment that listens to `event_kind`."""
     assert repo.policy is not None
@@ -77,8 +79,40 @@ async def promote_to_entry_environments(
     for env in environments:
         result = await opener.open(candidate, env.name, provenance=provenance)
         _log_result(repo, candidate, env.name, result)
+        if result.action == "refused" and report_refusals:
+            await report_refusal(ctx, gh, repo, candidate, env.name, result.message)
         results.append((env.name, result))
     return results
+
+
+async def report_refusal(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                         candidate: Candidate, environment: str, message: str) -> None:
+    """Tell the people who cut the release: a failing check run on the source commit."""
+    if not candidate.source_sha:
+        return
+    name = f"conveyor/promotion ({environment})"
+    try:
+        existing = await gh.getitem(
+            f"/repos/{candidate.source_repo}/commits/{candidate.source_sha}/check-runs"
+            f"?check_name={quote(name)}")
+        if existing.get("total_count"):
+            return
+        await gh.post(f"/repos/{candidate.source_repo}/check-runs", data={
+            "name": name,
+            "head_sha": candidate.source_sha,
+            "status": "completed",
+            "conclusion": "failure",
+            "completed_at": ctx.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "output": {
+                "title": f"{candidate.service} {candidate.version} was not promoted to "
+                         f"{environment}",
+                "summary": f"{message}\n\nDeployment repository: {repo.full_name}, "
+                           f"policy `.github/conveyor.yml`.",
+            },
+        })
+    except gidgethub.GitHubException as exc:
+        log.warning("could not report the refusal on the source commit",
+                    extra={"error": str(exc), "repository": candidate.source_repo})
 
 
 def _log_result(repo: DeploymentRepo, candidate: Candidate, env: str, result: OpenResult) -> None:

@@ -62,7 +62,8 @@ async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None
         candidate = await release_candidate(ctx, gh, repo, service.name, release,
                                             service.source)
         if candidate is not None:
-            await promote_to_entry_environments(ctx, gh, repo, candidate, "release")
+            await promote_to_entry_environments(ctx, gh, repo, candidate, "release",
+                                                report_refusals=False)
     await reevaluate_open_pulls(ctx, gh, repo)
     from .dashboard import refresh_dashboard
 

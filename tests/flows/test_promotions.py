@@ -67,7 +67,7 @@ async def test_duplicate_and_redelivered_events_open_nothing_new(world: World) -
     await world.release("web", "1.3.0")
     before = world.emulator.requests.count()
     delivery = next(d for d in world.emulator.deliveries
-                    if d.event == "release" and d.action == "published")
+                    if d.event == "release" and d.action == "released")
     status = await world.emulator.redeliver(delivery.id)
     await world.settle()
     assert status == 202
@@ -150,6 +150,23 @@ async def test_downstream_auto_promotion_after_merge() -> None:
         production = world.pull("Promote web 1.9.0 to production", state="open")
         assert parse_marker(production["body"]).digest == digest  # type: ignore[union-attr]
         assert world.gate(production)["conclusion"] == "failure"  # not deployed yet
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_refusal_is_reported_on_the_source_commit() -> None:
+    files = dict(DEMO_FILES)
+    files["apps/web/overlays/staging/kustomization.yaml"] = "resources:\n  - ../../base\n"
+    world = await make_world(files=files)
+    try:
+        await world.release("web", "1.10.0")
+        assert prs(world) == []
+        sha = world.emulator.commit("acme/web", "v1.10.0")["sha"]
+        runs = world.emulator.check_runs("acme/web", sha, "conveyor/promotion (staging)")
+        assert len(runs) == 1
+        assert runs[0]["conclusion"] == "failure"
+        assert "ghcr.io/acme/web" in runs[0]["output"]["summary"]
     finally:
         await close_world(world)
     assert world.emulator.violations == []
