@@ -5,24 +5,27 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
+from typing import Any
 
-from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
 
-_STR_TAG = "tag:yaml.org,2002:str"
 # Kubernetes tooling reads YAML 1.1 (go-yaml: `on`, `0755`), ruamel reads 1.2: a plain value must
-# be a string under both.
-_RESOLVERS = (VersionedResolver(version=(1, 1)), VersionedResolver(version=(1, 2)))
+# be a string under both. The implicit-resolver tables are taken once; asking the resolver per
+# value re-derives them every time, which dominated the cost of scanning large files.
+_TABLES: tuple[dict[Any, list[tuple[Any, Any]]], ...] = tuple(
+    VersionedResolver(version=version).versioned_resolver for version in ((1, 1), (1, 2))
+)
 _PLAIN_SAFE_RE = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./:@+-]*")
 
 
 @lru_cache(maxsize=4096)
 def plain_is_string(value: str) -> bool:
     """Whether ``value`` written without quotes is read back as a string by YAML 1.1 and 1.2."""
-    return all(
-        str(resolver.resolve(ScalarNode, value, (True, False))) == _STR_TAG
-        for resolver in _RESOLVERS
-    )
+    for table in _TABLES:
+        candidates = table.get(value[:1], []) + table.get(None, [])
+        if any(regexp.match(value) for _, regexp in candidates):
+            return False
+    return True
 
 
 def can_be_plain(value: str) -> bool:
