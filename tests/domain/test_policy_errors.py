@@ -389,6 +389,127 @@ CASES: list[tuple[str, str, list[tuple[int, int, str]]]] = [
         ],
     ),
     (
+        "two environments share a file",
+        HEAD + "  - name: production\n    path: apps/{service}/staging.yaml\n    after: staging\n",
+        [
+            (
+                11,
+                11,
+                "environments[1].path: same path as environment 'staging'; each environment "
+                "needs its own file (use {env} or a different directory)",
+            )
+        ],
+    ),
+    (
+        "override sends two environments to one file",
+        HEAD.replace(
+            "    source: acme/web\n",
+            "    source: acme/web\n    paths:\n      production: apps/web/staging.yaml\n",
+        )
+        + "  - name: production\n    path: apps/{service}/prod.yaml\n    after: staging\n",
+        [
+            (
+                8,
+                19,
+                "services.web.paths.production: 'apps/web/staging.yaml' is also the file of "
+                "environment 'staging'; each environment needs its own file",
+            )
+        ],
+    ),
+    (
+        "an environment with a bad name is still checked",
+        HEAD + "  - name: 'prod env'\n    path: p.yaml\n    merge_method: ff\n",
+        [
+            (
+                10,
+                11,
+                "environments[1].name: invalid environment name 'prod env': use 1-63 letters, "
+                "digits, '.', '_' or '-', starting with a letter or digit",
+            ),
+            (
+                12,
+                19,
+                "environments[1].merge_method: must be one of squash, merge, rebase, not 'ff'",
+            ),
+        ],
+    ),
+    (
+        "reserved environment name",
+        HEAD + "  - name: rollback\n    path: r.yaml\n",
+        [
+            (
+                10,
+                11,
+                "environments[1].name: 'rollback' is reserved (Conveyor uses it in branch names)",
+            )
+        ],
+    ),
+    (
+        "gate-only keys on an entry environment",
+        HEAD + "    approvals: 1\n    soak: 5m\n",
+        [
+            (
+                10,
+                5,
+                "environments[0].approvals: only applies to gated environments (those with "
+                "'after')",
+            ),
+            (
+                11,
+                5,
+                "environments[0].soak: only applies to gated environments (those with 'after')",
+            ),
+        ],
+    ),
+    (
+        "approvers without approvals, deployed_context without deployed evidence",
+        HEAD
+        + "  - name: production\n    path: p.yaml\n    after: staging\n"
+        + "    approvers: [alice]\n    deployed_context: argocd/staging\n",
+        [
+            (
+                13,
+                5,
+                "environments[1].approvers: has no effect while approvals is 0; set "
+                "approvals: 1 or more",
+            ),
+            (
+                14,
+                23,
+                "environments[1].deployed_context: only used with evidence: [deployed]; add "
+                "'deployed' to evidence",
+            ),
+        ],
+    ),
+    (
+        "two services with the same image",
+        HEAD.replace(
+            "environments:\n",
+            "  web2:\n    image: GHCR.io/acme/web\n    source: acme/web\nenvironments:\n",
+        ),
+        [
+            (
+                8,
+                12,
+                "services.web2.image: 'GHCR.io/acme/web' is already the image of service 'web'",
+            )
+        ],
+    ),
+    (
+        "missing required service keys and a bad service name",
+        HEAD.replace("environments:\n", "  bad/name:\n    tags: any\nenvironments:\n"),
+        [
+            (
+                7,
+                3,
+                "services.bad/name: invalid service name 'bad/name': use 1-63 letters, digits, "
+                "'.', '_' or '-', starting with a letter or digit",
+            ),
+            (8, 5, "services.bad/name: missing required key 'image'"),
+            (8, 5, "services.bad/name: missing required key 'source'"),
+        ],
+    ),
+    (
         "not a mapping",
         "- just\n- a list\n",
         [

@@ -95,7 +95,7 @@ class _EnvParser:
 
     def parse(self, index: int, raw: dict[Any, Any], name: str) -> Environment:
         reader, where = self.reader, f"environments[{index}]"
-        gated = isinstance(raw.get("after"), str)
+        gated = "after" in raw
         for key in GATE_ONLY_KEYS:
             if key in raw and not gated:
                 reader.error(
@@ -396,7 +396,30 @@ def parse_environments(
         reader.check_keys(raw, ENV_KEYS, where)
         reader.require(raw, ("name", "path"), where, reader.node_pos(raw, pos))
         name = raw.get("name")
+        # environments with a missing, invalid or duplicate name are still checked in full
+        label = name if isinstance(name, str) else f"#{index}"
+        environment = parser.parse(index, raw, label)
         if isinstance(name, str) and names.get(name) == index:
-            envs[name] = parser.parse(index, raw, name)
+            envs[name] = environment
     _cycles(reader, seq, envs)
+    _shared_paths(reader, seq, envs)
     return envs
+
+
+def _shared_paths(reader: Reader, seq: list[Any], envs: dict[str, Environment]) -> None:
+    """Two environments writing one file would promote into both at once."""
+    seen: dict[str, str] = {}
+    for index, raw in enumerate(seq):
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if not isinstance(name, str) or name not in envs or not envs[name].path:
+            continue
+        # {env} makes one template distinct per environment; {service} stays a placeholder
+        path = envs[name].path.format(service="{service}", env=name)
+        if path in seen:
+            reader.error(
+                reader.value_pos(raw, "path"),
+                f"environments[{index}].path: same path as environment '{seen[path]}'; "
+                "each environment needs its own file (use {env} or a different directory)",
+            )
+        else:
+            seen[path] = name

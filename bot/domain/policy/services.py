@@ -6,9 +6,10 @@ from types import MappingProxyType
 from typing import Any
 
 from bot.domain.policy.environments import check_template, parse_tags, suggest
-from bot.domain.policy.model import Service
+from bot.domain.policy.model import Environment, Service
 from bot.domain.policy.reader import Reader, type_name
 from bot.domain.policy.syntax import (
+    fill_template,
     image_prefix_problem,
     image_problem,
     image_under,
@@ -133,13 +134,39 @@ class _ServiceParser:
         return MappingProxyType(paths)
 
 
+def _check_distinct_files(
+    reader: Reader, service: Service, raw: dict[Any, Any], environments: dict[str, Environment]
+) -> None:
+    """A path override must not send two environments of one service to the same file."""
+    if not service.paths:
+        return
+    owner: dict[str, str] = {}
+    for env_name, env in environments.items():
+        template = service.paths.get(env_name, env.path)
+        if not template:
+            continue
+        path = fill_template(template, service.name, env_name)
+        other = owner.setdefault(path, env_name)
+        if other == env_name:
+            continue
+        overridden = env_name if env_name in service.paths else other
+        mapping = raw["paths"]
+        reader.error(
+            reader.value_pos(mapping, overridden),
+            f"services.{service.name}.paths.{overridden}: '{path}' is also the file of "
+            f"environment '{other if overridden == env_name else env_name}'; each environment "
+            "needs its own file",
+        )
+
+
 def parse_services(
     reader: Reader,
     root: dict[Any, Any],
     allowed: tuple[str, ...] | None,
-    env_names: list[str],
+    environments: dict[str, Environment],
     tag_cache: dict[str, TagPolicy],
 ) -> dict[str, Service]:
+    env_names = list(environments)
     mapping = reader.typed(root, "services", dict, "a mapping of service name to settings", "")
     if mapping is None:
         return {}
@@ -159,22 +186,21 @@ def parse_services(
         key_pos = reader.key_pos(mapping, name)
         label = f"services.{name}"
         problem = name_problem(name, "service") if isinstance(name, str) else "keys must be strings"
+        if problem is None and name.casefold() in folded:
+            problem = f"duplicate service (differs from '{folded[name.casefold()]}' only in case)"
         if problem is not None:
             reader.error(key_pos, f"{label}: {problem}")
-            continue
-        if name.casefold() in folded:
-            reader.error(
-                key_pos,
-                f"{label}: duplicate service (differs from '{folded[name.casefold()]}' "
-                "only in case)",
-            )
-            continue
-        folded[name.casefold()] = name
+        elif isinstance(raw, dict):
+            folded[name.casefold()] = name
         if not isinstance(raw, dict):
             reader.error(
                 reader.value_pos(mapping, name),
                 f"{label}: expected a mapping with image and source, got {type_name(raw)}",
             )
             continue
-        services[str(name)] = parser.parse(str(name), raw, key_pos[0])
+        # services with a bad name are still checked in full, but not kept
+        service = parser.parse(str(name), raw, key_pos[0])
+        if problem is None:
+            services[str(name)] = service
+            _check_distinct_files(reader, service, raw, environments)
     return services
