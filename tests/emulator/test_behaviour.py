@@ -257,8 +257,8 @@ async def test_token_scope_and_expiry(emulator: Emulator, session: aiohttp.Clien
     assert (await raw(session, "GET", em.base_url + "/repos/acme/web", broad))[0] == 200
     assert (await raw(session, "GET", em.base_url + "/repos/acme/other", broad))[0] == 404
     assert (await raw(session, "GET", em.base_url + "/repos/other-org/secret", broad))[0] == 404
-    status, _, body = await raw(session, "GET", em.base_url + "/installation/repositories",
-                                scoped)
+    _, _, body = await raw(session, "GET", em.base_url + "/installation/repositories",
+                           scoped)
     assert [r["name"] for r in body["repositories"]] == ["deploy"]
     with pytest.raises(BadRequest) as err:
         await token_for(em, session, inst, repositories=["other"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -207,17 +208,19 @@ class GitStore:
         """`sha` and every ancestor, newest first (breadth-first by commit date)."""
         seen: set[str] = set()
         order: list[str] = []
-        frontier = [sha]
+        counter = 0
+        frontier: list[tuple[float, int, str]] = [(-self._date(sha), counter, sha)]
         while frontier:
-            frontier.sort(key=self._date, reverse=True)
-            current = frontier.pop(0)
+            _, _, current = heapq.heappop(frontier)
             if current in seen:
                 continue
             seen.add(current)
             order.append(current)
             commit = self.commit(current)
-            if commit:
-                frontier.extend(p for p in commit.parents if p not in seen)
+            for parent in commit.parents if commit else ():
+                if parent not in seen:
+                    counter += 1
+                    heapq.heappush(frontier, (-self._date(parent), counter, parent))
         return order
 
     def _date(self, sha: str) -> float:
