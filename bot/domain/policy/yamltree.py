@@ -32,6 +32,9 @@ _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+# First characters of plain scalars that YAML 1.2 may resolve to something other than a
+# string: numbers, timestamps, .inf/.nan, null/~, true/false, and the merge key <<.
+_NOT_ALWAYS_STR = frozenset("-+.0123456789~nNtTfF<=")
 
 
 class YamlMap(dict[Any, Any]):
@@ -96,6 +99,9 @@ class _Composer:
 
     def scalar(self, event: ScalarEvent) -> Any:
         tag = event.tag
+        value = event.value
+        if tag is None and event.implicit[0] and value and value[0] not in _NOT_ALWAYS_STR:
+            return str(value)  # the YAML 1.2 resolver's answer, without its per-call cost
         if tag is None or tag == "!":
             tag = self.yaml.resolver.resolve(ScalarNode, event.value, event.implicit)
         if tag == _STR_TAG:
