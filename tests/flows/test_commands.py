@@ -6,7 +6,8 @@ from typing import Any
 
 from bot.domain.commands import HELP_TEXT
 from bot.promotion.marker import parse_marker
-from tests.harness import World, hand_pr, pinned_kustomization
+from bot.sandbox.demo import DEMO_FILES, digest_of
+from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
 
 STAGING = "apps/web/overlays/staging/kustomization.yaml"
 PROD = "apps/web/overlays/prod/kustomization.yaml"
@@ -335,3 +336,101 @@ async def test_a_failing_command_says_so_and_the_next_one_runs(world: World,
     assert "registry exploded" not in body and "Traceback" not in body
     assert "### api" in body
     assert world.open_pulls() == []
+
+
+async def production_history(world: World) -> tuple[str, str, list[str]]:
+    """Production ran 1.0.0, then 1.1.0 (pushed to main an hour apart): the two digests and
+    the commits that set them."""
+    first, second = digest_of("web:1.0.0"), digest_of("web:1.1.0")
+    shas = []
+    for version, digest in (("1.0.0", first), ("1.1.0", second)):
+        world.clock.advance(hours=1)
+        shas.append(await world.emulator.push_files(
+            world.repo, {PROD: pinned_kustomization(version, digest)},
+            message=f"production: web {version}", author="bob"))
+    await world.settle()
+    return first, second, shas
+
+
+async def test_rollback_to_the_previous_digest(world: World) -> None:
+    first, _, shas = await production_history(world)
+    number = await issue(world)
+    posted = await say(world, number, "/rollback web production", user="dave")
+    pr = world.pull("Roll back web 1.0.0 to production", state="open")
+    assert pr["head"]["ref"] == f"conveyor/rollback/production/web-{first[7:19]}"
+    assert "rollback" in labels(world, pr["number"])
+    marker = parse_marker(pr["body"])
+    assert marker is not None
+    assert (marker.kind, marker.digest, marker.requester) == ("rollback", first, "dave")
+    assert f"it ran in production from [`{shas[0][:7]}`]" in pr["body"]
+    assert f"to [`{shas[1][:7]}`]" in pr["body"]
+    text = world.emulator.file(world.repo, PROD, pr["head"]["sha"])
+    assert text is not None and f"digest: {first}" in text and "1.0.0" in text
+    assert f"✅ opened #{pr['number']}: rollback of web 1.0.0 to production" in reply_to(
+        world, number, posted)
+    summary = world.gate(pr)["output"]["summary"]
+    assert "ran in production" in summary  # the history is the rollback's evidence
+
+    again = await say(world, number, "/rollback web production 1.0.0")
+    assert f"already open: #{pr['number']}" in reply_to(world, number, again)
+
+
+async def test_rollback_to_a_given_tag_or_digest(world: World) -> None:
+    first, second, _ = await production_history(world)
+    world.clock.advance(hours=1)
+    third = digest_of("web:1.2.0")
+    await world.emulator.push_files(world.repo, {PROD: pinned_kustomization("1.2.0", third)},
+                                    message="production: web 1.2.0", author="bob")
+    await world.settle()
+    number = await issue(world)
+    await say(world, number, "/rollback web production v1.0.0")
+    pr = world.pull("Roll back web 1.0.0 to production", state="open")
+    assert parse_marker(pr["body"]).digest == first  # type: ignore[union-attr]
+    await say(world, number, f"/rollback web production {second}")
+    pr = world.pull("Roll back web 1.1.0 to production", state="open")
+    assert parse_marker(pr["body"]).digest == second  # type: ignore[union-attr]
+    assert len(world.open_pulls()) == 2  # a rollback never supersedes another PR
+
+
+async def test_rollback_refusals(world: World) -> None:
+    _, second, _ = await production_history(world)
+    number = await issue(world)
+    posted = await say(world, number, "/rollback web production 9.9.9\n"
+                                      f"/rollback web production {second}\n"
+                                      "/rollback web production 0.9.0\n"
+                                      "/rollback api production\n"
+                                      "/rollback web prod")
+    body = reply_to(world, number, posted)
+    assert "web 9.9.9 was not live in production" in body
+    assert f"web {second[:19]} is what production runs now; nothing to roll back" in body
+    assert "web 0.9.0 ran in production but was not pinned by digest" in body
+    assert "no earlier digest of api was live in production" in body
+    assert "unknown environment 'prod'" in body and HELP_TEXT in body
+    assert world.open_pulls() == []
+
+
+async def test_invalid_policy_is_reported() -> None:
+    world = await make_world(files={**DEMO_FILES, ".github/conveyor.yml": "version: 1\n"
+                                    "services: []\nenvironments: nope\n"})
+    try:
+        number = await issue(world)
+        posted = await say(world, number, "/status")
+        body = reply_to(world, number, posted)
+        assert "Conveyor cannot run commands in acme/deploy" in body
+        assert "`.github/conveyor.yml` line " in body
+        assert reactions(world, posted) == [("eyes", BOT)]
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_a_broken_policy_change_keeps_the_last_valid_one(world: World) -> None:
+    number = await issue(world)
+    await say(world, number, "/help")  # the bot reads the valid policy
+    await world.emulator.push_files(world.repo, {".github/conveyor.yml": "version: [\n"},
+                                    message="oops", author="alice")
+    await world.settle()
+    posted = await say(world, number, "/status api")
+    body = reply_to(world, number, posted)
+    assert "is invalid; the last valid policy is used" in body
+    assert "### api" in body
