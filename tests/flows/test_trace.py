@@ -235,3 +235,29 @@ async def test_a_closed_unmerged_promotion_reports_nothing(world: World) -> None
     await world.settle()
     assert [d["environment"] for d in world.emulator.deployments(SOURCE)] == ["staging"]
     assert len(conveyor_comments(world, source_pr["number"])) == 1
+
+
+async def test_a_rollback_marks_the_earlier_commit_live_again(world: World) -> None:
+    first_pr, first = await merged_source_change(world, "feature/one", "First change")
+    await built_release(world, "1.4.1", first)
+    second_pr, second = await merged_source_change(world, "feature/two", "Second change")
+    world.clock.advance(minutes=5)
+    await built_release(world, "1.4.2", second)
+    assert world.pull("Promote web 1.4.2 to staging")["merged"]
+
+    issue = await world.emulator.open_issue(world.repo, "Staging is broken", author="alice")
+    world.clock.advance(minutes=5)
+    await world.emulator.comment(world.repo, issue["number"], "bob", "/rollback web staging")
+    await world.settle()
+    rollback = world.pull("Roll back web 1.4.1 to staging")
+    assert rollback["merged"], rollback
+
+    earlier = [d for d in world.emulator.deployments(SOURCE) if d["sha"] == first]
+    assert len(earlier) == 1, "the same (commit, environment) deployment is reused"
+    assert [(s["state"], s["log_url"]) for s in earlier[0]["statuses"]] == [
+        ("success", world.pull("Promote web 1.4.1 to staging")["html_url"]),
+        ("success", rollback["html_url"]),
+    ]
+    [comment] = conveyor_comments(world, first_pr["number"])
+    assert f"to staging in acme/deploy#{rollback['number']} (rollback)." in comment["body"]
+    assert len(conveyor_comments(world, second_pr["number"])) == 1
