@@ -273,7 +273,9 @@ class Locator:
                 if owner is None:
                     canonical = self._canonical(item.note.image, item.scalar.line)
                     groups.setdefault(("marker", canonical), []).append(item)
-            elif owner is None:
+            else:
+                # a setter on a value owned by a shape is redundant, but its :name still names
+                # the policy's image for the setter's other values
                 groups.setdefault(("setter", item.note.policy), []).append(item)
         for (shape, _), items in groups.items():
             self._add(self._group(shape, items))
@@ -316,6 +318,15 @@ class Locator:
         digests: list[Pair | Scalar] = []
         name: str | None = None
         tag = digest = None
+        owned = [i for i in items if id(i.scalar) in self.claimed]
+        for item in owned:
+            if item.note.part == "name":
+                name = name or item.scalar.value
+            elif item.note.part == "ref" and (ref := _reference(item.scalar)) is not None:
+                name = name or ref.name
+        items = [i for i in items if id(i.scalar) not in self.claimed]
+        if not items:
+            return None
         for item in sorted(items, key=lambda i: i.scalar.start):
             slot: Pair | Scalar = (item.key, item.scalar) if item.key else item.scalar
             part = item.note.part
