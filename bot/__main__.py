@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from .settings import SettingsError
 
@@ -19,6 +20,19 @@ def _receive(args: argparse.Namespace) -> int:
     from .receive import run
 
     return run(args.event, args.payload, args.url)
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    from .sandbox.cli import run
+
+    return run(config=args.config, keep=args.keep, log_dir=args.log_dir)
+
+
+def _setup(args: argparse.Namespace) -> int:
+    from .setup_flow import run
+
+    return run(host=args.host, port=args.port, org=args.org, webhook_url=args.webhook_url,
+               manifest=args.manifest, env_file=args.env_file, force=args.force)
 
 
 def _check_config(args: argparse.Namespace) -> int:
@@ -40,6 +54,33 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command")
     serve = commands.add_parser("serve", help="run the webhook server (the default)")
     serve.set_defaults(func=_serve)
+
+    sandbox = commands.add_parser(
+        "sandbox",
+        help="play a release → staging → production story against the bundled GitHub emulator",
+    )
+    sandbox.add_argument("--config", type=Path, metavar="FILE",
+                         help="your .github/conveyor.yml (manifests are read from around it)")
+    sandbox.add_argument("--keep", action="store_true",
+                         help="leave the emulator and the bot running after the story")
+    sandbox.add_argument("--log-dir", type=Path, metavar="DIR",
+                         help="where to write the bot's log (default: a new temporary folder)")
+    sandbox.set_defaults(func=_sandbox)
+
+    setup = commands.add_parser(
+        "setup", help="register the GitHub App from app-manifest.yml and write .env"
+    )
+    setup.add_argument("--host", default="127.0.0.1", help="address of the local page")
+    setup.add_argument("--port", type=int, default=3000, help="port of the local page")
+    setup.add_argument("--org", help="register the app in this organisation (default: your user)")
+    setup.add_argument("--webhook-url",
+                       help="public URL of your server's /api/github/webhooks (changeable later)")
+    setup.add_argument("--manifest", type=Path, metavar="FILE",
+                       help="the app manifest (default: ./app-manifest.yml, else the bundled one)")
+    setup.add_argument("--env-file", type=Path, default=Path(".env"), metavar="FILE",
+                       help="where to write the settings (default: ./.env)")
+    setup.add_argument("--force", action="store_true", help="overwrite an existing .env")
+    setup.set_defaults(func=_setup)
 
     receive = commands.add_parser(
         "receive", help="sign a saved webhook payload and send it to a running server"

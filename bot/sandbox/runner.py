@@ -1,0 +1,164 @@
+"""The sandbox's machinery: the bundled GitHub emulator and the real bot, talking over loopback.
+
+Both run in this process on 127.0.0.1 with random ports, share one clock that the story moves
+forward by hand (so "30 minutes pass" takes no time), and use a webhook secret generated for
+the run and the emulator's own app key: no settings, no network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from aiohttp import web
+
+from ..github.client import RetryPolicy
+from ..handlers import build_router
+from ..logs import JsonFormatter, register_secret
+from ..server import WEBHOOK_PATH, Runtime, create_app, runtime_of
+from ..settings import Settings
+from .emulator import Emulator
+
+# Monday 10:00 UTC: outside the usual freeze windows, so a policy's freeze does not stall the
+# story unless it really covers a Monday morning.
+STORY_START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+
+
+class SandboxError(Exception):
+    """The sandbox could not do what the story needed."""
+
+
+@dataclass
+class SandboxClock:
+    """The one clock of the emulator and the bot.
+
+    Stopped while the story plays (only the story moves it, so "30 minutes pass" takes no
+    time); `run()` lets it follow real time from where the story left it (`--keep`).
+    """
+
+    start: datetime = STORY_START
+    now: datetime = STORY_START
+    _running_since: float | None = None
+
+    def __call__(self) -> datetime:
+        if self._running_since is None:
+            return self.now
+        return self.now + timedelta(seconds=time.monotonic() - self._running_since)
+
+    def advance(self, delta: timedelta) -> None:
+        self.now += delta
+
+    def run(self) -> None:
+        if self._running_since is None:
+            self._running_since = time.monotonic()
+
+
+@dataclass
+class Sandbox:
+    emulator: Emulator
+    runtime: Runtime
+    clock: SandboxClock
+    secret: str
+    webhook_url: str
+    runner: web.AppRunner
+
+    @property
+    def api_url(self) -> str:
+        return self.emulator.base_url
+
+    async def settle(self, rounds: int = 500) -> None:
+        """Wait until no webhook is in flight and the bot's queue is drained, twice in a row."""
+        quiet = 0
+        for _ in range(rounds):
+            await self.emulator.settle()
+            await self.runtime.pool.wait_idle()
+            await asyncio.sleep(0.005)
+            busy = self.runtime.queue.depth() or self.emulator.pending_deliveries()
+            quiet = 0 if busy else quiet + 1
+            if quiet >= 2:
+                return
+        raise SandboxError("the bot and the emulator did not become idle")
+
+    async def pass_time(self, delta: timedelta) -> int:
+        """Move the shared clock and fire the bot's timers that came due; returns how many."""
+        self.clock.advance(delta)
+        fired = self.runtime.ctx.scheduler.fire_due()
+        await self.settle()
+        return fired
+
+    async def close(self) -> None:
+        await self.runner.cleanup()
+        await self.emulator.stop()
+
+
+async def start_sandbox(*, clock: SandboxClock | None = None, workers: int = 4) -> Sandbox:
+    """Start the emulator and the bot; the caller seeds the emulator and wires nothing else."""
+    clock = clock or SandboxClock()
+    secret = secrets.token_hex(20)
+    register_secret(secret)
+    emulator = Emulator(webhook_secret=secret, clock=clock)
+    api_url = await emulator.start()
+    register_secret(emulator.app_private_key_pem.strip())
+    settings = Settings(
+        app_id=str(emulator.app_id), private_key=emulator.app_private_key_pem,
+        webhook_secret=secret, api_url=api_url, host="127.0.0.1", port=0,
+        log_level="INFO", resync_interval=0, workers=workers, shutdown_grace=5,
+    )
+    app = create_app(settings, build_router(), clock=clock,
+                     retry=RetryPolicy(base_delay=0.01, max_delay=0.1, request_timeout=10))
+    runner = web.AppRunner(app, access_log=None)
+    try:
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        await emulator.stop()
+        raise
+    server = site._server
+    sockets = getattr(server, "sockets", None) or []
+    if not sockets:
+        await runner.cleanup()
+        await emulator.stop()
+        raise SandboxError("the bot's server did not open a socket")
+    port = int(sockets[0].getsockname()[1])
+    webhook_url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
+    emulator.webhook_url = webhook_url
+    return Sandbox(emulator, runtime_of(app), clock, secret, webhook_url, runner)
+
+
+def log_to_file(directory: Path | None = None, level: str = "INFO") -> Path:
+    """Send every log record to a JSON-lines file instead of the console; returns its path."""
+    folder = directory or Path(tempfile.mkdtemp(prefix="conveyor-sandbox-"))
+    path = folder / "conveyor.log"
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    return path
+
+
+def image_parts(image: str) -> tuple[str, str, str]:
+    """`ghcr.io/acme/web` → (registry, owner, package); the package may hold slashes."""
+    registry, _, rest = image.partition("/")
+    owner, _, package = rest.partition("/")
+    if not registry or not owner or not package:
+        raise SandboxError(f"{image}: expected REGISTRY/OWNER/NAME")
+    return registry, owner, package
+
+
+def seed_payload_dir(payloads: Mapping[str, str]) -> Path:
+    """A fresh temporary folder holding the given files (example webhook payloads)."""
+    folder = Path(tempfile.mkdtemp(prefix="conveyor-payloads-"))
+    for name, text in payloads.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder

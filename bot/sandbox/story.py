@@ -1,0 +1,762 @@
+"""`python -m bot sandbox`: a release travels staging → production, told as it happens.
+
+The story acts only as people and CI would on GitHub (publish an image, publish a release,
+comment, report a deployment, review, merge) and then reads what the real bot did in the
+emulator: pull requests, check runs, replies, deployments, the dashboard issue. Nothing of the
+bot is called directly except its timer wheel, which the story fires after moving the shared
+clock ("30 minutes pass" takes no time).
+
+With `--config FILE` the same story is played with the user's own policy and the manifests in
+the folder around it: the first service, the entry environment and the first gated environment
+after it; steps the policy does not call for are skipped, and said so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+import nodesemver
+
+from ..domain.durations import format_duration
+from ..domain.policy import (
+    Environment,
+    Policy,
+    PolicyError,
+    Service,
+    check_config_file,
+    load_policy,
+)
+from ..domain.tags import TagPolicy
+from ..manifests import ManifestError, find_images
+from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
+from .demo import DEMO_FILES, DEPLOY_REPO, digest_of, read_config_dir, seed
+from .runner import Sandbox, SandboxError, image_parts, log_to_file, start_sandbox
+
+POLICY_PATH = ".github/conveyor.yml"
+GATE = "conveyor/promotion-gate"
+REQUESTERS = ("alice", "carol", "erin")
+TEAM_MEMBERS = ("bob", "dave", "frank")
+PEOPLE = {"alice": "Alice Dev", "bob": "Bob SRE", "carol": "Carol Reader", "dave": "Dave SRE",
+          "erin": "Erin Dev", "frank": "Frank SRE"}
+VERSION_GUESSES = ("1.0.0", "1.1.0", "1.4.2", "1.5.0", "2.0.0", "0.2.0", "3.0.0")
+PREVIOUS_VERSION = "1.0.0"
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+
+
+class StoryFailed(Exception):
+    """A step did not happen; the message says which and what was seen instead."""
+
+
+# -- telling -------------------------------------------------------------------------------------
+@dataclass
+class Narrator:
+    out: TextIO
+    step_number: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def line(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def step(self, text: str) -> None:
+        self.step_number += 1
+        self.line(f"{self.step_number}. {text}")
+
+    def skip(self, text: str, reason: str) -> None:
+        self.step_number += 1
+        self.line(f"{self.step_number}. (skipped) {text} — {reason}")
+
+    def said(self, text: str) -> None:
+        self.line(f"   {text}")
+
+    def problem(self, text: str) -> None:
+        """A step that did not happen, though the story can go on."""
+        self.problems.append(text)
+        self.line(f"   ✗ {text}")
+
+
+def short(digest: str) -> str:
+    return f"{digest[:19]}…" if digest.startswith("sha256:") else digest
+
+
+def spoken(value: timedelta) -> str:
+    """`timedelta(minutes=90)` → "1 hour 30 minutes"."""
+    seconds = int(value.total_seconds())
+    parts: list[str] = []
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {unit}{'s' if count != 1 else ''}")
+    return " ".join(parts) or "no time"
+
+
+def plain(markdown: str) -> str:
+    """Markdown of one line as a person reads it on a console: no links, bold or code marks."""
+    return _LINK.sub(r"\1", markdown).replace("**", "").replace("`", "").replace("\\_", "_")
+
+
+# -- the plan: what the story plays, from the policy ----------------------------------------------
+@dataclass(frozen=True)
+class Cast:
+    requester: str  # asks for the promotion with /promote
+    approvers: tuple[tuple[str, str], ...]  # (login, why they count: "@acme/sre" or "listed")
+    merger: str  # merges the gated PR and asks for the rollback
+
+
+@dataclass(frozen=True)
+class Plan:
+    deploy_repo: str
+    files: Mapping[str, str]
+    policy: Policy
+    service: Service
+    entry: Environment
+    gated: Environment | None
+    tag: str  # the git tag of the release
+    version: str
+    next_tag: str | None  # a later release, for the `--keep` receive example
+    cast: Cast
+    previous: tuple[str, str] | None  # (version, digest) pinned in the gated file before
+    teams: Mapping[str, tuple[str, ...]]  # "org/slug" → members
+    demo: bool
+
+    @property
+    def digest(self) -> str:
+        return digest_of(f"{self.service.image}:{self.version}")
+
+
+def _admitted(policies: Sequence[TagPolicy], tag: str) -> bool:
+    return all(policy.admits(tag) for policy in policies)
+
+
+def _semver_guesses(policies: Sequence[TagPolicy]) -> list[str]:
+    guesses = list(VERSION_GUESSES)
+    for policy in policies:
+        if policy.kind != "semver":
+            continue
+        for comparators in nodesemver.make_range(policy.pattern, False).set:
+            for comparator in comparators:
+                if comparator.semver is nodesemver.ANY:
+                    continue
+                semver = comparator.semver
+                guesses += [f"{semver.major}.{semver.minor}.{semver.patch}",
+                            f"{semver.major}.{semver.minor}.{semver.patch + 1}",
+                            f"{semver.major}.{semver.minor + 1}.0"]
+    return guesses
+
+
+def choose_tags(policy: Policy, service: Service, entry: Environment,
+                gated: Environment | None) -> list[str]:
+    """Release tags the story may use, best first: admitted into both environments."""
+    into_entry = policy.tag_policy_for(service.name, entry.name)
+    everywhere = into_entry + (policy.tag_policy_for(service.name, gated.name)[1:]
+                               if gated is not None else [])
+    candidates: list[str] = []
+    for version in dict.fromkeys(_semver_guesses(everywhere)):
+        candidates += [f"v{version}", version, f"{service.name}-v{version}"]
+    admitted = [tag for tag in candidates if _admitted(everywhere, tag)]
+    fallback = [tag for tag in candidates if _admitted(into_entry, tag)]
+    return list(dict.fromkeys(admitted + fallback))
+
+
+def _pinned(files: Mapping[str, str], path: str, image: str) -> tuple[str, str] | None:
+    text = files.get(path)
+    if text is None:
+        return None
+    try:
+        found = find_images(text, image, path=path)
+    except ManifestError:
+        return None
+    for occurrence in found:
+        if occurrence.digest:
+            return occurrence.tag or "?", occurrence.digest
+    return None
+
+
+def _pin_previous(text: str, image: str, version: str, digest: str) -> str:
+    """The demo's Kustomize overlay with the version that runs today, pinned by digest."""
+    old = f'  - name: {image}\n    newTag: "0.9.0"  # promoted by Conveyor\n'
+    new = (f'  - name: {image}\n    newTag: "{version}"  # promoted by Conveyor\n'
+           f"    digest: {digest}\n")
+    return text.replace(old, new)
+
+
+def _cast(gated: Environment | None, teams: Mapping[str, tuple[str, ...]]) -> Cast:
+    listed = gated.approvers if gated is not None else ()
+    users = [a for a in listed if not a.startswith("@")]
+    requester = next(name for name in REQUESTERS if name not in users)
+    approvers: list[tuple[str, str]] = []
+    for entry in listed:
+        if entry.startswith("@"):
+            approvers += [(member, entry) for member in teams[entry[1:].lower()]]
+        else:
+            approvers.append((entry, "listed approver"))
+    allow_self = gated is not None and gated.allow_self_approval
+    usable = [(login, why) for login, why in dict.fromkeys(approvers)
+              if allow_self or login.lower() != requester]
+    merger = usable[0][0] if usable else "bob"
+    return Cast(requester, tuple(usable), merger)
+
+
+def plan_demo() -> Plan:
+    policy = load_policy(DEMO_FILES[POLICY_PATH])
+    service = policy.services["web"]
+    previous = digest_of(f"{service.image}:{PREVIOUS_VERSION}")
+    files = dict(DEMO_FILES)
+    for env in policy.environments:
+        path = policy.path_for("web", env)
+        files[path] = _pin_previous(files[path], service.image, PREVIOUS_VERSION, previous)
+    teams = {"acme/sre": ("bob", "dave")}
+    gated = policy.environments["production"]
+    return Plan(DEPLOY_REPO, files, policy, service, policy.environments["staging"], gated,
+                "v1.1.0", "1.1.0", "v1.2.0", _cast(gated, teams),
+                (PREVIOUS_VERSION, previous), teams, demo=True)
+
+
+def plan_from_config(config: Path, narrator: Narrator) -> Plan | None:
+    """The plan for the user's policy, or None (errors printed) when it cannot be played."""
+    policy, issues = check_config_file(str(config))
+    if policy is None or issues:
+        for issue in issues:
+            narrator.line(str(issue))
+        narrator.line(f"{config}: {len(issues)} error(s); fix them and run the sandbox again")
+        return None
+    files = read_config_dir(config)
+    if not policy.services:
+        narrator.line(f"{config}: the policy has no services")
+        return None
+    service = next(iter(policy.services.values()))
+    entries = [env for env in policy.environments.values() if not env.gated]
+    if not entries:
+        narrator.line(f"{config}: no entry environment (one without `after:`)")
+        return None
+    entry = entries[0]
+    gated = next(iter(policy.downstream_of(entry.name)), None)
+    teams = {
+        approver[1:].lower(): TEAM_MEMBERS
+        for env in policy.environments.values() for approver in env.approvers
+        if approver.startswith("@")
+    }
+    tags = choose_tags(policy, service, entry, gated)
+    if not tags:
+        narrator.line(f"{config}: the sandbox found no release tag that service "
+                      f"{service.name}'s tag policy `{service.tags}` admits into {entry.name}")
+        return None
+    tag = tags[0]
+    later = [t for t in tags if t != tag and _admitted(
+        policy.tag_policy_for(service.name, entry.name), t)]
+    owner = service.source.split("/", 1)[0]
+    deploy_repo = f"{owner}/deploy" if service.source.lower() != f"{owner}/deploy".lower() \
+        else f"{owner}/deploy-config"
+    previous = (_pinned(files, policy.path_for(service.name, gated.name), service.image)
+                if gated is not None else None)
+    from ..domain.tags import version_from_tag
+
+    return Plan(deploy_repo, files, policy, service, entry, gated, tag, version_from_tag(tag),
+                later[0] if later else None, _cast(gated, teams), previous, teams, demo=False)
+
+
+def describe_policy(plan: Plan) -> list[str]:
+    entry, gated = plan.entry, plan.gated
+    lines = [f"service {plan.service.name}: {plan.service.image} from {plan.service.source}, "
+             f"tags `{plan.service.tags}`",
+             f"{entry.name}: entry ({'from ' + (entry.entry_from or 'any')} events"
+             f"{', auto-merge' if entry.auto_merge else ''}) — "
+             f"{plan.policy.path_for(plan.service.name, entry.name)}"]
+    if gated is not None:
+        facts = [f"after {gated.after}", f"promote {gated.promote}",
+                 f"evidence {', '.join(gated.evidence) or 'none'}",
+                 f"soak {format_duration(gated.soak)}"]
+        if gated.approvals:
+            facts.append(f"{gated.approvals} approval(s) by {', '.join(gated.approvers)}")
+        if gated.deployed_context:
+            facts.append(f"deployed_context {gated.deployed_context}")
+        if gated.auto_merge:
+            facts.append("auto-merge")
+        lines.append(f"{gated.name}: gated ({'; '.join(facts)}) — "
+                     f"{plan.policy.path_for(plan.service.name, gated.name)}")
+    return lines
+
+
+# -- seeding ---------------------------------------------------------------------------------------
+async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
+    emulator = sandbox.emulator
+    _registry, image_owner, package = image_parts(plan.service.image)
+    if plan.demo:
+        seed(emulator, plan.files)
+    else:
+        deploy_owner = plan.deploy_repo.split("/", 1)[0]
+        source_owner = plan.service.source.split("/", 1)[0]
+        orgs = {deploy_owner, source_owner, image_owner,
+                *(team.split("/", 1)[0] for team in plan.teams)}
+        for org in sorted(orgs):
+            emulator.add_org(org)
+        for login, name in PEOPLE.items():
+            emulator.add_user(login, name=name)
+        for login, _why in plan.cast.approvers:
+            if emulator.account(login) is None:
+                emulator.add_user(login)
+        emulator.add_user("github-actions[bot]", type="Bot")
+        emulator.add_user("argocd[bot]", type="Bot")
+        for team, members in plan.teams.items():
+            org, slug = team.split("/", 1)
+            emulator.add_team(org, slug, list(members))
+        emulator.add_repo(plan.service.source, files={
+            "README.md": f"# {plan.service.source}\n", "Dockerfile": "FROM scratch\n"})
+        emulator.add_repo(plan.deploy_repo, files=dict(plan.files))
+        writers = {*PEOPLE, *(login for login, _ in plan.cast.approvers)} - {"carol"}
+        for repo in (plan.deploy_repo, plan.service.source):
+            for login in sorted(writers):
+                emulator.set_permission(repo, login, "write")
+            emulator.set_permission(repo, "carol", "read")
+        by_owner: dict[str, list[str]] = {}
+        for repo in (plan.deploy_repo, plan.service.source):
+            by_owner.setdefault(repo.split("/", 1)[0], []).append(repo)
+        for owner, repos in by_owner.items():
+            emulator.install(owner, repos)
+    if plan.previous is not None:
+        version, digest = plan.previous
+        # the image that runs today was published long ago: no event for it now
+        await emulator.publish_container(image_owner, package, digest, [version],
+                                         source_repo=plan.service.source, emit=False)
+
+
+# -- reading what the bot did ----------------------------------------------------------------------
+def find_pull(sandbox: Sandbox, repo: str, title: str) -> dict[str, Any] | None:
+    found = [pr for pr in sandbox.emulator.pulls(repo, state="all") if pr["title"] == title]
+    return found[-1] if found else None
+
+
+def gate_of(sandbox: Sandbox, repo: str, pr: dict[str, Any]) -> dict[str, Any] | None:
+    fresh = next(p for p in sandbox.emulator.pulls(repo, state="all")
+                 if p["number"] == pr["number"])
+    runs = sandbox.emulator.check_runs(repo, fresh["head"]["sha"], GATE)
+    return runs[-1] if runs else None
+
+
+def gate_text(run: dict[str, Any] | None) -> str:
+    if run is None:
+        return "gate: no conveyor/promotion-gate check run on the PR's head commit"
+    state = run["conclusion"] if run["status"] == "completed" else run["status"]
+    title = str(run["output"].get("title") or "")
+    words = [title[:1].lower() + title[1:]] if title else []
+    for raw in str(run["output"].get("summary") or "").splitlines():
+        text = raw.removeprefix("- ").strip()
+        if text.startswith("⏳") and "soaking until" in text and "soak" not in title.lower():
+            words.append(plain(text.removeprefix("⏳").strip().split(" — ", 1)[0]))
+    return f"gate: {state} — {'; '.join(words)}" if words else f"gate: {state}"
+
+
+def gate_state(run: dict[str, Any] | None) -> str:
+    if run is None:
+        return "missing"
+    return str(run["conclusion"] if run["status"] == "completed" else run["status"])
+
+
+def reply_to(sandbox: Sandbox, repo: str, number: int, comment_id: int) -> str | None:
+    marker = f"<!-- conveyor:reply {comment_id} -->"
+    for comment in sandbox.emulator.comments(repo, number):
+        body = str(comment.get("body") or "")
+        if marker in body:
+            lines = [plain(line).strip() for line in body.replace(marker, "").splitlines()]
+            return " ".join(line for line in lines if line)
+    return None
+
+
+def dashboard_rows(body: str) -> list[str]:
+    """The tables of the dashboard issue, aligned for a console."""
+    out: list[str] = []
+    table: list[list[str]] = []
+
+    def flush() -> None:
+        if not table:
+            return
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+        for row in table:
+            out.append("   " + "  ".join(cell.ljust(width) for cell, width in
+                                          zip(row, widths, strict=False)).rstrip())
+        table.clear()
+
+    for raw in body.splitlines():
+        line = raw.strip()
+        if line.startswith("|"):
+            cells = [plain(cell).strip() for cell in line.strip("|").split("|")]
+            if all(set(cell) <= {"-", ":", " "} for cell in cells):
+                continue
+            if table and len(cells) != len(table[0]):
+                flush()
+            table.append(cells)
+        else:
+            flush()
+            if line.startswith("#"):
+                out.append("   " + line.lstrip("#").strip())
+    flush()
+    return out
+
+
+def table_from_files(sandbox: Sandbox, plan: Plan) -> list[str]:
+    rows = [["service", "environment", "tag", "digest"]]
+    for name, service in plan.policy.services.items():
+        for env in plan.policy.environments:
+            path = plan.policy.path_for(name, env)
+            text = sandbox.emulator.file(plan.deploy_repo, path)
+            pinned = _pinned({path: text}, path, service.image) if text is not None else None
+            tag = "—"
+            if text is not None:
+                try:
+                    found = find_images(text, service.image, path=path)
+                except ManifestError:
+                    found = []
+                tag = next((o.tag for o in found if o.tag), "—")
+            rows.append([name, env, tag if text is not None else "(no file)",
+                         short(pinned[1]) if pinned else "—"])
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return ["   " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+            for row in rows]
+
+
+# -- the story -------------------------------------------------------------------------------------
+@dataclass
+class Story:
+    sandbox: Sandbox
+    plan: Plan
+    narrator: Narrator
+    log_path: Path
+
+    @property
+    def repo(self) -> str:
+        return self.plan.deploy_repo
+
+    def see_log(self) -> str:
+        return f"see {self.log_path}"
+
+    async def release(self) -> dict[str, Any]:
+        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
+        _registry, owner, package = image_parts(plan.service.image)
+        say.step(f"CI publishes {plan.service.image}:{plan.version} ({short(plan.digest)}) and "
+                 f"{plan.cast.requester} publishes release {plan.tag} in {plan.service.source}")
+        await em.publish_container(owner, package, plan.digest, [plan.version],
+                                   source_repo=plan.service.source)
+        await em.create_tag(plan.service.source, plan.tag, user=plan.cast.requester)
+        await em.publish_release(plan.service.source, plan.tag, author=plan.cast.requester)
+        await self.sandbox.settle()
+        title = f"Promote {plan.service.name} {plan.version} to {plan.entry.name}"
+        pr = find_pull(self.sandbox, self.repo, title)
+        if pr is None:
+            raise StoryFailed(f'Conveyor opened no "{title}" in {self.repo} ({self.see_log()})')
+        if pr["merged"]:
+            how = "(auto_merge)" if plan.entry.auto_merge else "(by someone else?)"
+            say.said(f'Conveyor opened #{pr["number"]} "{title}" and merged it {how}')
+            return pr
+        if plan.entry.auto_merge:
+            say.said(f'Conveyor opened #{pr["number"]} "{title}"')
+            say.problem(f"#{pr['number']} was not merged although {plan.entry.name} has "
+                        f"auto_merge; {gate_text(gate_of(self.sandbox, self.repo, pr))}")
+        else:
+            say.said(f'Conveyor opened #{pr["number"]} "{title}" (no auto_merge in '
+                     f"{plan.entry.name})")
+        say.step(f"{plan.cast.merger} merges #{pr['number']}")
+        await em.merge_pull(self.repo, pr["number"], user=plan.cast.merger,
+                            method=plan.entry.merge_method)
+        await self.sandbox.settle()
+        return pr
+
+    async def promote(self, entry_pr: dict[str, Any], gated: Environment) -> dict[str, Any]:
+        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
+        title = f"Promote {plan.service.name} {plan.version} to {gated.name}"
+        reply: str | None = None
+        if gated.promote == "auto":
+            say.step(f"#{entry_pr['number']} is merged; {gated.name} has `promote: auto`")
+        else:
+            command = f"/promote {gated.name}"
+            say.step(f'{plan.cast.requester} comments "{command}" on #{entry_pr["number"]}')
+            posted = await em.comment(self.repo, entry_pr["number"], plan.cast.requester,
+                                      command)
+            await self.sandbox.settle()
+            reply = reply_to(self.sandbox, self.repo, entry_pr["number"], posted["id"])
+        pr = find_pull(self.sandbox, self.repo, title)
+        if pr is None:
+            seen = f"Conveyor replied: {reply}" if reply else "and Conveyor did not reply"
+            raise StoryFailed(f'no "{title}" was opened, {seen} ({self.see_log()})')
+        say.said(f'Conveyor opened #{pr["number"]} "{title}"; '
+                 f"{gate_text(gate_of(self.sandbox, self.repo, pr))}")
+        return pr
+
+    async def deployed(self, pr: dict[str, Any], gated: Environment) -> None:
+        em, say = self.sandbox.emulator, self.narrator
+        upstream = gated.after or ""
+        if "deployed" not in gated.evidence:
+            say.skip(f"Argo CD reports {upstream} synced",
+                     f"{gated.name} asks for no `deployed` evidence")
+            return
+        default = em.world.repo_by_name(self.repo).default_branch
+        head = em.commit(self.repo, default)["sha"]
+        if gated.deployed_context:
+            say.step(f"Argo CD reports {gated.deployed_context} success on {default}@{head[:7]}")
+            await em.set_status(self.repo, head, gated.deployed_context, "success",
+                                description=f"synced to {head[:7]}")
+        else:
+            say.step(f"Argo CD records a successful deployment to {upstream} of "
+                     f"{default}@{head[:7]}")
+            await em.create_deployment(self.repo, head, upstream)
+        await self.sandbox.settle()
+        run = gate_of(self.sandbox, self.repo, pr)
+        say.said(gate_text(run))
+        if run is not None and "deployed" in str(run["output"].get("title") or "") \
+                and gate_state(run) == "failure":
+            say.problem(f"the deployment of {upstream} did not count as evidence")
+
+    async def soak(self, pr: dict[str, Any], gated: Environment) -> None:
+        say = self.narrator
+        if not gated.soak:
+            say.skip("time passes", f"{gated.name} has no soak")
+            return
+        delta = gated.soak + timedelta(seconds=1)
+        before = self.sandbox.clock()
+        fired = await self.sandbox.pass_time(delta)
+        after = self.sandbox.clock()
+        say.step(f"{spoken(gated.soak)} pass (the sandbox clock moves from "
+                 f"{before:%H:%M} to {after:%H:%M} UTC; {fired} timer(s) of Conveyor fire)")
+        run = gate_of(self.sandbox, self.repo, pr)
+        say.said(gate_text(run))
+        if run is not None and "soak" in str(run["output"].get("title") or "").lower():
+            say.problem("the gate still waits for the soak")
+
+    async def approve(self, pr: dict[str, Any], gated: Environment) -> None:
+        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
+        if not gated.approvals:
+            say.skip("an approver reviews", f"{gated.name} needs no approvals")
+            return
+        people = plan.cast.approvers[:gated.approvals]
+        if len(people) < gated.approvals:
+            raise StoryFailed(f"{gated.name} needs {gated.approvals} approval(s) but the "
+                              f"sandbox has only {len(people)} approver(s) who may give one")
+        for login, why in people:
+            label = why if why.startswith("@") else "approver"
+            say.step(f"{login} ({label}) approves #{pr['number']}")
+            await em.review(self.repo, pr["number"], login, "APPROVE", body="Ship it")
+            await self.sandbox.settle()
+            say.said(gate_text(gate_of(self.sandbox, self.repo, pr)))
+
+    async def merge(self, pr: dict[str, Any], gated: Environment) -> bool:
+        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
+        run = gate_of(self.sandbox, self.repo, pr)
+        state = next(p for p in em.pulls(self.repo, state="all") if p["number"] == pr["number"])
+        if state["merged"]:
+            say.step(f"Conveyor merges #{pr['number']} itself ({gated.name} has auto_merge)")
+        elif gate_state(run) != "success":
+            raise StoryFailed(f"#{pr['number']} cannot be merged: {gate_text(run)}")
+        else:
+            say.step(f"{plan.cast.merger} merges #{pr['number']}")
+            await em.merge_pull(self.repo, pr["number"], user=plan.cast.merger,
+                                method=gated.merge_method)
+            await self.sandbox.settle()
+        source = plan.service.source
+        recorded = [d for d in em.deployments(source) if d["environment"] == gated.name]
+        if recorded:
+            statuses = recorded[-1].get("statuses") or []
+            latest = statuses[-1]["state"] if statuses else "no status"
+            say.said(f"source deployment recorded in {source} ({gated.name}): commit "
+                     f"{str(recorded[-1]['sha'])[:7]}, {latest}")
+        else:
+            say.problem(f"no deployment to {gated.name} was recorded in {source}")
+        return True
+
+    async def rollback(self, pr: dict[str, Any], gated: Environment) -> None:
+        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
+        command = f"/rollback {plan.service.name} {gated.name}"
+        if plan.previous is None:
+            say.skip(f'{plan.cast.merger} comments "{command}"',
+                     f"{plan.policy.path_for(plan.service.name, gated.name)} pinned no "
+                     "digest before this story, so there is nothing to roll back to")
+            return
+        say.step(f'{plan.cast.merger} comments "{command}" on #{pr["number"]}')
+        posted = await em.comment(self.repo, pr["number"], plan.cast.merger, command)
+        await self.sandbox.settle()
+        prefix = f"conveyor/rollback/{gated.name}/{plan.service.name}-"
+        opened = [p for p in em.pulls(self.repo, state="open")
+                  if str(p["head"]["ref"]).startswith(prefix)]
+        reply = reply_to(self.sandbox, self.repo, pr["number"], posted["id"])
+        if not opened:
+            seen = f"Conveyor replied: {reply}" if reply else "Conveyor did not reply"
+            say.problem(f"no rollback PR was opened; {seen}")
+            return
+        back = opened[-1]
+        version, digest = plan.previous
+        say.said(f'Conveyor opened #{back["number"]} "{back["title"]}" (back to {version}, '
+                 f"{short(digest)}); {gate_text(gate_of(self.sandbox, self.repo, back))}")
+
+    async def dashboard(self) -> None:
+        say, em = self.narrator, self.sandbox.emulator
+        await self.sandbox.pass_time(DEBOUNCE + timedelta(seconds=1))
+        issues = em.issues(self.repo, labels=[DASHBOARD_LABEL])
+        say.line()
+        if issues:
+            issue = issues[-1]
+            say.line(f'Dashboard: issue #{issue["number"]} "{issue["title"]}" labelled '
+                     f"{DASHBOARD_LABEL} in {self.repo}")
+            for row in dashboard_rows(str(issue.get("body") or "")):
+                say.line(row)
+        else:
+            say.line(f"No issue labelled {DASHBOARD_LABEL} in {self.repo}; "
+                     "what the files of the default branch pin:")
+            for row in table_from_files(self.sandbox, self.plan):
+                say.line(row)
+
+    async def play(self) -> None:
+        plan, say = self.plan, self.narrator
+        entry_pr = await self.release()
+        gated = plan.gated
+        if gated is None:
+            say.said(f"the policy has no gated environment after {plan.entry.name}: "
+                     "the story ends here")
+        else:
+            pr = await self.promote(entry_pr, gated)
+            await self.deployed(pr, gated)
+            await self.soak(pr, gated)
+            await self.approve(pr, gated)
+            await self.merge(pr, gated)
+            await self.rollback(pr, gated)
+        await self.dashboard()
+
+
+# -- the `--keep` example: a later release, for `python -m bot receive` ----------------------------
+async def prepare_release_payload(sandbox: Sandbox, plan: Plan, folder: Path) -> Path | None:
+    """Publish a later image and release without telling the bot, and save the `release` event
+    GitHub would have sent, so that the user can deliver it with `python -m bot receive`."""
+    tag = plan.next_tag
+    if tag is None:
+        return None
+    from ..domain.tags import version_from_tag
+
+    em = sandbox.emulator
+    version = version_from_tag(tag)
+    _registry, owner, package = image_parts(plan.service.image)
+    saved = em.webhook_url
+    em.webhook_url = None  # recorded by the emulator, delivered to no one
+    try:
+        await em.publish_container(owner, package,
+                                   digest_of(f"{plan.service.image}:{version}"), [version],
+                                   source_repo=plan.service.source, emit=False)
+        await em.create_tag(plan.service.source, tag, user=plan.cast.requester)
+        await em.publish_release(plan.service.source, tag, author=plan.cast.requester)
+        await em.settle()
+    finally:
+        em.webhook_url = saved
+    delivery = next(d for d in reversed(em.deliveries)
+                    if d.event == "release" and d.action == "published")
+    import json
+
+    path = folder / "release.json"
+    path.write_text(json.dumps(delivery.payload, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+# -- entry point -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Options:
+    config: Path | None = None
+    keep: bool = False
+    log_dir: Path | None = None
+
+
+async def run_sandbox(options: Options, out: TextIO | None = None,
+                      stop: asyncio.Event | None = None) -> int:
+    """Play the story; 0 when every step happened. With `keep`, serve until `stop` is set (or
+    the task is cancelled, as Ctrl-C does)."""
+    started = time.monotonic()
+    narrator = Narrator(out or sys.stdout)
+    if options.config is not None:
+        plan = plan_from_config(options.config, narrator)
+        if plan is None:
+            return 1
+    else:
+        try:
+            plan = plan_demo()
+        except PolicyError as exc:  # the bundled demo is broken: a bug, not the user's
+            narrator.line(f"the demo policy is invalid: {exc.issues}")
+            return 1
+    log_path = log_to_file(options.log_dir)
+    try:
+        image_parts(plan.service.image)
+    except SandboxError as exc:
+        narrator.line(str(exc))
+        return 1
+    if not plan.service.image.lower().startswith("ghcr.io/"):
+        narrator.line(f"{plan.service.image}: the sandbox publishes images to GitHub Packages "
+                      "(ghcr.io), where Conveyor finds a release's image; this one is elsewhere")
+        return 1
+    sandbox = await start_sandbox()
+    try:
+        await seed_world(sandbox, plan)
+        where = (f"{options.config}" if options.config else "the demo policy")
+        narrator.line(f"Conveyor sandbox: GitHub emulator at {sandbox.api_url}, "
+                      f"Conveyor at {sandbox.webhook_url}")
+        narrator.line(f"{plan.deploy_repo} with {where}:")
+        for line in describe_policy(plan):
+            narrator.line(f"  {line}")
+        for env in (plan.entry, plan.gated):
+            if env is None:
+                continue
+            path = plan.policy.path_for(plan.service.name, env.name)
+            if path not in plan.files:
+                narrator.line(f"  note: {path} is not in the folder of the policy; "
+                              "Conveyor will report that it cannot promote into it")
+        if plan.previous is not None:
+            gated_name = plan.gated.name if plan.gated else plan.entry.name
+            narrator.line(f"  running in {gated_name} today: {plan.service.name} "
+                          f"{plan.previous[0]} ({short(plan.previous[1])})")
+        narrator.line()
+        story = Story(sandbox, plan, narrator, log_path)
+        failure: str | None = None
+        try:
+            await story.play()
+        except StoryFailed as exc:
+            failure = str(exc)
+        except SandboxError as exc:
+            failure = f"the sandbox broke: {exc}"
+        elapsed = time.monotonic() - started
+        narrator.line()
+        if failure is not None:
+            narrator.line(f"FAILED at step {narrator.step_number}: {failure}")
+        for problem in narrator.problems:
+            narrator.line(f"FAILED: {problem}")
+        ok = failure is None and not narrator.problems
+        narrator.line(f"{'Story played' if ok else 'Story stopped'} in {elapsed:.1f}s "
+                      f"(sandbox clock {sandbox.clock.start:%H:%M} → {sandbox.clock():%H:%M} "
+                      f"UTC). Conveyor's log: {log_path}")
+        if options.keep:
+            await keep_serving(sandbox, plan, narrator, log_path, stop)
+        return 0 if ok else 1
+    finally:
+        await sandbox.close()
+
+
+async def keep_serving(sandbox: Sandbox, plan: Plan, narrator: Narrator, log_path: Path,
+                       stop: asyncio.Event | None) -> None:
+    sandbox.clock.run()
+    payload = await prepare_release_payload(sandbox, plan, log_path.parent)
+    say = narrator.line
+    say()
+    say("The emulator and Conveyor keep running (Ctrl-C stops them):")
+    say(f"  GitHub API (emulator):  {sandbox.api_url}")
+    say(f"  emulator web / control: {sandbox.emulator.web_url}/_emulator/app")
+    say(f"  Conveyor webhook URL:   {sandbox.webhook_url}")
+    say(f"  webhook secret:         {sandbox.secret}")
+    if payload is not None:
+        version = plan.next_tag or ""
+        say(f"  example payload:        {payload} (release {version} of "
+            f"{plan.service.source}; the image is published, Conveyor was not told)")
+        say()
+        say("Deliver it to Conveyor like GitHub would:")
+        say(f"  GITHUB_WEBHOOK_SECRET={sandbox.secret} python -m bot receive -e release "
+            f"-p {payload} --url {sandbox.webhook_url}")
+        say(f"then see the new pull request: {sandbox.emulator.web_url}"
+            f"/_emulator/state/pulls?repo={plan.deploy_repo}&state=all")
+    await (stop or asyncio.Event()).wait()
