@@ -22,7 +22,7 @@ from . import (
     routes_releases,
     routes_repos,
 )
-from .auth import lookup_token, verify_jwt
+from .auth import lookup_token, unverified_issuer, verify_jwt
 from .ops import ApiError
 from .requestlog import RequestEntry
 from .routing import DOCS, Ctx, Reply, Route, Router
@@ -126,7 +126,7 @@ class Dispatcher:
         if route.auth == "jwt":
             if credential.count(".") != 2:
                 raise ApiError(401, "A JSON web token could not be decoded")
-            verify_jwt(credential, em.app_public_key_pem, em.world.app_id)
+            verify_jwt(credential, *self._app_key(credential))
             ctx.jwt_app = True
             return "app", None
         if credential.count(".") == 2:
@@ -137,6 +137,16 @@ class Dispatcher:
         if ctx.installation is None:
             raise ApiError(401, "Bad credentials")
         return f"installation:{token.installation_id}", token.installation_id
+
+    def _app_key(self, credential: str) -> tuple[str, int]:
+        """The public key and id of the app a JWT claims to be: the emulator's own app, or
+        one registered through the manifest flow (served as the same app)."""
+        em = self.em
+        iss = str(unverified_issuer(credential))
+        for created in em.world.manifest_apps.values():
+            if str(created.id) == iss:
+                return created.public_pem, created.id
+        return em.app_public_key_pem, em.world.app_id
 
     def _scope(self, ctx: Ctx, route: Route) -> None:
         if route.auth != "token" or "owner" not in ctx.params or "repo" not in ctx.params:

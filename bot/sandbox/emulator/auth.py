@@ -57,6 +57,15 @@ def verify_jwt(token: str, public_pem: str, app_id: int) -> None:
         raise ApiError(401, "'Expiration time' claim ('exp') is too far in the future.")
 
 
+def unverified_issuer(token: str) -> object:
+    """The `iss` claim before verification (to pick the key to verify with), or None."""
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        return None
+    return claims.get("iss") if isinstance(claims, dict) else None
+
+
 def lookup_token(world: World, value: str) -> Token:
     token = world.tokens.get(value)
     if token is None:

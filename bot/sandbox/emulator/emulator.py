@@ -68,7 +68,6 @@ class Emulator:
         self._api_violations: list[str] = []
         self._runner: web.AppRunner | None = None
         self.base_url = ""
-        self.web_url = ""
         self.world.account(self.world.bot_login)
         self.world.account("web-flow")
         self.world.account("github-actions[bot]")
@@ -82,6 +81,25 @@ class Emulator:
     def violations(self, value: list[str]) -> None:
         self._api_violations = list(value)
         self.hooks.violations.clear()
+
+    @property
+    def web_url(self) -> str:
+        """Base of every `html_url` (settable, e.g. to a proxy's address); the API serves at
+        `base_url` regardless."""
+        return self.world.web_url
+
+    @web_url.setter
+    def web_url(self, value: str) -> None:
+        self.world.web_url = value.rstrip("/")
+
+    @property
+    def api_url(self) -> str:
+        """Base of every `url` field in responses (defaults to `base_url`)."""
+        return self.world.api_url
+
+    @api_url.setter
+    def api_url(self, value: str) -> None:
+        self.world.api_url = value.rstrip("/")
 
     @property
     def app_id(self) -> int:
@@ -128,9 +146,8 @@ class Emulator:
         assert server is not None
         sockets = getattr(server, "sockets", None) or []
         actual = sockets[0].getsockname()[1] if sockets else port
-        self.web_url = f"http://{host}:{actual}"
-        self.base_url = f"{self.web_url}/api/v3"
-        self.world.web_url = self.web_url
+        self.world.web_url = f"http://{host}:{actual}"
+        self.base_url = f"{self.world.web_url}/api/v3"
         self.world.api_url = self.base_url
         await self.hooks.start()
         return self.base_url

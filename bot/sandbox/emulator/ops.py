@@ -158,11 +158,13 @@ class Ops:
         world = self.world
         zero = "0" * 40
         commits: list[JSON] = []
-        if new is not None and repo.store.commit(new) is not None:
-            shas = (repo.store.commits_between(old, new) if old and repo.store.commit(old)
-                    else [new])
+        target = repo.peel(new) if new is not None else None
+        if target is not None and repo.store.commit(target) is not None:
+            shas = (repo.store.commits_between(old, target)
+                    if old and repo.store.commit(old) and ref.startswith("refs/heads/")
+                    else [target] if ref.startswith("refs/heads/") else [])
             commits = [self.push_commit(repo, s) for s in shas[-20:]]
-        head = self.push_commit(repo, new) if new and repo.store.commit(new) else None
+        head = self.push_commit(repo, target) if target and repo.store.commit(target) else None
         acct = world.account(actor)
         repo_json = shapes.repository(world, repo)
         repo_json["pushed_at"] = int(world.now().timestamp())

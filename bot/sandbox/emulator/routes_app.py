@@ -179,14 +179,14 @@ async def manifest_conversion(ctx: Ctx) -> Reply:
     manifest = world.manifest_codes.pop(code, None)
     if manifest is None:
         raise not_found()
-    pem, _ = generate_private_key()
+    pem, public = generate_private_key()
     app_id = world.next_id()
     name = str(manifest.get("name") or "conveyor")
     slug = name.lower().replace(" ", "-")
     owner = next((a.login for a in world.accounts.values() if a.type == "Organization"),
                  "conveyor-dev")
     created = ManifestApp(app_id, slug, name, f"Iv1.{app_id:016x}", world.random_hex(40),
-                          world.random_hex(40), pem, owner, manifest)
+                          world.random_hex(40), pem, public, owner, manifest)
     world.manifest_apps[slug] = created
     now = world.now().strftime("%Y-%m-%dT%H:%M:%SZ")
     perms = manifest.get("default_permissions") or {}

@@ -322,6 +322,7 @@ class ManifestApp:
     client_secret: str
     webhook_secret: str
     pem: str
+    public_pem: str
     owner: str
     manifest: JSON
 
