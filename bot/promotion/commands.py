@@ -63,6 +63,7 @@ __all__ = [
 
 REPLY_MARKER = "<!-- conveyor:reply {comment_id} -->"
 MAX_ECHO = 120
+MAX_REPLY = 60_000  # GitHub refuses comments above 65,536 characters
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,10 @@ class Reply:
         parts = [REPLY_MARKER.format(comment_id=self.comment_id), *self.blocks]
         if self.with_help:
             parts.append(HELP_TEXT)
-        return "\n\n".join(parts)
+        body = "\n\n".join(parts)
+        if len(body) > MAX_REPLY:
+            body = body[:MAX_REPLY] + "\n\n…(cut: the outcomes are too long for one comment)"
+        return body
 
     async def post(self, gh: GitHubAPI, repo: str, number: int) -> None:
         await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": self.render()})
@@ -212,7 +216,8 @@ class _Runner:
         if isinstance(command, Status):
             return await self._status(command)
         if isinstance(command, Help):
-            return HELP_TEXT
+            self.reply.with_help = True
+            return "📖 Conveyor's commands are listed below."
         raise TypeError(f"no executor for /{command.name}")
 
     # -- the PR the comment is on ------------------------------------------------------------
