@@ -33,7 +33,7 @@ TARGETS = [
 ]
 TAGS = ["1.4.1", "1.20", "11", "on", "2024-06-27", "v2", "latest", "0755", "1e3", "null"]
 STYLES = ["plain", "single", "double"]
-KINDS = ["ref", "flow-ref", "helm", "kustomize", "setter", "marker", "other"]
+KINDS = ["ref", "flow-ref", "helm", "kustomize", "setter", "marker", "anchor", "other"]
 OLD_DIGEST = "sha256:" + "0" * 64
 COMMENTS = ["", "", "  # note", " # {not a setter}", "    # keep: me"]
 
@@ -60,6 +60,7 @@ class Record:
     has_digest: bool
     value_lines: list[int]  # absolute 1-based lines whose text may change
     has_tag: bool = True
+    alias_paths: list[tuple[Any, ...]] = field(default_factory=list)  # aliases of the value
 
 
 @dataclass
@@ -101,6 +102,16 @@ def manifest_files(draw: st.DrawFn) -> tuple[str, list[Record]]:
                 _kustomize(draw, out, doc)
             elif kind == "setter":
                 _setter(draw, out, doc, key, policy=f"flux-system:p{doc}-{i}")
+            elif kind == "anchor":
+                name, tag = draw(st.sampled_from(NAMES)), draw(st.sampled_from(TAGS))
+                value = quote(f"{name}:{tag}", draw(st.sampled_from(STYLES)))
+                out.lines.append(f"x-{key}: &a{i} {value}")
+                line = len(out.lines)
+                out.lines += [f"{key}:", f"  image: *a{i}", f"  copy: {{image: *a{i}}}"]
+                aliases = [(key, "image"), (key, "copy", "image")]
+                out.records.append(
+                    Record("ref", doc, (f"x-{key}",), name, tag, False, [line], alias_paths=aliases)
+                )
             elif kind == "marker":
                 name, tag = draw(st.sampled_from(NAMES)), draw(st.sampled_from(TAGS))
                 marked = draw(st.sampled_from([n for n in NAMES if n.lower() == name.lower()]))
@@ -212,8 +223,9 @@ def _expected(
     data = copy.deepcopy(original)
     for r in records:
         if r.kind == "ref":
-            parent = _get(data[r.doc], r.path[:-1])
-            parent[r.path[-1]] = f"{r.name}:{tag or r.tag}@{digest}"
+            for path in [r.path, *r.alias_paths]:
+                parent = _get(data[r.doc], path[:-1])
+                parent[path[-1]] = f"{r.name}:{tag or r.tag}@{digest}"
         elif r.kind == "tag":
             parent = _get(data[r.doc], r.path[:-1])
             parent[r.path[-1]] = f"{tag or r.tag}@{digest}"
@@ -268,6 +280,12 @@ def test_promotion_changes_exactly_the_intended_values(
     original = list(_LOADER.load_all(text))
     result = list(_LOADER.load_all(edit.new_text))
     assert result == _expected(original, mine, tag, digest)
+
+    for r in mine:
+        if r.alias_paths:
+            (occurrence,) = [o for o in edit.occurrences if o.line == r.value_lines[0]]
+            assert occurrence.inherited_by == (r.value_lines[0] + 2, r.value_lines[0] + 3)
+    assert bool(edit.notes) == any(r.alias_paths for r in mine)
 
     old_lines = text.splitlines(keepends=True)
     new_lines = edit.new_text.splitlines(keepends=True)
