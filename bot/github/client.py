@@ -192,6 +192,8 @@ class GitHubClients:
         self._caches: cachetools.LRUCache[int, cachetools.LRUCache[str, Any]] = (
             cachetools.LRUCache(maxsize=1024)
         )
+        # App-level reads (installations, hook deliveries) are conditional too.
+        self._app_cache: cachetools.LRUCache[str, Any] = cachetools.LRUCache(maxsize=64)
         self._mutation_locks: dict[int | None, asyncio.Lock] = {}
         self.auth = AppAuth(app_id, private_key, self._request_installation_token)
 
@@ -221,7 +223,8 @@ class GitHubClients:
 
     def app(self) -> ConveyorGitHubAPI:
         """A client authenticated as the app itself (JWT), for /app endpoints."""
-        return self._client(None, app_id=self.auth.app_id, private_key=self.auth._private_key)
+        return self._client(None, app_id=self.auth.app_id, private_key=self.auth._private_key,
+                            cache=self._app_cache)
 
     async def installation(
         self, installation_id: int, *, repositories: tuple[str, ...] = ()

@@ -14,7 +14,7 @@ from ..github.repos import commit_for_ref
 from .candidates import Candidate, release_tag_variants
 from .opener import Opener, OpenResult
 from .policies import DeploymentRepo
-from .provenance import gather_provenance
+from .provenance import LazyProvenance
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -75,7 +75,7 @@ async def promote_to_entry_environments(
     if not environments:
         return results
     opener = Opener(ctx, gh, repo)
-    provenance = await gather_provenance(gh, candidate, ctx.web_url)
+    provenance = LazyProvenance(gh, candidate, ctx.web_url)
     for env in environments:
         result = await opener.open(candidate, env.name, provenance=provenance)
         _log_result(repo, candidate, env.name, result)

@@ -23,7 +23,7 @@ from .body import Change, commit_message, pr_body, pr_title
 from .candidates import Candidate
 from .marker import PromotionMarker, branch_name, branch_prefix, parse_marker
 from .policies import DeploymentRepo
-from .provenance import with_compare
+from .provenance import LazyProvenance, with_compare
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -88,7 +88,7 @@ class Opener:
         candidate: Candidate,
         environment: str,
         *,
-        provenance: Provenance | None = None,
+        provenance: Provenance | LazyProvenance | None = None,
         explicit: bool = False,
         rollback_note: str | None = None,
         upstream_pr: int | None = None,
@@ -131,11 +131,13 @@ class Opener:
                                       "again:", closed["number"], closed["html_url"])
             change = Change(path, before.tag if before else None,
                             before.digest if before else None, edit.notes)
-            provenance = await with_compare(self.gh, provenance or Provenance(), candidate,
-                                            change.old_tag, self.ctx.web_url)
+            if isinstance(provenance, LazyProvenance):
+                provenance = await provenance.get()
+            with_link = await with_compare(self.gh, provenance or Provenance(), candidate,
+                                           change.old_tag, self.ctx.web_url)
             number, url, head_sha = await self._create(
                 candidate, env, branch, path, current.sha, edit.new_text, change,
-                provenance or Provenance(), rollback_note, upstream_pr,
+                with_link, rollback_note, upstream_pr,
             )
             if not rollback:
                 await self._supersede(candidate, environment, branch, number, pulls, explicit)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..domain.images import canonical_image_name
 from ..domain.policy import Policy, PolicyError, PolicyIssue, load_policy
-from ..github.repos import FileTooLarge, get_file, get_repository
+from ..github.repos import FileTooLarge, branch_head, get_file, get_repository
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,10 @@ class DeploymentRepo:
 class _Installation:
     repos: dict[str, DeploymentRepo] = field(default_factory=dict)  # lower-case name → repo
     loaded: bool = False
+    # lower-case name → default-branch head at which the repository had no policy: while the
+    # head stays there (a conditional read, `304`), the policy is not asked for again (`404`s
+    # are never cached and count against the rate limit).
+    without_policy: dict[str, str] = field(default_factory=dict)
 
 
 class PolicyIndex:
@@ -65,6 +70,8 @@ class PolicyIndex:
             await self.refresh(gh, installation_id, name, default_branch)
         for stale in set(entry.repos) - known:
             del entry.repos[stale]
+        for stale in set(entry.without_policy) - known:
+            del entry.without_policy[stale]
         entry.loaded = True
         return [repo for repo in entry.repos.values() if repo.policy or repo.issues]
 
@@ -76,6 +83,13 @@ class PolicyIndex:
         if default_branch is None:
             known = entry.repos.get(key)
             default_branch = known.default_branch if known else None
+        head = None
+        if key not in entry.repos and default_branch:
+            # Read before the policy, so that a policy pushed in between is never missed.
+            head = await _head(gh, full_name, default_branch)
+            if head is not None and entry.without_policy.get(key) == head:
+                return None
+        entry.without_policy.pop(key, None)
         try:
             policy_file = await get_file(gh, full_name, POLICY_PATH)
         except FileTooLarge as exc:
@@ -84,6 +98,8 @@ class PolicyIndex:
             return repo
         if policy_file is None:
             entry.repos.pop(key, None)
+            if head is not None:
+                entry.without_policy[key] = head
             return None
         repo = entry.repos.setdefault(key, DeploymentRepo(full_name))
         if default_branch is None:
@@ -116,7 +132,9 @@ class PolicyIndex:
         if full_name is None:
             self._installations.pop(installation_id, None)
         else:
-            self._installation(installation_id).repos.pop(full_name.lower(), None)
+            entry = self._installation(installation_id)
+            entry.repos.pop(full_name.lower(), None)
+            entry.without_policy.pop(full_name.lower(), None)
 
     async def services_for_source(self, gh: GitHubAPI, installation_id: int, source: str
                                   ) -> list[tuple[DeploymentRepo, str]]:
@@ -140,3 +158,13 @@ class PolicyIndex:
                 if canonical_image_name(service.image) == wanted:
                     found.append((repo, service.name))
         return found
+
+
+async def _head(gh: GitHubAPI, full_name: str, branch: str) -> str | None:
+    """The default branch's head commit, or None when it cannot be read (an empty repository)."""
+    try:
+        return await branch_head(gh, full_name, branch)
+    except gidgethub.BadRequest as exc:
+        if exc.status_code in (404, 409):
+            return None
+        raise

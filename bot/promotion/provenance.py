@@ -79,6 +79,22 @@ async def gather_provenance(gh: GitHubAPI, candidate: Candidate, web_url: str, *
     return provenance
 
 
+class LazyProvenance:
+    """A candidate's provenance, gathered on first use and only once: a promotion that is
+    already open or live never needs it, so an idle resync makes none of its requests."""
+
+    def __init__(self, gh: GitHubAPI, candidate: Candidate, web_url: str) -> None:
+        self._gh = gh
+        self._candidate = candidate
+        self._web_url = web_url
+        self._value: Provenance | None = None
+
+    async def get(self) -> Provenance:
+        if self._value is None:
+            self._value = await gather_provenance(self._gh, self._candidate, self._web_url)
+        return self._value
+
+
 def _commit_origin(candidate: Candidate) -> str:
     if not candidate.source_sha:
         return " (from the attestation)"

@@ -96,7 +96,7 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
     history: dict[str, _Since] = {}
     rows: list[StatusRow] = []
     for service in policy.services.values():
-        packages = await _package_pages(ctx, gh, service.image)
+        packages: dict[str, str] | None = None  # read only when a file pins a digest
         for environment in policy.environments:
             path = policy.path_for(service.name, environment)
             if path not in files:
@@ -115,9 +115,11 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
             if path not in history and text is not None:
                 history[path] = await _since(ctx, gh, repo.full_name, path)
             since = history.get(path) or _Since(None, None, None, None, None)
+            if digest and packages is None:
+                packages = await _package_pages(ctx, gh, service.image)
             rows.append(StatusRow(
                 service=service.name, environment=environment, path=path, version=version,
-                digest=digest, package_url=packages.get(digest) if digest else None,
+                digest=digest, package_url=packages.get(digest) if digest and packages else None,
                 since=since.when, since_commit=since.sha, since_url=since.url,
                 pull_number=since.pull_number, pull_url=since.pull_url,
                 open_pulls=open_promotions_for(pulls, environment, service.name),

@@ -1,0 +1,181 @@
+"""Worlds and invariants for the reliability tests: the emulator and the real bot over HTTP,
+with the knobs the behaviour harness keeps fixed (retry policy, queue size, real time)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from bot.github.client import RetryPolicy
+from bot.handlers import build_router
+from bot.promotion.marker import parse_marker
+from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, DEPLOY_REPO, seed
+from bot.sandbox.emulator import Emulator
+from bot.server import create_app, runtime_of
+from bot.settings import Settings
+from tests.harness import SECRET, Clock, World
+
+FAST_RETRY = RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5)
+
+# A third service written as a plain manifest, and production opened automatically once
+# staging merges, with a gate that only misses an approval: `action_required` until bob
+# approves. Used where a test wants several services and a gate whose verdict is exact.
+WORKER_MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: worker
+spec:
+  template:
+    spec:
+      containers:
+        - name: worker
+          image: ghcr.io/acme/worker:0.9.0
+"""
+
+AUTO_POLICY = (
+    DEMO_POLICY
+    .replace("""  api:
+    image: ghcr.io/acme/api""", """  worker:
+    image: ghcr.io/acme/worker
+    source: acme/worker
+    paths:
+      staging: apps/worker/staging.yaml
+      production: apps/worker/production.yaml
+  api:
+    image: ghcr.io/acme/api""")
+    .replace("promote: manual", "promote: auto")
+    .replace("evidence: [merged, deployed]", "evidence: [merged]")
+    .replace("soak: 30m", "soak: 0")
+    .replace("    deployed_context: argocd/staging\n", "")
+)
+assert "acme/worker" in AUTO_POLICY and "promote: auto" in AUTO_POLICY
+
+
+def auto_files() -> dict[str, str]:
+    files = dict(DEMO_FILES)
+    files[".github/conveyor.yml"] = AUTO_POLICY
+    files["apps/worker/staging.yaml"] = WORKER_MANIFEST
+    files["apps/worker/production.yaml"] = WORKER_MANIFEST
+    return files
+
+
+async def build_world(
+    *,
+    files: Mapping[str, str] | None = None,
+    retry: RetryPolicy = FAST_RETRY,
+    queue_size: int = 10_000,
+    workers: int = 4,
+    max_body_bytes: int = 25 * 1024 * 1024,
+    validate_openapi: bool = False,
+    source_repos: tuple[str, ...] = (),
+) -> World:
+    """Like `tests.harness.make_world`, with the settings the reliability tests vary."""
+    clock = Clock()
+    emulator = Emulator(webhook_secret=SECRET, validate_openapi=validate_openapi, clock=clock)
+    api_url = await emulator.start()
+    for repo in source_repos:
+        emulator.add_repo(repo, files={"README.md": f"# {repo}\n"})
+    demo = seed(emulator, files)
+    for repo in source_repos:
+        installation = emulator.world.installations[demo.installation_id]
+        assert installation.repo_ids is not None
+        installation.repo_ids.add(emulator.world.repo_by_name(repo).id)
+    settings = Settings(
+        app_id=str(emulator.app_id), private_key=emulator.app_private_key_pem,
+        webhook_secret=SECRET, api_url=api_url, host="127.0.0.1", port=0,
+        resync_interval=0, workers=workers, queue_size=queue_size,
+        max_body_bytes=max_body_bytes, shutdown_grace=5,
+    )
+    app = create_app(settings, build_router(), clock=clock, retry=retry)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    webhook_url = f"http://127.0.0.1:{port}/api/github/webhooks"
+    emulator.webhook_url = webhook_url
+    return World(emulator, runtime_of(app), clock, demo, webhook_url, runner)
+
+
+def signed_headers(event: str, body: bytes, delivery: str, *, secret: str = SECRET
+                   ) -> dict[str, str]:
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return {"Content-Type": "application/json", "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": f"sha256={digest}"}
+
+
+async def post_signed(session: aiohttp.ClientSession, url: str, event: str,
+                      payload: Any, delivery: str) -> int:
+    body = json.dumps(payload).encode()
+    async with session.post(url, data=body,
+                            headers=signed_headers(event, body, delivery)) as response:
+        await response.read()
+        return response.status
+
+
+def promotion_prs(emulator: Emulator, repo: str = DEPLOY_REPO) -> list[dict[str, Any]]:
+    """Every PR Conveyor opened (any state), with its marker."""
+    found = []
+    for pr in emulator.pulls(repo, state="all"):
+        marker = parse_marker(pr.get("body"))
+        if marker is not None and pr["head"]["ref"].startswith("conveyor/"):
+            found.append({"pr": pr, "marker": marker})
+    return found
+
+
+def promotion_counts(emulator: Emulator, repo: str = DEPLOY_REPO
+                     ) -> Counter[tuple[str, str, str]]:
+    return Counter((p["marker"].service, p["marker"].environment, p["marker"].digest)
+                   for p in promotion_prs(emulator, repo))
+
+
+def assert_one_pr_per_promotion(emulator: Emulator, repo: str = DEPLOY_REPO) -> None:
+    duplicates = {key: n for key, n in promotion_counts(emulator, repo).items() if n > 1}
+    assert not duplicates, f"duplicate promotion PRs: {duplicates}"
+
+
+def assert_no_half_made_branches(emulator: Emulator, repo: str = DEPLOY_REPO) -> None:
+    """Every `conveyor/*` branch belongs to an open or a merged PR."""
+    owned = {pr["head"]["ref"] for pr in emulator.pulls(repo, state="all")
+             if pr["state"] == "open" or pr.get("merged")}
+    orphans = [b for b in emulator.branches(repo) if b.startswith("conveyor/") and b not in owned]
+    assert not orphans, f"branches without an open or merged PR: {orphans}"
+
+
+def metric_samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """Samples of one metric in Prometheus text format, keyed by their sorted labels."""
+    out: dict[tuple[tuple[str, str], ...], float] = {}
+    pattern = re.compile(rf"^{re.escape(name)}(?:\{{(.*)\}})? (\S+)$")
+    for line in text.splitlines():
+        match = pattern.match(line)
+        if match is None:
+            continue
+        labels = tuple(sorted(re.findall(r'(\w+)="([^"]*)"', match.group(1) or "")))
+        out[labels] = float(match.group(2))
+    return out
+
+
+async def wait_for(predicate: Any, *, timeout: float, interval: float = 0.05) -> bool:
+    """Poll `predicate()` until it is true or `timeout` seconds pass."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if predicate():
+            return True
+        await asyncio.sleep(interval)
+    return bool(predicate())
+
+
+def utc(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -1,0 +1,105 @@
+"""Lost events: the periodic resync opens what the webhooks would have, and an idle resync
+costs only conditional requests that GitHub answers with `304`."""
+
+from __future__ import annotations
+
+from bot.promotion.resync import resync_all
+from bot.sandbox.demo import digest_of
+from tests.harness import World
+from tests.reliability.support import (
+    assert_no_half_made_branches,
+    assert_one_pr_per_promotion,
+    promotion_counts,
+)
+
+
+async def test_resync_opens_the_promotion_of_a_release_whose_events_were_lost(
+    rworld: World,
+) -> None:
+    world = rworld
+    world.emulator.webhook_url = None  # the bot is unreachable: every delivery fails
+    digest = await world.release("web", "1.0.0")
+    assert world.emulator.pulls(world.repo, state="all") == []
+    assert {d.status_code for d in world.emulator.deliveries} == {0}
+
+    world.emulator.webhook_url = world.webhook_url
+    assert await resync_all(world.runtime.ctx) == 1
+    await world.settle()
+
+    staging = world.pull("Promote web 1.0.0 to staging")
+    assert staging["merged"] is True  # auto-merge ran as it would have after the event
+    assert staging["head"]["ref"] == f"conveyor/staging/web-{digest[7:19]}"
+    assert promotion_counts(world.emulator) == {("web", "staging", digest): 1}
+
+
+async def test_resync_finds_an_image_published_without_any_event(rworld: World) -> None:
+    world = rworld
+    digest = digest_of("api:2.0.0")
+    await world.emulator.publish_container("acme", "api", digest, ["2.0.0"],
+                                           source_repo="acme/api", emit=False)
+    world.emulator.webhook_url = None
+    await world.emulator.create_tag("acme/api", "v2.0.0")
+    await world.emulator.publish_release("acme/api", "v2.0.0")
+    await world.settle()
+    world.emulator.webhook_url = world.webhook_url
+    assert world.open_pulls() == []
+
+    await resync_all(world.runtime.ctx)
+    await world.settle()
+    assert promotion_counts(world.emulator) == {("api", "staging", digest): 1}
+    values = world.emulator.file(world.repo, "charts/api/values-staging.yaml")
+    assert values is not None and digest in values
+
+
+async def test_a_second_idle_resync_makes_only_304_requests(rworld: World) -> None:
+    world = rworld
+    world.emulator.webhook_url = None
+    await world.release("web", "1.0.0")
+    world.emulator.webhook_url = world.webhook_url
+    ctx = world.runtime.ctx
+    await resync_all(ctx)  # opens and merges the lost promotion
+    await world.settle()
+    await resync_all(ctx)  # reads what that changed
+    await world.settle()
+    before = {(pr["number"], pr["state"], pr["head"]["sha"])
+              for pr in world.emulator.pulls(world.repo, state="all")}
+
+    world.emulator.reset_counters()
+    await resync_all(ctx)
+    await world.settle()
+
+    entries = world.emulator.requests.entries
+    assert entries, "the resync made no request at all"
+    not_304 = [(e.method, e.url_path, e.status) for e in entries if e.status != 304]
+    assert not_304 == [], not_304
+    # It still looked at everything it reconciles: installations, repositories, the policy,
+    # the source's releases, the package versions, the open PRs and the dashboard.
+    paths = {e.path for e in entries}
+    for expected in ("/app/installations", "/installation/repositories",
+                     "/repos/{owner}/{repo}/contents/{path}", "/repos/{owner}/{repo}/releases",
+                     "/repos/{owner}/{repo}/pulls", "/repos/{owner}/{repo}/issues"):
+        assert expected in paths, (expected, sorted(paths))
+    assert {(pr["number"], pr["state"], pr["head"]["sha"])
+            for pr in world.emulator.pulls(world.repo, state="all")} == before
+    assert_one_pr_per_promotion(world.emulator)
+    assert_no_half_made_branches(world.emulator)
+
+
+async def test_a_policy_added_to_a_repository_is_found_by_the_next_resync(rworld: World
+                                                                          ) -> None:
+    """Skipping repositories without a policy while their head is unchanged must not hide a
+    policy that arrives with a push whose event was lost."""
+    world = rworld
+    ctx = world.runtime.ctx
+    await resync_all(ctx)
+    await world.settle()
+    world.emulator.webhook_url = None
+    policy = world.emulator.file(world.repo, ".github/conveyor.yml")
+    assert policy is not None
+    await world.emulator.push_files("acme/web", {
+        ".github/conveyor.yml": policy,
+        "apps/web/overlays/staging/kustomization.yaml":
+            world.emulator.file(world.repo, "apps/web/overlays/staging/kustomization.yaml"),
+    })
+    world.emulator.webhook_url = world.webhook_url
+    assert await resync_all(ctx) == 2
