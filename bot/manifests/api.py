@@ -73,7 +73,7 @@ def promote_image(
     if not plan.splices:
         return Edit(path, text, text, (), occurrences, notes)
     new_text = apply_splices(text, plan.splices)
-    _, new_index = verify(documents, new_text, plan, path)
+    _, new_index = verify(documents, index, new_text, plan, path)
     lines = changed_lines(new_index.starts, plan.splices)
     return Edit(path, text, new_text, lines, occurrences, notes)
 

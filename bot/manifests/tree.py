@@ -36,6 +36,7 @@ class LineIndex:
         # parsers count columns of the first line after a byte order mark
         first = 1 if text.startswith("\ufeff") else 0
         self.starts = [first] + [m.end() for m in _BREAK_RE.finditer(text)]
+        self.pure = False  # set when the pure Python parser read the text
 
     def offset(self, line: int, column: int) -> int:
         if line >= len(self.starts):
@@ -114,10 +115,16 @@ def _position(index: LineIndex, mark: Any) -> int:
     return index.offset(mark.line, mark.column)
 
 
-def parse_documents(text: str, path: str) -> tuple[list[Document], LineIndex]:
-    """Parse every document of ``text``; raise YamlSyntaxError with the line on failure."""
+def parse_documents(
+    text: str, path: str, *, pure: bool = False
+) -> tuple[list[Document], LineIndex]:
+    """Parse every document of ``text``; raise YamlSyntaxError with the line on failure.
+
+    ``index.pure`` tells which parser produced the tree; ``pure=True`` forces the pure Python
+    one (verification re-parses an edit with the parser that read the original).
+    """
     index = LineIndex(text)
-    if _FAST_LOADER.Parser is not _PURE_LOADER.Parser:
+    if not pure and _FAST_LOADER.Parser is not _PURE_LOADER.Parser:
         documents: list[Document] = []
         try:
             _build(_FAST_LOADER.parse(text), index, documents)
@@ -125,6 +132,7 @@ def parse_documents(text: str, path: str) -> tuple[list[Document], LineIndex]:
         except YAMLError:
             pass
     documents = []
+    index.pure = True
     try:
         _build(_PURE_LOADER.parse(text), index, documents)
     except MarkedYAMLError as exc:

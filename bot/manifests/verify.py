@@ -24,10 +24,10 @@ from bot.manifests.tree import (
 
 
 def verify(
-    old_documents: list[Document], new_text: str, plan: Plan, path: str
+    old_documents: list[Document], old_index: LineIndex, new_text: str, plan: Plan, path: str
 ) -> tuple[list[Document], LineIndex]:
     try:
-        new_documents, index = parse_documents(new_text, path)
+        new_documents, index = parse_documents(new_text, path, pure=old_index.pure)
     except YamlSyntaxError as exc:
         raise VerificationError(
             path, exc.line, f"the edited file would not parse ({exc.message}); nothing changed"
