@@ -105,3 +105,47 @@ async def test_annotated_tag_push_and_release_lookup(emulator: Emulator, gh: Git
     with pytest.raises(BadRequest):
         await gh.getitem("/repos/acme/web/releases/tags/web-v1.4.2")
     assert em.violations == []
+
+
+async def test_remaining_read_routes(emulator: Emulator, gh: GitHubAPI,
+                                     session: aiohttp.ClientSession) -> None:
+    em = emulator
+    em.add_user("carol")
+    em.add_repo("carol/tool", files={"a": "b\n"})
+    inst = em.install("carol")
+    carol_gh = GitHubAPI(session, "t", oauth_token=em.installation_token(inst),
+                         base_url=em.base_url)
+    digest = "sha256:" + "1" * 64
+    version = await em.publish_container("carol", "tool", digest, ["0.1.0"],
+                                         source_repo="carol/tool", emit=False)
+    versions = [v async for v in carol_gh.getiter("/users/carol/packages/container/tool/versions")]
+    assert [v["name"] for v in versions] == [digest]
+    one = await carol_gh.getitem(f"/users/carol/packages/container/tool/versions/{version['id']}")
+    assert one["metadata"]["container"]["tags"] == ["0.1.0"]
+    with pytest.raises(BadRequest) as other_owner:
+        await gh.getitem("/users/carol/packages/container/tool/versions")
+    assert other_owner.value.status_code == 404
+
+    await em.push_files("acme/deploy", {"x.txt": "x\n"}, branch="promo")
+    pr = await em.open_pull("acme/deploy", "promo", title="P", author="alice")
+    n = pr["number"]
+    await gh.post(R + f"/issues/{n}/labels", data={"labels": ["conveyor"]})
+    labels = [lab async for lab in gh.getiter(R + f"/issues/{n}/labels")]
+    assert [lab["name"] for lab in labels] == ["conveyor"]
+    comment = await em.comment("acme/deploy", n, "alice", "/status")
+    await gh.post(R + f"/issues/comments/{comment['id']}/reactions", data={"content": "eyes"})
+    reactions = [x async for x in gh.getiter(
+        R + f"/issues/comments/{comment['id']}/reactions?content=eyes")]
+    assert [x["user"]["login"] for x in reactions] == ["conveyor[bot]"]
+    since = [c async for c in gh.getiter(R + f"/issues/{n}/comments?since=2000-01-01T00:00:00Z")]
+    assert len(since) == 1
+    with pytest.raises(BadRequest) as not_merged:
+        await gh.getitem(R + f"/pulls/{n}/merge")
+    assert not_merged.value.status_code == 404
+    await em.merge_pull("acme/deploy", n, user="alice")
+    async with session.get(em.base_url + R + f"/pulls/{n}/merge",
+                           headers={"Authorization": f"token {gh.oauth_token}"}) as resp:
+        assert resp.status == 204
+    closed = [p async for p in gh.getiter(R + "/pulls?state=closed&base=main&sort=updated")]
+    assert [p["number"] for p in closed] == [n]
+    assert em.violations == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import zlib
 
 from .gitstore import Commit, FileChange, Signature
 from .state import (
@@ -725,7 +726,7 @@ def workflow_run(world: World, repo: Repo, run: WorkflowRun) -> JSON:
             "author": {"name": data.author.name, "email": data.author.email},
             "committer": {"name": data.committer.name, "email": data.committer.email},
         }
-    workflow_id = abs(hash(run.path)) % 10_000_000
+    workflow_id = zlib.crc32(f"{repo.full_name}:{run.path}".encode()) % 10_000_000
     return {
         "id": run.id,
         "name": run.name,
