@@ -15,10 +15,4 @@ def run(*, config: Path | None = None, keep: bool = False, log_dir: Path | None 
         return 1
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        return asyncio.run(run_sandbox(Options(config=config, keep=keep, log_dir=log_dir)))
-    except KeyboardInterrupt:
-        if keep:
-            print("\nsandbox stopped", flush=True)
-            return 0
-        raise
+    return asyncio.run(run_sandbox(Options(config=config, keep=keep, log_dir=log_dir)))

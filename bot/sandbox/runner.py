@@ -12,7 +12,8 @@ import logging
 import secrets
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -134,17 +135,24 @@ async def start_sandbox(*, clock: SandboxClock | None = None, workers: int = 4) 
     return Sandbox(emulator, runtime_of(app), clock, secret, webhook_url, runner)
 
 
-def log_to_file(directory: Path | None = None, level: str = "INFO") -> Path:
-    """Send every log record to a JSON-lines file instead of the console; returns its path."""
+@contextmanager
+def logs_to_file(directory: Path | None = None, level: str = "INFO") -> Iterator[Path]:
+    """Send every log record to a JSON-lines file instead of the console, for the duration;
+    yields the file's path. The previous handlers come back afterwards."""
     folder = directory or Path(tempfile.mkdtemp(prefix="conveyor-sandbox-"))
     path = folder / "conveyor.log"
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
     root.handlers[:] = [handler]
     root.setLevel(level)
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-    return path
+    try:
+        yield path
+    finally:
+        root.handlers[:] = saved_handlers
+        root.setLevel(saved_level)
+        handler.close()
 
 
 def image_parts(image: str) -> tuple[str, str, str]:

@@ -14,7 +14,9 @@ after it; steps the policy does not call for are skipped, and said so.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -34,11 +36,12 @@ from ..domain.policy import (
     check_config_file,
     load_policy,
 )
-from ..domain.tags import TagPolicy
+from ..domain.tags import TagPolicy, version_from_tag
 from ..manifests import ManifestError, find_images
 from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
 from .demo import DEMO_FILES, DEPLOY_REPO, digest_of, read_config_dir, seed
-from .runner import Sandbox, SandboxError, image_parts, log_to_file, start_sandbox
+from .emulator.ops import ApiError
+from .runner import Sandbox, SandboxError, image_parts, logs_to_file, start_sandbox
 
 POLICY_PATH = ".github/conveyor.yml"
 GATE = "conveyor/promotion-gate"
@@ -256,8 +259,6 @@ def plan_from_config(config: Path, narrator: Narrator) -> Plan | None:
         else f"{owner}/deploy-config"
     previous = (_pinned(files, policy.path_for(service.name, gated.name), service.image)
                 if gated is not None else None)
-    from ..domain.tags import version_from_tag
-
     return Plan(deploy_repo, files, policy, service, entry, gated, tag, version_from_tag(tag),
                 later[0] if later else None, _cast(gated, teams), previous, teams, demo=False)
 
@@ -451,8 +452,8 @@ class Story:
         if pr is None:
             raise StoryFailed(f'Conveyor opened no "{title}" in {self.repo} ({self.see_log()})')
         if pr["merged"]:
-            how = "(auto_merge)" if plan.entry.auto_merge else "(by someone else?)"
-            say.said(f'Conveyor opened #{pr["number"]} "{title}" and merged it {how}')
+            done = "merged it (auto_merge)" if plan.entry.auto_merge else "it is merged"
+            say.said(f'Conveyor opened #{pr["number"]} "{title}" and {done}')
             return pr
         if plan.entry.auto_merge:
             say.said(f'Conveyor opened #{pr["number"]} "{title}"')
@@ -544,7 +545,7 @@ class Story:
             await self.sandbox.settle()
             say.said(gate_text(gate_of(self.sandbox, self.repo, pr)))
 
-    async def merge(self, pr: dict[str, Any], gated: Environment) -> bool:
+    async def merge(self, pr: dict[str, Any], gated: Environment) -> None:
         plan, em, say = self.plan, self.sandbox.emulator, self.narrator
         run = gate_of(self.sandbox, self.repo, pr)
         state = next(p for p in em.pulls(self.repo, state="all") if p["number"] == pr["number"])
@@ -566,7 +567,6 @@ class Story:
                      f"{str(recorded[-1]['sha'])[:7]}, {latest}")
         else:
             say.problem(f"no deployment to {gated.name} was recorded in {source}")
-        return True
 
     async def rollback(self, pr: dict[str, Any], gated: Environment) -> None:
         plan, em, say = self.plan, self.sandbox.emulator, self.narrator
@@ -633,8 +633,6 @@ async def prepare_release_payload(sandbox: Sandbox, plan: Plan, folder: Path) ->
     tag = plan.next_tag
     if tag is None:
         return None
-    from ..domain.tags import version_from_tag
-
     em = sandbox.emulator
     version = version_from_tag(tag)
     _registry, owner, package = image_parts(plan.service.image)
@@ -649,10 +647,10 @@ async def prepare_release_payload(sandbox: Sandbox, plan: Plan, folder: Path) ->
         await em.settle()
     finally:
         em.webhook_url = saved
+    # GitHub sends `published` and `released` for a published release; Conveyor acts on
+    # `released` (and `prereleased`), so that is the one worth replaying.
     delivery = next(d for d in reversed(em.deliveries)
-                    if d.event == "release" and d.action == "published")
-    import json
-
+                    if d.event == "release" and d.action in ("released", "prereleased"))
     path = folder / "release.json"
     path.write_text(json.dumps(delivery.payload, indent=2) + "\n", encoding="utf-8")
     return path
@@ -682,7 +680,6 @@ async def run_sandbox(options: Options, out: TextIO | None = None,
         except PolicyError as exc:  # the bundled demo is broken: a bug, not the user's
             narrator.line(f"the demo policy is invalid: {exc.issues}")
             return 1
-    log_path = log_to_file(options.log_dir)
     try:
         image_parts(plan.service.image)
     except SandboxError as exc:
@@ -692,6 +689,12 @@ async def run_sandbox(options: Options, out: TextIO | None = None,
         narrator.line(f"{plan.service.image}: the sandbox publishes images to GitHub Packages "
                       "(ghcr.io), where Conveyor finds a release's image; this one is elsewhere")
         return 1
+    with logs_to_file(options.log_dir) as log_path:
+        return await _play(options, plan, narrator, log_path, started, stop)
+
+
+async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path,
+                started: float, stop: asyncio.Event | None) -> int:
     sandbox = await start_sandbox()
     try:
         await seed_world(sandbox, plan)
@@ -721,6 +724,8 @@ async def run_sandbox(options: Options, out: TextIO | None = None,
             failure = str(exc)
         except SandboxError as exc:
             failure = f"the sandbox broke: {exc}"
+        except ApiError as exc:
+            failure = f"the emulator refused an action of the story: {exc.status} {exc.message}"
         elapsed = time.monotonic() - started
         narrator.line()
         if failure is not None:
@@ -759,4 +764,22 @@ async def keep_serving(sandbox: Sandbox, plan: Plan, narrator: Narrator, log_pat
             f"-p {payload} --url {sandbox.webhook_url}")
         say(f"then see the new pull request: {sandbox.emulator.web_url}"
             f"/_emulator/state/pulls?repo={plan.deploy_repo}&state=all")
-    await (stop or asyncio.Event()).wait()
+    await wait_for_stop(stop or asyncio.Event())
+    say("sandbox stopped")
+
+
+async def wait_for_stop(stop: asyncio.Event) -> None:
+    """Until `stop` is set, or SIGINT (Ctrl-C) or SIGTERM arrives."""
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+            handled.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
+            pass
+    try:
+        await stop.wait()
+    finally:
+        for signum in handled:
+            loop.remove_signal_handler(signum)

@@ -1,0 +1,199 @@
+"""`python -m bot sandbox`: the story against the bundled emulator, demo and `--config`."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bot.sandbox.story import Options, run_sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CUSTOM_POLICY = """\
+version: 1
+allowed_images: ["ghcr.io/example/"]
+services:
+  shop:
+    image: ghcr.io/example/shop
+    source: example/shop
+    tags: "semver:^2.3"
+environments:
+  - name: dev
+    path: envs/dev/{service}.yaml
+    from: release
+  - name: prod
+    path: envs/prod/{service}.yaml
+    after: dev
+    promote: auto
+    evidence: [merged]
+    approvals: 2
+    approvers: ["@example/ops", "zoe"]
+    merge_method: merge
+"""
+
+HELM_VALUES = """\
+# shop values
+image:
+  repository: ghcr.io/example/shop
+  tag: "2.3.0"
+replicas: 2
+"""
+
+
+async def play(tmp_path: Path, config: Path | None = None) -> tuple[int, str]:
+    out = io.StringIO()
+    status = await run_sandbox(Options(config=config, log_dir=tmp_path), out=out)
+    return status, out.getvalue()
+
+
+def numbered(text: str) -> list[str]:
+    return [line for line in text.splitlines() if re.match(r"\d+\. ", line)]
+
+
+def write_config(root: Path, policy: str, files: dict[str, str]) -> Path:
+    (root / ".github").mkdir(parents=True)
+    config = root / ".github" / "conveyor.yml"
+    config.write_text(policy, encoding="utf-8")
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+    return config
+
+
+async def test_demo_story_plays_every_step(tmp_path: Path) -> None:
+    started = time.monotonic()
+    status, text = await play(tmp_path)
+    assert status == 0, text
+    assert time.monotonic() - started < 30
+    expected = [
+        "1. CI publishes ghcr.io/acme/web:1.1.0 (sha256:",
+        '   Conveyor opened #1 "Promote web 1.1.0 to staging" and merged it (auto_merge)',
+        '2. alice comments "/promote production" on #1',
+        '   Conveyor opened #2 "Promote web 1.1.0 to production"; gate: failure — ',
+        "3. Argo CD reports argocd/staging success on main@",
+        "   gate: action_required — needs 1 more approval",
+        "4. 30 minutes pass (the sandbox clock moves from 10:00 to 10:30 UTC",
+        "5. bob (@acme/sre) approves #2",
+        "   gate: success — all ",
+        "6. bob merges #2",
+        "   source deployment recorded in acme/web (production): commit ",
+        '7. bob comments "/rollback web production" on #2',
+        '"Roll back web 1.0.0 to production" (back to 1.0.0, sha256:',
+        'Dashboard: issue #3 "Conveyor dashboard" labelled conveyor-dashboard in acme/deploy',
+        "   production   1.1.0",
+        "Story played in ",
+    ]
+    position = 0
+    for fragment in expected:
+        found = text.find(fragment, position)
+        assert found >= 0, f"{fragment!r} not found in order in:\n{text}"
+        position = found
+    assert "gate: failure — web → production: no deployed evidence from staging" in text
+    assert "soaking until 2026-11-30T10:30:00Z" in text
+    assert "FAILED" not in text
+    # the console stays readable: the bot's JSON logs go to a file, named at the end
+    assert not [line for line in text.splitlines() if line.lstrip().startswith("{")]
+    log = tmp_path / "conveyor.log"
+    assert f"Conveyor's log: {log}" in text
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert records and all("message" in record for record in records)
+
+
+async def test_custom_config_plays_what_applies(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "repo", CUSTOM_POLICY, {
+        "envs/dev/shop.yaml": HELM_VALUES, "envs/prod/shop.yaml": HELM_VALUES})
+    status, text = await play(tmp_path, config)
+    assert status == 0, text
+    assert "example/deploy with " in text
+    assert numbered(text) == [
+        "1. CI publishes ghcr.io/example/shop:2.3.0 (sha256:"
+        + numbered(text)[0].split("(sha256:", 1)[1],
+        "2. bob merges #1",
+        "3. #1 is merged; prod has `promote: auto`",
+        "4. (skipped) Argo CD reports dev synced — prod asks for no `deployed` evidence",
+        "5. (skipped) time passes — prod has no soak",
+        "6. bob (@example/ops) approves #2",
+        "7. dave (@example/ops) approves #2",
+        "8. bob merges #2",
+        '9. (skipped) bob comments "/rollback shop prod" — envs/prod/shop.yaml pinned no '
+        "digest before this story, so there is nothing to roll back to",
+    ]
+    assert "and alice publishes release v2.3.0 in example/shop" in text
+    assert '   Conveyor opened #2 "Promote shop 2.3.0 to prod"; gate: action_required' in text
+    assert "   gate: success" in text
+    assert "source deployment recorded in example/shop (prod)" in text
+    assert "   prod         2.3.0" in text
+
+
+async def test_custom_config_without_a_gated_environment(tmp_path: Path) -> None:
+    policy = CUSTOM_POLICY.split("  - name: prod")[0].replace("from: release",
+                                                              "from: any\n    auto_merge: true")
+    config = write_config(tmp_path / "repo", policy, {"envs/dev/shop.yaml": HELM_VALUES})
+    status, text = await play(tmp_path, config)
+    assert status == 0, text
+    assert "merged it (auto_merge)" in text
+    assert "the policy has no gated environment after dev: the story ends here" in text
+    assert len(numbered(text)) == 1
+
+
+async def test_invalid_config_prints_file_line_errors(tmp_path: Path) -> None:
+    broken = CUSTOM_POLICY.replace("    source: example/shop\n",
+                                   "    source: example/shop\n    colour: blue\n")
+    broken = broken.replace("    after: dev\n", "    after: nowhere\n")
+    config = write_config(tmp_path / "repo", broken, {})
+    status, text = await play(tmp_path, config)
+    assert status == 1
+    assert f"{config}:7:5: services.shop.colour: unknown key" in text
+    assert re.search(rf"^{re.escape(str(config))}:\d+:\d+: environments\[1\]\.after: ",
+                     text, re.M)
+    assert "Conveyor sandbox" not in text  # nothing was started
+
+
+async def test_a_step_that_does_not_happen_fails_the_run(tmp_path: Path) -> None:
+    # the production file does not mention the image: Conveyor cannot promote into it
+    config = write_config(tmp_path / "repo", CUSTOM_POLICY.replace("promote: auto",
+                                                                   "promote: manual"), {
+        "envs/dev/shop.yaml": HELM_VALUES, "envs/prod/shop.yaml": "replicas: 2\n"})
+    status, text = await play(tmp_path, config)
+    assert status == 1, text
+    assert '3. alice comments "/promote prod" on #1' in text
+    assert 'FAILED at step 3: no "Promote shop 2.3.0 to prod" was opened, Conveyor replied: ' \
+        in text
+    assert "Story stopped in " in text
+
+
+async def test_image_outside_ghcr_is_explained(tmp_path: Path) -> None:
+    policy = CUSTOM_POLICY.replace("ghcr.io/example/", "registry.example.com/example/")
+    config = write_config(tmp_path / "repo", policy, {"envs/dev/shop.yaml": HELM_VALUES})
+    status, text = await play(tmp_path, config)
+    assert status == 1
+    assert "registry.example.com/example/shop: the sandbox publishes images to GitHub " \
+        "Packages (ghcr.io)" in text
+
+
+def test_command_line_exits_zero_with_a_readable_console(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GITHUB_")}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "sandbox", "--log-dir", str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == ""
+    assert "Story played in " in done.stdout
+    assert not [line for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def test_command_line_missing_config_file(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "sandbox", "--config", str(tmp_path / "nope.yml")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"{tmp_path / 'nope.yml'}: no such file"
+
