@@ -1,0 +1,185 @@
+"""`python -m bot receive`: signs a saved payload like GitHub and sends it to a running server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.receive import run, send, signature_for
+from tests.harness import SECRET, World, close_world, make_world
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GITHUB_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+async def world() -> AsyncIterator[World]:
+    built = await make_world(validate_openapi=False)
+    try:
+        yield built
+    finally:
+        await close_world(built)
+
+
+async def silent_release(world: World, version: str) -> dict[str, Any]:
+    """The image and the release exist on GitHub, but the bot was not told: the saved
+    `release.released` payload, as GitHub would have sent it."""
+    em = world.emulator
+    url, em.webhook_url = em.webhook_url, None
+    try:
+        await em.publish_container("acme", "web", "sha256:" + "ab" * 32, [version],
+                                   source_repo="acme/web", emit=False)
+        await em.create_tag("acme/web", f"v{version}")
+        await em.publish_release("acme/web", f"v{version}")
+        await em.settle()
+    finally:
+        em.webhook_url = url
+    delivery = next(d for d in reversed(em.deliveries)
+                    if d.event == "release" and d.action == "released")
+    return delivery.payload
+
+
+def test_signature_is_githubs() -> None:
+    # the example of GitHub's documentation "Validating webhook deliveries"
+    assert signature_for(b"Hello, World!", "It's a Secret to Everybody") == (
+        "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")
+
+
+async def test_signed_payload_is_accepted_and_processed(world: World, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    payload = tmp_path / "release.json"
+    payload.write_text(json.dumps(await silent_release(world, "1.2.0")), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # no .env of the developer's checkout
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    status = await asyncio.to_thread(run, "release", str(payload), world.webhook_url)
+    assert status == 0
+    await world.settle()
+    assert world.pull("Promote web 1.2.0 to staging")["merged"]
+
+
+async def test_ping_answers_200_and_wrong_secret_401(world: World) -> None:
+    body = json.dumps({"zen": "Keep it logically awesome.", "hook_id": 1}).encode()
+    assert (await send(world.webhook_url, "ping", body, SECRET))[0] == 200
+    status, text = await send(world.webhook_url, "ping", body, "not-the-secret")
+    assert status == 401
+    assert "signature" in text
+
+
+async def test_wrong_secret_exits_1(world: World, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    payload = tmp_path / "ping.json"
+    payload.write_text('{"zen": "x"}', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", "not-the-secret")
+    assert await asyncio.to_thread(run, "ping", str(payload), world.webhook_url) == 1
+    assert capsys.readouterr().out.startswith("401 ")
+
+
+def test_unreadable_or_invalid_payload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    assert run("ping", str(tmp_path / "missing.json"), "http://127.0.0.1:9/x") == 1
+    (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
+    assert run("ping", str(tmp_path / "bad.json"), "http://127.0.0.1:9/x") == 1
+    out = capsys.readouterr().out
+    assert "missing.json: cannot read" in out
+    assert "bad.json: not valid JSON" in out
+
+
+def test_missing_secret_exits_2_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "ping.json").write_text("{}", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "receive", "-e", "ping", "-p", "ping.json"],
+        cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "GITHUB_WEBHOOK_SECRET" in lines[0]
+    assert done.stdout == ""
+
+
+def _read_until(process: subprocess.Popen[str], pattern: str, timeout: float) -> list[str]:
+    assert process.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if re.search(pattern, line):
+            return lines
+    raise AssertionError(f"{pattern!r} never printed:\n" + "\n".join(lines))
+
+
+def _pulls(state_url: str) -> list[dict[str, Any]]:
+    with urllib.request.urlopen(state_url, timeout=10) as response:
+        result: list[dict[str, Any]] = json.load(response)["result"]
+    return result
+
+
+def test_receive_against_the_sandbox_in_keep_mode(tmp_path: Path) -> None:
+    sandbox = subprocess.Popen(
+        [sys.executable, "-m", "bot", "sandbox", "--keep", "--log-dir", str(tmp_path)],
+        cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        lines = _read_until(sandbox, r"^then see the new pull request: ", 60)
+        text = "\n".join(lines)
+        assert "Story played in " in text
+        example = next(line.strip() for line in lines
+                       if line.strip().startswith("GITHUB_WEBHOOK_SECRET="))
+        secret = re.search(r"webhook secret:\s+(\S+)", text)
+        webhook = re.search(r"Conveyor webhook URL:\s+(\S+)", text)
+        assert secret and webhook
+        assert example.startswith(f"GITHUB_WEBHOOK_SECRET={secret[1]} python -m bot receive "
+                                  "-e release -p ")
+        assert example.endswith(f" --url {webhook[1]}")
+        payload = example.split(" -p ", 1)[1].split(" ", 1)[0]
+        assert json.loads(Path(payload).read_text(encoding="utf-8"))["action"] == "released"
+        state_url = lines[-1].split(": ", 1)[1]
+        before = {pr["title"] for pr in _pulls(state_url)}
+        assert "Promote web 1.2.0 to staging" not in before
+
+        # the printed command, as a user pastes it
+        assignment, command = example.split(" ", 1)
+        argv = [sys.executable, *command.split(" ")[1:]]
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                              env=clean_env(GITHUB_WEBHOOK_SECRET=assignment.split("=", 1)[1]),
+                              check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.startswith("202 ")
+
+        deadline = time.monotonic() + 20
+        merged: list[dict[str, Any]] = []
+        while time.monotonic() < deadline and not merged:
+            merged = [pr for pr in _pulls(state_url)
+                      if pr["title"] == "Promote web 1.2.0 to staging" and pr["merged"]]
+            time.sleep(0.2)
+        assert merged, _pulls(state_url)
+    finally:
+        sandbox.send_signal(signal.SIGINT)
+        out, err = sandbox.communicate(timeout=30)
+    assert sandbox.returncode == 0, err
+    assert "sandbox stopped" in out
+    assert err == ""
