@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import gidgethub
 from gidgethub import routing, sansio
 
 from ..context import Context
@@ -21,6 +22,7 @@ from ..promotion.commands import (
     already_answered,
     finish,
     permission_refusal,
+    permission_unknown,
     policy_refusal,
     run_commands,
 )
@@ -63,9 +65,19 @@ async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Co
         log.info("command comment already answered", extra={"repository": full_name,
                                                              "comment": posted["id"]})
         return
-    await gh.post(f"/repos/{full_name}/issues/comments/{posted['id']}/reactions",
-                  data={"content": "eyes"})
-    permission = await permission_of(gh, full_name, commenter)
+    try:
+        await gh.post(f"/repos/{full_name}/issues/comments/{posted['id']}/reactions",
+                      data={"content": "eyes"})
+    except gidgethub.GitHubException as exc:  # the reply still says what happened
+        log.warning("could not react to the comment", extra={"repository": full_name,
+                                                             "error": str(exc)})
+    try:
+        permission = await permission_of(gh, full_name, commenter)
+    except gidgethub.GitHubException as exc:
+        log.warning("could not read the commenter's permission",
+                    extra={"repository": full_name, "user": commenter, "error": str(exc)})
+        await comment(gh, full_name, number, permission_unknown(int(posted["id"]), commenter))
+        return
     if permission not in WRITE_PERMISSIONS:
         log.info("command refused: not enough permission",
                  extra={"repository": full_name, "user": commenter, "permission": permission})

@@ -57,6 +57,7 @@ __all__ = [
     "already_answered",
     "finish",
     "permission_refusal",
+    "permission_unknown",
     "policy_refusal",
     "run_commands",
 ]
@@ -133,6 +134,14 @@ def permission_refusal(comment_id: int, commenter: str, repo: str, permission: s
     return reply.render()
 
 
+def permission_unknown(comment_id: int, commenter: str) -> str:
+    reply = Reply(comment_id)
+    reply.add(None, f"⚠️ Sorry @{commenter}, Conveyor could not check your permission on this "
+                    "repository just now (GitHub did not answer), so nothing was run. Comment "
+                    "again in a minute.")
+    return reply.render()
+
+
 def policy_refusal(comment_id: int, repo: DeploymentRepo) -> str:
     reply = Reply(comment_id)
     issues = repo.issues or [PolicyIssue(POLICY_PATH, 1, 1, "the policy could not be read")]
@@ -174,6 +183,7 @@ class _Runner:
         self.reply = reply
         self._pr: dict[str, Any] | None = None
         self._markers: dict[tuple[str, str], PromotionMarker | None] = {}
+        self._is_held: bool | None = None  # known once read, then as the commands change it
 
     @property
     def repo(self) -> str:
@@ -190,8 +200,8 @@ class _Runner:
             log.exception("command failed", extra={"repository": self.repo,
                                                    "number": self.where.number,
                                                    "command": command.name})
-            text = (f"⚠️ failed: GitHub answered {_github_error(exc)}. Nothing after that step "
-                    "was done; comment the command again to retry.")
+            text = (f"⚠️ failed: GitHub answered {_github_error(exc)}, and the command stopped "
+                    "there. Comment it again to retry.")
         except Exception as exc:
             log.exception("command failed", extra={"repository": self.repo,
                                                    "number": self.where.number,
@@ -382,22 +392,35 @@ class _Runner:
         refusal = await self._open_pull_or_refusal("hold")
         if refusal:
             return refusal
+        was_held = await self._held()
         await add_labels(self.gh, self.repo, self.where.number, [HOLD_LABEL])
+        self._is_held = True
         self.reply.reevaluate = True
         # The gate reads the reason from the text after the marker, up to the end of the line,
         # and escapes it itself (its title is plain text): keep it as written, only without
         # mentions, references and HTML.
         reason = _unlinked(" ".join(command.reason.split())).replace("<", "\\<")
-        return (f"⏸️ on hold (label `{HOLD_LABEL}`): `{GATE_CHECK}` fails until someone "
-                f"comments `/unhold`. {HOLD_MARKER}" + (f" Reason: {reason}" if reason else ""))
+        what = "still on hold, with this reason" if was_held else f"on hold (label `{HOLD_LABEL}`)"
+        return (f"⏸️ {what}: `{GATE_CHECK}` fails until someone comments `/unhold`. "
+                f"{HOLD_MARKER}" + (f" Reason: {reason}" if reason else ""))
 
     async def _unhold(self) -> str:
         refusal = await self._open_pull_or_refusal("unhold")
         if refusal:
             return refusal
+        if not await self._held():
+            return f"ℹ️ #{self.where.number} is not on hold; nothing to lift."
         await remove_label(self.gh, self.repo, self.where.number, HOLD_LABEL)
+        self._is_held = False
         self.reply.reevaluate = True
         return f"▶️ hold lifted; `{GATE_CHECK}` is evaluated again without it."
+
+    async def _held(self) -> bool:
+        if self._is_held is None:
+            pr = await self._pull()
+            self._is_held = any(label.get("name") == HOLD_LABEL
+                                for label in pr.get("labels") or [])
+        return self._is_held
 
     async def _recheck(self) -> str:
         refusal = await self._open_pull_or_refusal("recheck")

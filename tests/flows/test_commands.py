@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
+
+import gidgethub
 
 from bot.domain.commands import HELP_TEXT
 from bot.promotion.marker import parse_marker
@@ -434,3 +437,67 @@ async def test_a_broken_policy_change_keeps_the_last_valid_one(world: World) -> 
     body = reply_to(world, number, posted)
     assert "is invalid; the last valid policy is used" in body
     assert "### api" in body
+
+
+async def test_hold_twice_updates_the_reason_and_unhold_twice_says_so(world: World) -> None:
+    pr = await production_pr(world)
+    await say(world, pr["number"], "/hold first reason")
+    posted = await say(world, pr["number"], "/hold second reason")
+    assert "still on hold, with this reason" in reply_to(world, pr["number"], posted)
+    assert world.gate(pr)["output"]["title"].startswith("On hold: second reason")
+    posted = await say(world, pr["number"], "/unhold\n/unhold")
+    body = reply_to(world, pr["number"], posted)
+    assert "hold lifted" in body and f"#{pr['number']} is not on hold" in body
+
+
+async def test_promote_env_on_a_closed_promotion_pr_is_refused(world: World) -> None:
+    pr = await production_pr(world)
+    await world.emulator.close_pull(world.repo, pr["number"], user="bob")
+    await world.settle()
+    # A PR closed without merging proves nothing about its digest, whatever the target.
+    posted = await say(world, pr["number"], "/promote staging")
+    assert f"#{pr['number']} was closed without merging" in reply_to(world, pr["number"], posted)
+
+
+async def test_promote_an_untagged_digest_is_refused(world: World) -> None:
+    untagged = digest_of("web:untagged")
+    await world.emulator.publish_container("acme", "web", untagged, [], source_repo="acme/web",
+                                           emit=False)
+    number = await issue(world)
+    posted = await say(world, number, f"/promote web {untagged} staging")
+    assert "carries no tag" in reply_to(world, number, posted)
+    assert world.open_pulls() == []
+
+
+async def test_a_github_error_is_reported(world: World, monkeypatch: Any) -> None:
+    async def refused(*args: Any, **kwargs: Any) -> None:
+        raise gidgethub.BadRequest(HTTPStatus.UNPROCESSABLE_ENTITY, "Validation Failed")
+
+    monkeypatch.setattr(world.runtime.ctx.packages, "find_by_tags", refused)
+    number = await issue(world)
+    posted = await say(world, number, "/promote web 1.0.0 staging")
+    body = reply_to(world, number, posted)
+    assert "⚠️ failed: GitHub answered 422 (Validation Failed)" in body
+
+
+async def test_an_unreadable_permission_is_reported(world: World, monkeypatch: Any) -> None:
+    async def unavailable(*args: Any, **kwargs: Any) -> str:
+        raise gidgethub.BadRequest(HTTPStatus.FORBIDDEN, "Resource not accessible")
+
+    monkeypatch.setattr("bot.handlers.commands.permission_of", unavailable)
+    number = await issue(world)
+    posted = await say(world, number, "/status")
+    body = reply_to(world, number, posted)
+    assert "could not check your permission" in body and "### web" not in body
+
+
+async def test_recheck_while_an_evaluation_runs(world: World, monkeypatch: Any) -> None:
+    pr = await production_pr(world)
+
+    async def coalesced(*args: Any, **kwargs: Any) -> None:
+        return None  # another evaluation of this PR is in flight
+
+    monkeypatch.setattr(world.runtime.ctx.gates, "evaluate", coalesced)
+    posted = await say(world, pr["number"], "/recheck")
+    assert "re-evaluated `conveyor/promotion-gate`: ❌ **failure**" in reply_to(
+        world, pr["number"], posted)
