@@ -109,7 +109,16 @@ class _Composer:
         if tag == _MERGE_TAG:
             return _MERGE
         node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
-        return self.yaml.constructor.construct_object(node, deep=True)
+        try:
+            return self.yaml.constructor.construct_object(node, deep=True)
+        except (ValueError, TypeError, OverflowError):
+            # ruamel's resolver calls "-_" or "._" numbers that its constructor then
+            # cannot build; such a plain scalar is text.
+            if event.tag is not None and event.tag != "!":
+                self.problems.append(
+                    YamlProblem(_pos(event), f"'{value}' is not a valid {tag}", False)
+                )
+            return str(value)
 
     def add(self, value: Any, pos: Pos, *, is_merge_key: bool = False) -> None:
         if not self.stack:
@@ -196,6 +205,11 @@ class _Composer:
             if event.anchor in self.open_anchors:
                 self.problems.append(
                     YamlProblem(_pos(event), f"alias '*{event.anchor}' refers to itself")
+                )
+                raise _Stop
+            if event.anchor not in self.anchors:
+                self.problems.append(
+                    YamlProblem(_pos(event), f"alias '*{event.anchor}' has no anchor before it")
                 )
                 raise _Stop
             self.add(self.anchors[event.anchor], _pos(event))
