@@ -63,23 +63,25 @@ def read_form(page: str) -> tuple[str, dict[str, Any]]:
     return html.unescape(action[1]), json.loads(html.unescape(manifest[1]))
 
 
-async def client_for(config: SetupConfig) -> TestClient[Any, Any]:
-    client: TestClient[Any, Any] = TestClient(TestServer(build_setup_app(config)))
+async def client_for(config: SetupConfig) -> tuple[TestClient[Any, Any], str]:
+    """A client of the local setup page, and the `state` that page expects back."""
+    app = build_setup_app(config)
+    client: TestClient[Any, Any] = TestClient(TestServer(app))
     await client.start_server()
-    return client
+    return client, setup_state(app).state
 
 
 async def test_full_flow_writes_env(emulator: Emulator, tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     config = config_for(emulator, env_file)
-    client = await client_for(config)
+    client, expected = await client_for(config)
     try:
         page = await client.get("/")
         assert page.status == 200
         action, manifest = read_form(await page.text())
         assert action.startswith(f"{emulator.web_url}/settings/apps/new?state=")
         state = parse_qs(urlsplit(action).query)["state"][0]
-        assert state == setup_state(client.server.app).state
+        assert state == expected
         assert manifest["redirect_url"] == "http://127.0.0.1:3000/setup/done"
         assert manifest["hook_attributes"] == {"url": WEBHOOK_URL, "active": True}
         assert manifest["default_permissions"] == MANIFEST["default_permissions"]
@@ -119,7 +121,7 @@ def env_text_lines(path: Path) -> dict[str, str]:
 
 async def test_wrong_state_is_refused(emulator: Emulator, tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
-    client = await client_for(config_for(emulator, env_file))
+    client, expected = await client_for(config_for(emulator, env_file))
     try:
         _action, manifest = read_form(await (await client.get("/")).text())
         code = emulator.issue_manifest_code(manifest)
@@ -128,7 +130,7 @@ async def test_wrong_state_is_refused(emulator: Emulator, tmp_path: Path) -> Non
             assert refused.status == 403
             assert "does not match" in await refused.text()
         assert not env_file.exists()
-        state = setup_state(client.server.app).state
+        state = expected
         missing = await client.get("/setup/done", params={"state": state})
         assert missing.status == 400
         unknown = await client.get("/setup/done", params={"code": "nope", "state": state})
@@ -145,7 +147,7 @@ async def test_wrong_state_is_refused(emulator: Emulator, tmp_path: Path) -> Non
 
 
 async def test_org_and_placeholder_webhook(emulator: Emulator, tmp_path: Path) -> None:
-    client = await client_for(config_for(emulator, tmp_path / ".env", org="acme",
+    client, _state = await client_for(config_for(emulator, tmp_path / ".env", org="acme",
                                          webhook_url=None))
     try:
         page = await (await client.get("/")).text()
@@ -160,10 +162,10 @@ async def test_org_and_placeholder_webhook(emulator: Emulator, tmp_path: Path) -
 async def test_existing_env_is_kept_without_force(emulator: Emulator, tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text("KEEP=me\n", encoding="utf-8")
-    client = await client_for(config_for(emulator, env_file))
+    client, expected = await client_for(config_for(emulator, env_file))
     try:
         _action, manifest = read_form(await (await client.get("/")).text())
-        state = setup_state(client.server.app).state
+        state = expected
         code = emulator.issue_manifest_code(manifest)
         refused = await client.get("/setup/done", params={"code": code, "state": state})
         assert refused.status == 502
