@@ -1,0 +1,249 @@
+"""1. Webhook acknowledgement latency: Conveyor against a bare aiohttp handler, same run.
+
+Both servers are child processes started side by side (`python -m bot serve` and
+`python -m benchmarks.bare`); this process is the sender. For each concurrency level the
+batches alternate between the two servers (bare, Conveyor, Conveyor, bare, ...), so that a
+noisy neighbour slows both alike, and the ratio of the p99s is reported.
+
+Two events Conveyor accepts (202), each padded to 25 KB and signed:
+- a `release` from a repository of the installation that feeds no service: verified, parsed,
+  routed and queued like any release; the worker then finds no service in the policy it already
+  knows and logs one line, without a GitHub request (the emulator's count during the
+  measurement is reported). A release that did promote would add ~13 GitHub requests of
+  background work per delivery, which is what sections 2-4 measure, not the acknowledgement;
+- an `issue_comment` written by a bot: the same intake, and a job that ends at the handler's
+  first line: the intake's own cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import hmac
+import json
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from .report import Section, percentile
+from .wiring import SECRET, ChildServer, Stage, spawn_bare, spawn_bot, start_stage
+
+BODY_BYTES = 25 * 1024
+QUIET_REPO = "acme/docs"
+CI_BOT = "github-actions[bot]"
+
+
+@dataclass(frozen=True)
+class Signed:
+    event: str
+    body: bytes
+    signature: str
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/benchmark",
+            "X-GitHub-Event": self.event, "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": self.signature,
+        }
+
+
+def padded(event: str, payload: dict[str, Any], size: int = BODY_BYTES) -> Signed:
+    """The payload with its text (release notes, comment) long enough for the body to be
+    exactly `size` bytes, signed like GitHub signs it."""
+    data = copy.deepcopy(payload)
+    holder = data["release"] if event == "release" else data["comment"]
+    holder["body"] = ""
+    base = len(json.dumps(data, separators=(",", ":")).encode())
+    holder["body"] = "x" * max(0, size - base)
+    body = json.dumps(data, separators=(",", ":")).encode()
+    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    return Signed(event, body, signature)
+
+
+async def quiet_events(stage: Stage) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Payloads of a release in an installed repository that feeds no service, and of a
+    comment written by a bot (Conveyor ignores those at the first line of its handler)."""
+    em = stage.emulator
+    em.add_repo(QUIET_REPO, files={"README.md": "# docs\n"})
+    await em.add_installation_repos(stage.demo.installation_id, [QUIET_REPO])
+    since = len(em.deliveries)
+    await em.create_tag(QUIET_REPO, "v1.0.0")
+    await em.publish_release(QUIET_REPO, "v1.0.0", author="alice")
+    issue = await em.open_issue(QUIET_REPO, "Release notes", author="alice")
+    await em.comment(QUIET_REPO, int(issue["number"]), CI_BOT, "Docs built.")
+    releases = [d.payload for d in em.deliveries[since:] if d.event == "release"]
+    comment = next(d.payload for d in em.deliveries[since:] if d.event == "issue_comment")
+    return releases, comment
+
+
+async def send_batch(session: aiohttp.ClientSession, url: str, signed: Signed, count: int,
+                     concurrency: int) -> tuple[list[float], int]:
+    """`count` deliveries from `concurrency` senders: latencies (s) and non-2xx answers."""
+    latencies: list[float] = []
+    failures = 0
+    remaining = count
+
+    async def sender() -> None:
+        nonlocal remaining, failures
+        while remaining > 0:
+            remaining -= 1
+            headers = signed.headers()
+            started = time.perf_counter()
+            async with session.post(url, data=signed.body, headers=headers) as response:
+                await response.read()
+                status = response.status
+            latencies.append(time.perf_counter() - started)
+            if not 200 <= status < 300:
+                failures += 1
+
+    await asyncio.gather(*(sender() for _ in range(min(concurrency, count))))
+    return latencies, failures
+
+
+async def accepted(session: aiohttp.ClientSession, bot: ChildServer, event: str,
+                   payloads: list[dict[str, Any]]) -> Signed:
+    """The first payload Conveyor queues (it answers 202; 204 means not handled)."""
+    for payload in payloads:
+        signed = padded(event, payload)
+        async with session.post(bot.url, data=signed.body, headers=signed.headers()) as response:
+            if response.status == 202:
+                return signed
+    raise RuntimeError(f"Conveyor queues none of the {event} payloads")
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    url: str
+    signed: Signed
+
+
+def per_delivery_costs(signed: Signed) -> dict[str, float]:
+    """Microseconds of CPU, on this machine, for the steps Conveyor adds to the bare
+    handler: verifying the signature, parsing the JSON, writing one JSON log line."""
+    from gidgethub import sansio
+
+    from bot.logs import JsonFormatter
+
+    rounds = 300
+    started = time.perf_counter()
+    for _ in range(rounds):
+        sansio.validate_event(signed.body, signature=signed.signature, secret=SECRET)
+    verify = (time.perf_counter() - started) / rounds
+    started = time.perf_counter()
+    for _ in range(rounds):
+        json.loads(signed.body)
+    parse = (time.perf_counter() - started) / rounds
+    logger = logging.getLogger("benchmarks.logline")
+    logger.propagate = False
+    with open(os.devnull, "w", encoding="utf-8") as sink:
+        handler = logging.StreamHandler(sink)
+        handler.setFormatter(JsonFormatter())
+        logger.handlers[:] = [handler]
+        logger.setLevel(logging.INFO)
+        started = time.perf_counter()
+        for _ in range(rounds):
+            logger.info("no service is fed by this repository",
+                        extra={"repository": QUIET_REPO})
+        line = (time.perf_counter() - started) / rounds
+        logger.handlers.clear()
+    return {"verify_us": verify * 1e6, "parse_us": parse * 1e6, "log_line_us": line * 1e6}
+
+
+async def run(quick: bool) -> Section:
+    section = Section("1. Webhook acknowledgement latency (signed 25 KB deliveries)")
+    levels = {1: (2, 20), 50: (2, 100), 200: (2, 200)} if quick else \
+        {1: (4, 100), 50: (4, 1000), 200: (4, 2000)}
+    stage = await start_stage()
+    servers: list[ChildServer] = []
+    results: dict[str, Any] = {}
+    try:
+        releases, comment = await quiet_events(stage)
+        bot = await spawn_bot(stage)
+        servers.append(bot)
+        bare = await spawn_bare()
+        servers.append(bare)
+        async with aiohttp.ClientSession() as probe:
+            release = await accepted(probe, bot, "release", releases)
+            ignored = await accepted(probe, bot, "issue_comment", [comment])
+            targets = [Target("bare", bare.url, release), Target("release", bot.url, release),
+                       Target("comment", bot.url, ignored)]
+            for target in targets:  # token, policy discovery, connection set-up
+                await send_batch(probe, target.url, target.signed, 50, 10)
+        await asyncio.sleep(0.5)
+        stage.emulator.reset_counters()
+        for concurrency, (rounds, per_round) in levels.items():
+            results[str(concurrency)] = await _level(targets, concurrency, rounds, per_round)
+        github_requests = len(stage.emulator.requests.entries)
+        peak_kb = bot.memory().get("VmHWM", 0)
+    finally:
+        for server in servers:
+            await server.stop()
+        await stage.stop()
+
+    for concurrency, level in results.items():
+        base = level["bare"]
+        for name, label in (("release", "`release` of a repo feeding no service"),
+                            ("comment", "`issue_comment` by a bot (intake alone)")):
+            mine = level[name]
+            ratio = mine["p99_ms"] / base["p99_ms"]
+            level[f"ratio_p99_{name}"] = ratio
+            section.add(
+                f"{concurrency} senders, {label}: p50 / p99",
+                f"{mine['p50_ms']:.1f} / {mine['p99_ms']:.1f} ms vs bare "
+                f"{base['p50_ms']:.1f} / {base['p99_ms']:.1f} ms = **{ratio:.2f}×**",
+                target="p99 ≤ 1.3× bare", ok=ratio <= 1.3,
+                note=f"{mine['count']} each; {mine['per_second']:.0f} vs "
+                     f"{base['per_second']:.0f} deliveries/s"
+                     + (f"; {mine['failures']} not 2xx" if mine["failures"] else ""))
+    costs = per_delivery_costs(release)
+    section.add("CPU per delivery for what Conveyor adds",
+                f"verify {costs['verify_us']:.0f} µs, parse {costs['parse_us']:.0f} µs, "
+                f"one JSON log line {costs['log_line_us']:.0f} µs")
+    section.add("GitHub requests by Conveyor during the measurement", str(github_requests),
+                target="0", ok=github_requests == 0,
+                note=f"Conveyor's peak RSS {peak_kb / 1024:.0f} MB")
+    section.data = {"body_bytes": len(release.body), "levels": results, "costs_us": costs,
+                    "github_requests_during_measurement": github_requests,
+                    "conveyor_peak_rss_kb": peak_kb}
+    return section
+
+
+async def _level(targets: list[Target], concurrency: int, rounds: int, per_round: int
+                 ) -> dict[str, Any]:
+    sessions = {t.name: aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
+                for t in targets}
+    latencies: dict[str, list[float]] = {t.name: [] for t in targets}
+    busy = dict.fromkeys(sessions, 0.0)
+    failures = dict.fromkeys(sessions, 0)
+    try:
+        for target in targets:  # open the connections before timing
+            await send_batch(sessions[target.name], target.url, target.signed, concurrency,
+                             concurrency)
+        for index in range(rounds * len(targets)):
+            # the order rotates every round, so that each target runs first equally often
+            round_number, slot = divmod(index, len(targets))
+            target = targets[(slot + round_number) % len(targets)]
+            started = time.perf_counter()
+            got, failed = await send_batch(sessions[target.name], target.url, target.signed,
+                                           per_round, concurrency)
+            busy[target.name] += time.perf_counter() - started
+            latencies[target.name] += got
+            failures[target.name] += failed
+    finally:
+        for session in sessions.values():
+            await session.close()
+    return {name: {
+        "count": len(values),
+        "p50_ms": percentile(values, 0.50) * 1000,
+        "p99_ms": percentile(values, 0.99) * 1000,
+        "max_ms": max(values) * 1000,
+        "per_second": len(values) / busy[name] if busy[name] else 0.0,
+        "failures": failures[name],
+    } for name, values in latencies.items()}

@@ -1,0 +1,130 @@
+"""Counting the GitHub requests the emulator served, and comparing them with a minimum.
+
+A minimum is a list of the requests the REST API needs for the job, each with the reason it
+cannot be avoided (the same lists are explained in docs/performance.md). The comparison is a
+multiset difference by (method, route template), so an extra request is named precisely.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.sandbox.emulator.requestlog import RequestEntry
+
+Need = tuple[str, str, str]  # method, route template, why it is unavoidable
+
+TOKEN: Need = ("POST", "/app/installations/{installation_id}/access_tokens",
+               "an installation access token (then cached for about an hour)")
+REPOSITORIES: Need = ("GET", "/installation/repositories",
+                      "the repositories of the installation (one page per 100)")
+
+
+def policy_reads(repositories: int) -> list[Need]:
+    return [("GET", "/repos/{owner}/{repo}/contents/{path}",
+             ".github/conveyor.yml of each installed repository: a deployment repository is "
+             "any that holds one")] * repositories
+
+
+RELEASE_TO_PR: list[Need] = [
+    ("GET", "/orgs/{org}/packages/{package_type}/{package_name}/versions",
+     "the digest carrying the release's tag: a release names a git tag, not a digest"),
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}",
+     "the commit of the git tag (Conveyor-Source trailer, provenance); the payload's "
+     "target_commitish is usually a branch"),
+    ("GET", "/repos/{owner}/{repo}/attestations/{subject_digest}",
+     "the artifact attestation of the digest (it also names the CI run)"),
+    ("GET", "/repos/{owner}/{repo}/pulls",
+     "open pull requests: an open one for the branch is adopted, older ones superseded"),
+    ("GET", "/repos/{owner}/{repo}/contents/{path}",
+     "the environment's file on the default branch, to edit"),
+    ("GET", "/repos/{owner}/{repo}/pulls",
+     "a pull request of the branch closed without merging is not reopened (`head=` filter; "
+     "the open list cannot tell)"),
+    ("GET", "/repos/{owner}/{repo}/compare/{basehead}",
+     "commits between the live and the new version, for the body"),
+    ("GET", "/repos/{owner}/{repo}/git/ref/{ref}", "the default branch's head to branch from"),
+    ("POST", "/repos/{owner}/{repo}/git/refs", "the promotion branch"),
+    ("PUT", "/repos/{owner}/{repo}/contents/{path}", "the one commit that changes the file"),
+    ("POST", "/repos/{owner}/{repo}/pulls", "the pull request"),
+]
+AFTER_PR: list[Need] = [
+    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels",
+     "labels `conveyor` and `env/<env>` (the create endpoint takes none)"),
+    ("PUT", "/repos/{owner}/{repo}/pulls/{pull_number}/merge",
+     "auto_merge of the ungated entry environment"),
+]
+
+GATE_READS: list[Need] = [
+    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files",
+     "the files the pull request changes (file texts at its head and base are read once: "
+     "a commit never changes)"),
+    ("GET", "/repos/{owner}/{repo}/attestations/{subject_digest}",
+     "the digest's attestation, checked against the policy's source"),
+    ("GET", "/repos/{owner}/{repo}/pulls",
+     "merged evidence: the upstream promotion pull request of the same digest (`head=`)"),
+    ("GET", "/repos/{owner}/{repo}/commits",
+     "default-branch commits since that merge: deployed evidence may be on a later one"),
+    ("GET", "/repos/{owner}/{repo}/deployments", "deployments of the upstream environment"),
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}/status",
+     "the deployed_context commit status (argocd/staging)"),
+    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "the approvals"),
+]
+GATE_AFTER_REVIEW: list[Need] = [
+    *GATE_READS,
+    ("GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}",
+     "is the reviewer in the approvers' team (then cached two minutes)"),
+    ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+     "the verdict changed: update the gate check run"),
+]
+GATE_RERUN: list[Need] = [
+    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}",
+     "the pull request (a check_run event names only its number and shas)"),
+    *GATE_READS,
+]
+
+
+@dataclass(frozen=True)
+class Tally:
+    total: int
+    not_modified: int
+    requests: tuple[tuple[str, str, int], ...]  # (method, template, status) in order
+
+    @property
+    def full(self) -> int:
+        """Requests answered with a body (everything but 304): these count against the
+        primary rate limit."""
+        return self.total - self.not_modified
+
+    def split(self) -> str:
+        return f"{self.total} ({self.full} + {self.not_modified}×304)"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"total": self.total, "not_304": self.full, "status_304": self.not_modified,
+                "requests": [f"{m} {p} {s}" for m, p, s in self.requests]}
+
+
+def tally(entries: Sequence[RequestEntry]) -> Tally:
+    return Tally(
+        total=len(entries),
+        not_modified=sum(1 for e in entries if e.was_304),
+        requests=tuple((e.method, e.path, e.status) for e in entries),
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    extra: Counter[tuple[str, str]]
+    missing: Counter[tuple[str, str]]
+
+    def describe(self) -> str:
+        parts = [f"+{n} {m} {p}" for (m, p), n in sorted(self.extra.items())]
+        parts += [f"-{n} {m} {p}" for (m, p), n in sorted(self.missing.items())]
+        return "; ".join(parts) if parts else "exactly the minimum"
+
+
+def compare(measured: Tally, minimum: Sequence[Need]) -> Comparison:
+    actual = Counter((m, p) for m, p, _ in measured.requests)
+    needed = Counter((m, p) for m, p, _ in minimum)
+    return Comparison(actual - needed, needed - actual)

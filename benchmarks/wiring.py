@@ -1,0 +1,315 @@
+"""The benchmarks' world: the bundled GitHub emulator and the real bot, over HTTP on loopback.
+
+Two ways to run the bot:
+- `InProcessBot`: `create_app` on an aiohttp site in this process, for request counting and
+  timing, where `runtime.pool.wait_idle()` tells exactly when the bot's work is done;
+- `BotProcess`: `python -m bot serve` as a child process, for acknowledgement latency and the
+  burst, so that its memory and CPU are its own.
+
+The emulator always runs in the benchmark process. Webhooks it emits are posted to the bot only
+when `Stage.forward` is on; while a measurement wants to see one delivery's cost alone, they are
+recorded and held, then replayed in order by `Stage.replay_held()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from bot.github import repos as github_repos
+from bot.github.client import RetryPolicy
+from bot.handlers import build_router
+from bot.handlers import packages as package_handlers
+from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
+from bot.sandbox.emulator import Emulator
+from bot.sandbox.emulator.webhooks import Delivery
+from bot.server import WEBHOOK_PATH, Runtime, create_app, runtime_of
+from bot.settings import Settings
+
+SECRET = "benchmark-webhook-secret-0123456789"
+START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)  # a Monday morning, outside any freeze
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Clock:
+    """The bot's and the emulator's clock: real time is irrelevant to the counts, and timers
+    (dashboard debounce, merge retries) are fired on purpose by `Stage.quiesce`."""
+
+    now: datetime = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@dataclass
+class InProcessBot:
+    runtime: Runtime
+    runner: web.AppRunner
+    url: str
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
+
+
+@dataclass
+class Stage:
+    emulator: Emulator
+    clock: Clock
+    demo: Demo
+    bot: InProcessBot | None = None
+    session: aiohttp.ClientSession | None = None
+    replayed: set[int] = field(default_factory=set)
+
+    @property
+    def repo(self) -> str:
+        return DEPLOY_REPO
+
+    # -- webhooks --------------------------------------------------------------------------------
+    @property
+    def forward(self) -> bool:
+        return self.emulator.webhook_url is not None
+
+    def hold(self) -> int:
+        """Stop forwarding the emulator's webhooks; returns the index of the next delivery."""
+        self.emulator.webhook_url = None
+        return len(self.emulator.deliveries)
+
+    async def post(self, delivery: Delivery, *, guid: str | None = None) -> int:
+        """Sign and send one recorded delivery to the bot (its own id unless `guid`)."""
+        assert self.bot is not None and self.session is not None
+        body = json.dumps(delivery.payload, separators=(",", ":")).encode()
+        headers = self.emulator.hooks.headers_for(delivery, body)
+        if guid is not None:
+            headers["X-GitHub-Delivery"] = guid
+        self.replayed.add(delivery.id)
+        async with self.session.post(self.bot.url, data=body, headers=headers) as response:
+            await response.read()
+            return response.status
+
+    async def replay_held(self, since: int) -> None:
+        """Forward again, and send the deliveries held since `since`, in order."""
+        assert self.bot is not None
+        self.emulator.webhook_url = self.bot.url
+        held = [d for d in self.emulator.deliveries[since:]
+                if not d.redelivery and d.status_code == 0 and d.id not in self.replayed]
+        for delivery in held:
+            await self.post(delivery)
+        await self.quiesce()
+
+    async def quiesce(self, rounds: int = 200) -> None:
+        """Until no webhook is in flight, the bot is idle and no short timer is pending:
+        timers due within a minute (dashboard debounce, merge retries) are fired now."""
+        assert self.bot is not None
+        runtime = self.bot.runtime
+        quiet = 0
+        for _ in range(rounds):
+            await self.emulator.settle()
+            await runtime.pool.wait_idle()
+            soon = [when for when in runtime.ctx.scheduler.pending().values()
+                    if when <= self.clock() + timedelta(seconds=60)]
+            if soon:
+                self.clock.now = max(self.clock.now, max(soon))
+                runtime.ctx.scheduler.fire_due()
+                quiet = 0
+                continue
+            await asyncio.sleep(0.005)
+            busy = runtime.queue.depth() or self.emulator.pending_deliveries()
+            quiet = 0 if busy else quiet + 1
+            if quiet >= 2:
+                return
+        raise RuntimeError("the benchmark world did not settle")
+
+    # -- acting as CI ------------------------------------------------------------------------------
+    async def publish_image(self, service: str, version: str, *, attest: bool = True) -> str:
+        """CI builds and pushes the image, attests it and records its run; no package event."""
+        source = f"acme/{service}"
+        digest = digest_of(f"{service}:{version}")
+        await self.emulator.create_tag(source, f"v{version}")
+        sha = self.emulator.commit(source, f"v{version}")["sha"]
+        await self.emulator.publish_container("acme", service, digest, [version],
+                                              source_repo=source, revision=sha, emit=False)
+        self.emulator.add_workflow_run(source, sha, name="release", event="push")
+        if attest:
+            self.emulator.add_attestation(source, digest, source_repo=source, commit=sha,
+                                          ref=f"refs/tags/v{version}")
+        return digest
+
+    async def stop(self) -> None:
+        if self.bot is not None:
+            await self.bot.stop()
+        if self.session is not None:
+            await self.session.close()
+        await self.emulator.stop()
+
+
+async def start_stage(files: Mapping[str, str] | None = None) -> Stage:
+    """The emulator with the demo organisation (or `files` as the deployment repository)."""
+    clock = Clock()
+    emulator = Emulator(webhook_secret=SECRET, validate_openapi=False, clock=clock)
+    await emulator.start()
+    demo = seed(emulator, files)
+    # The version live in the demo manifests was released from a tag, like any other.
+    for source in ("acme/web", "acme/api"):
+        await emulator.create_tag(source, "v0.9.0")
+    return Stage(emulator, clock, demo, session=aiohttp.ClientSession())
+
+
+def bot_settings(stage: Stage, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "app_id": str(stage.emulator.app_id),
+        "private_key": stage.emulator.app_private_key_pem,
+        "webhook_secret": SECRET, "api_url": stage.emulator.base_url,
+        "host": "127.0.0.1", "port": 0, "resync_interval": 0, "workers": 8,
+        "log_level": "WARNING",
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+def forget_process_caches() -> None:
+    """A fresh bot process starts with these module-level caches empty; so does ours."""
+    github_repos._immutable.clear()
+    package_handlers._recent.clear()
+
+
+async def start_bot(stage: Stage, *, forward: bool = True, workers: int = 8) -> InProcessBot:
+    """A fresh bot (no token, no policy, no ETag cache) on an ephemeral port."""
+    if stage.bot is not None:
+        await stage.bot.stop()
+    forget_process_caches()
+    app = create_app(bot_settings(stage, workers=workers), build_router(), clock=stage.clock,
+                     retry=RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=10))
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    bot = InProcessBot(runtime_of(app), runner, f"http://127.0.0.1:{port}{WEBHOOK_PATH}")
+    stage.bot = bot
+    stage.emulator.webhook_url = bot.url if forward else None
+    return bot
+
+
+# -- the bot as a child process ----------------------------------------------------------------
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ChildServer:
+    """A server in a child process: `python -m bot serve`, or the bare baseline."""
+
+    process: asyncio.subprocess.Process
+    port: int
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{WEBHOOK_PATH}"
+
+    @property
+    def pid(self) -> int:
+        return int(self.process.pid)
+
+    def memory(self) -> dict[str, int]:
+        """VmRSS and VmHWM (peak resident set) of the child, in kB, from /proc."""
+        found: dict[str, int] = {}
+        status = Path(f"/proc/{self.pid}/status")
+        if not status.exists():
+            return found
+        for line in status.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0])
+        return found
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                await asyncio.wait_for(self.process.wait(), 30)
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+
+
+async def _wait_healthy(server: ChildServer, path: str) -> None:
+    url = f"http://127.0.0.1:{server.port}{path}"
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30.0
+    async with aiohttp.ClientSession() as session:
+        while loop.time() < deadline:
+            if server.process.returncode is not None:
+                raise RuntimeError(f"server exited early; see {server.log_path}")
+            try:
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"server did not become healthy; see {server.log_path}")
+
+
+async def _spawn(args: list[str], env: dict[str, str], port: int, name: str) -> ChildServer:
+    workdir = Path(tempfile.mkdtemp(prefix=f"conveyor-bench-{name}-"))
+    log_path = workdir / "server.log"
+    with log_path.open("wb") as log_file:
+        process = await asyncio.create_subprocess_exec(
+            *args, cwd=workdir, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=log_file, stderr=log_file,
+        )
+    return ChildServer(process, port, log_path)
+
+
+def _child_env(extra: Mapping[str, str]) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("GITHUB_", "CONVEYOR_"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+async def spawn_bot(stage: Stage, *, log_level: str = "INFO") -> ChildServer:
+    """`python -m bot serve` against the emulator, with production defaults otherwise."""
+    port = free_port()
+    env = _child_env({
+        "GITHUB_APP_ID": str(stage.emulator.app_id),
+        "GITHUB_PRIVATE_KEY": stage.emulator.app_private_key_pem,
+        "GITHUB_WEBHOOK_SECRET": SECRET,
+        "GITHUB_API_URL": stage.emulator.base_url,
+        "HOST": "127.0.0.1", "PORT": str(port), "LOG_LEVEL": log_level,
+        "CONVEYOR_RESYNC_INTERVAL": "0",
+    })
+    server = await _spawn([sys.executable, "-m", "bot", "serve"], env, port, "bot")
+    await _wait_healthy(server, "/healthz")
+    return server
+
+
+async def spawn_bare() -> ChildServer:
+    """The baseline: an aiohttp handler that reads the body and answers 202."""
+    port = free_port()
+    server = await _spawn([sys.executable, "-m", "benchmarks.bare", str(port)],
+                          _child_env({}), port, "bare")
+    await _wait_healthy(server, "/healthz")
+    return server
