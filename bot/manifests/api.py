@@ -38,9 +38,7 @@ def find_images(text: str, image: str, *, path: str = "<file>") -> list[ImageOcc
     """Occurrences of ``image`` (compared canonically) in ``text``, in file order."""
     canonical = canonical_image_name(image)
     located = _scan(text, path)
-    return [
-        _occurrence(f, located.aliases) for f in located.found if canonical in f.match_names
-    ]
+    return [_occurrence(f, located.aliases) for f in located.found if canonical in f.match_names]
 
 
 def promote_image(
