@@ -191,20 +191,22 @@ def _pin_previous(text: str, image: str, version: str, digest: str) -> str:
 
 
 def _cast(gated: Environment | None, teams: Mapping[str, tuple[str, ...]]) -> Cast:
+    """Who plays: a requester who is no approver (their approval would not count), the
+    approvers the policy names (team members are seeded), and one of them to merge."""
     listed = gated.approvers if gated is not None else ()
-    users = [a for a in listed if not a.startswith("@")]
-    requester = next(name for name in REQUESTERS if name not in users)
-    approvers: list[tuple[str, str]] = []
+    users = {a.lower() for a in listed if not a.startswith("@")}
+    requester = next((name for name in REQUESTERS if name not in users), "sandbox-requester")
+    approvers: dict[str, str] = {}
     for entry in listed:
         if entry.startswith("@"):
-            approvers += [(member, entry) for member in teams[entry[1:].lower()]]
+            for member in teams[entry[1:].lower()]:
+                approvers.setdefault(member, entry)
         else:
-            approvers.append((entry, "listed approver"))
-    allow_self = gated is not None and gated.allow_self_approval
-    usable = [(login, why) for login, why in dict.fromkeys(approvers)
-              if allow_self or login.lower() != requester]
-    merger = usable[0][0] if usable else "bob"
-    return Cast(requester, tuple(usable), merger)
+            approvers.setdefault(entry, "listed approver")
+    if not listed:
+        approvers = {member: "write access" for member in TEAM_MEMBERS}
+    merger = next(iter(approvers), "bob")
+    return Cast(requester, tuple(approvers.items()), merger)
 
 
 def plan_demo() -> Plan:
@@ -275,7 +277,9 @@ def describe_policy(plan: Plan) -> list[str]:
                  f"evidence {', '.join(gated.evidence) or 'none'}",
                  f"soak {format_duration(gated.soak)}"]
         if gated.approvals:
-            facts.append(f"{gated.approvals} approval(s) by {', '.join(gated.approvers)}")
+            plural = "s" if gated.approvals != 1 else ""
+            facts.append(f"{gated.approvals} approval{plural} by "
+                         f"{', '.join(gated.approvers) or 'anyone with write access'}")
         if gated.deployed_context:
             facts.append(f"deployed_context {gated.deployed_context}")
         if gated.auto_merge:
@@ -300,7 +304,7 @@ async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
             emulator.add_org(org)
         for login, name in PEOPLE.items():
             emulator.add_user(login, name=name)
-        for login, _why in plan.cast.approvers:
+        for login in (plan.cast.requester, *(login for login, _ in plan.cast.approvers)):
             if emulator.account(login) is None:
                 emulator.add_user(login)
         emulator.add_user("github-actions[bot]", type="Bot")
@@ -311,7 +315,8 @@ async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
         emulator.add_repo(plan.service.source, files={
             "README.md": f"# {plan.service.source}\n", "Dockerfile": "FROM scratch\n"})
         emulator.add_repo(plan.deploy_repo, files=dict(plan.files))
-        writers = {*PEOPLE, *(login for login, _ in plan.cast.approvers)} - {"carol"}
+        writers = {*PEOPLE, plan.cast.requester, plan.cast.merger,
+                   *(login for login, _ in plan.cast.approvers)} - {"carol"}
         for repo in (plan.deploy_repo, plan.service.source):
             for login in sorted(writers):
                 emulator.set_permission(repo, login, "write")
@@ -321,11 +326,18 @@ async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
             by_owner.setdefault(repo.split("/", 1)[0], []).append(repo)
         for owner, repos in by_owner.items():
             emulator.install(owner, repos)
+    source = plan.service.source
     if plan.previous is not None:
+        # what runs today was released from the source's first commit, long ago
         version, digest = plan.previous
-        # the image that runs today was published long ago: no event for it now
+        first = emulator.commit(source, emulator.world.repo_by_name(source).default_branch)
+        await emulator.create_tag(source, f"v{version}", first["sha"], user="alice")
         await emulator.publish_container(image_owner, package, digest, [version],
-                                         source_repo=plan.service.source, emit=False)
+                                         source_repo=source, revision=first["sha"], emit=False)
+    # the change this story releases
+    await emulator.push_files(source, {"CHANGELOG.md": f"## {plan.version}\n\n- Faster checkout\n"},
+                              message="Faster checkout (#12)", author="alice")
+    await sandbox.settle()
 
 
 # -- reading what the bot did ----------------------------------------------------------------------
@@ -442,8 +454,14 @@ class Story:
         _registry, owner, package = image_parts(plan.service.image)
         say.step(f"CI publishes {plan.service.image}:{plan.version} ({short(plan.digest)}) and "
                  f"{plan.cast.requester} publishes release {plan.tag} in {plan.service.source}")
+        source = plan.service.source
+        commit = em.commit(source, em.world.repo_by_name(source).default_branch)["sha"]
+        # what CI leaves behind: its workflow run and the image's build provenance
+        run = em.add_workflow_run(source, commit, name="release")
+        em.add_attestation(source, plan.digest, source_repo=source, commit=commit,
+                           ref=f"refs/tags/{plan.tag}", run_id=int(run["id"]))
         await em.publish_container(owner, package, plan.digest, [plan.version],
-                                   source_repo=plan.service.source)
+                                   source_repo=source, revision=commit)
         await em.create_tag(plan.service.source, plan.tag, user=plan.cast.requester)
         await em.publish_release(plan.service.source, plan.tag, author=plan.cast.requester)
         await self.sandbox.settle()
@@ -733,9 +751,12 @@ async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path
         for problem in narrator.problems:
             narrator.line(f"FAILED: {problem}")
         ok = failure is None and not narrator.problems
+        em = sandbox.emulator
         narrator.line(f"{'Story played' if ok else 'Story stopped'} in {elapsed:.1f}s "
                       f"(sandbox clock {sandbox.clock.start:%H:%M} → {sandbox.clock():%H:%M} "
-                      f"UTC). Conveyor's log: {log_path}")
+                      f"UTC): {len(em.deliveries)} webhooks delivered, "
+                      f"{len(em.requests.entries)} GitHub API requests by Conveyor.")
+        narrator.line(f"Conveyor's log: {log_path}")
         if options.keep:
             await keep_serving(sandbox, plan, narrator, log_path, stop)
         return 0 if ok else 1
