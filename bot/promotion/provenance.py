@@ -53,8 +53,9 @@ async def gather_provenance(gh: GitHubAPI, candidate: Candidate, web_url: str, *
         if build.workflow_ref:
             what += f"@{build.workflow_ref}"
         attested_in = build.repository or source
+        # Attestations are listed by the repository whose workflow made them.
         attestation_link = Link(f"SLSA provenance: {attested_in} {what}",
-                                f"{web_url}/{source}/attestations")
+                                f"{web_url}/{attested_in}/attestations")
         if build.run_url:
             workflow = (build.workflow_path or "workflow").rsplit("/", 1)[-1]
             run = Link(f"{workflow} run {build.run_id or ''}".strip(), build.run_url)
