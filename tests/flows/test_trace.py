@@ -261,3 +261,20 @@ async def test_a_rollback_marks_the_earlier_commit_live_again(world: World) -> N
     [comment] = conveyor_comments(world, first_pr["number"])
     assert f"to staging in acme/deploy#{rollback['number']} (rollback)." in comment["body"]
     assert len(conveyor_comments(world, second_pr["number"])) == 1
+
+
+async def test_an_attestation_kept_by_the_organisation_is_found(world: World) -> None:
+    """The image was attested by a build repository of the org, not by the source itself."""
+    _, sha = await merged_source_change(world)
+    digest = digest_of("web:1.4.2")
+    world.emulator.add_attestation("acme/api", digest, source_repo=SOURCE, commit=sha,
+                                   workflow_path=".github/workflows/images.yml",
+                                   ref="refs/heads/main")
+    await built_release(world, "1.4.2", sha, attested_repo=None)
+    body = world.pull("Promote web 1.4.2 to staging")["body"]
+    rows = provenance_rows(body)
+    assert rows["Attestation"].startswith(
+        "[SLSA provenance: acme/web .github/workflows/images.yml@refs/heads/main](")
+    assert rows["CI workflow run"].startswith("[images.yml run ")
+    assert "CAUTION" not in body
+    assert world.emulator.requests.count("GET", "/orgs/{org}/attestations/{subject_digest}")
