@@ -94,6 +94,7 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
     pulls = await open_pulls(gh, repo.full_name)
     files: dict[str, tuple[str | None, str | None]] = {}  # path → (text, problem)
     history: dict[str, _Since] = {}
+    merged_by: dict[str, tuple[int, str] | None] = {}  # commit sha → (PR number, url)
     rows: list[StatusRow] = []
     for service in policy.services.values():
         packages: dict[str, str] | None = None  # read only when a file pins a digest
@@ -113,7 +114,7 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
                 elif problem is None:
                     problem = f"{service.image} not found in `{path}`"
             if path not in history and text is not None:
-                history[path] = await _since(ctx, gh, repo.full_name, path)
+                history[path] = await _since(ctx, gh, repo.full_name, path, merged_by)
             since = history.get(path) or _Since(None, None, None, None, None)
             if digest and packages is None:
                 packages = await _package_pages(ctx, gh, service.image)
@@ -147,7 +148,8 @@ async def _package_pages(ctx: Context, gh: GitHubAPI, image: str) -> dict[str, s
     return {version.digest: version.url for version in versions if version.url}
 
 
-async def _since(ctx: Context, gh: GitHubAPI, repo: str, path: str) -> _Since:
+async def _since(ctx: Context, gh: GitHubAPI, repo: str, path: str,
+                 merged_by: dict[str, tuple[int, str] | None]) -> _Since:
     """The last commit of the default branch that changed `path`, and the PR that merged it."""
     commits = await gh.getitem(f"/repos/{repo}/commits?path={quote(path, safe='/')}&per_page=1")
     if not commits:
@@ -158,17 +160,22 @@ async def _since(ctx: Context, gh: GitHubAPI, repo: str, path: str) -> _Since:
     stamp = (dates.get("committer") or {}).get("date") or (dates.get("author") or {}).get("date")
     when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else None
     url = commit.get("html_url") or f"{ctx.web_url}/{repo}/commit/{sha}"
-    number = pull_url = None
+    if sha not in merged_by:
+        merged_by[sha] = await _merged_by(gh, repo, sha)
+    pull = merged_by[sha]
+    return _Since(when, sha, url, pull[0] if pull else None, pull[1] if pull else None)
+
+
+async def _merged_by(gh: GitHubAPI, repo: str, sha: str) -> tuple[int, str] | None:
+    """The pull request whose merge made the commit, if one did."""
     try:
         pulls = await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls")
     except gidgethub.BadRequest as exc:
         if exc.status_code not in (404, 422):
             raise
-        pulls = []
+        return None
     merged = [pr for pr in pulls or [] if pr.get("merged_at") or pr.get("merge_commit_sha") == sha]
-    if merged:
-        number, pull_url = int(merged[0]["number"]), str(merged[0].get("html_url") or "")
-    return _Since(when, sha, url, number, pull_url)
+    return (int(merged[0]["number"]), str(merged[0].get("html_url") or "")) if merged else None
 
 
 def short_digest(digest: str | None) -> str:
