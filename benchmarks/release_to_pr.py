@@ -51,8 +51,10 @@ async def time_release(stage: Stage, log: WatchedLog, version: str) -> tuple[flo
     started = time.perf_counter()
     for delivery in deliveries:
         await stage.post(delivery)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
     while log.pr_created_at is None:
-        if stage.bot.runtime.queue.depth() == 0 and stage.bot.runtime.pool._idle.is_set():
+        if loop.time() > deadline:
             raise RuntimeError(f"no pull request was opened for web {version}")
         await asyncio.sleep(0.01)
     elapsed = log.pr_created_at - started

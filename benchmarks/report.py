@@ -59,6 +59,8 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "os": f"{platform.system()} {platform.release()}",
+        # other work on a shared machine: why the ratios, not the absolute times, matter
+        "load_average_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
     }
 
 
@@ -82,7 +84,8 @@ def ms(seconds: float) -> str:
 def render(sections: Sequence[Section], facts: dict[str, Any], command: str) -> str:
     lines = [
         f"Machine: {facts['cpu_model']}, {facts['cores']} cores, {facts['memory_gb']} GB; "
-        f"{facts['implementation']} {facts['python']} on {facts['os']}",
+        f"{facts['implementation']} {facts['python']} on {facts['os']}; "
+        f"load average {facts['load_average_1m']} at the start",
         f"Command: `{command}`",
         "",
         "| measurement | result | target | |",

@@ -309,7 +309,7 @@ async def spawn_bot(stage: Stage, *, log_level: str = "INFO") -> ChildServer:
 async def spawn_bare() -> ChildServer:
     """The baseline: an aiohttp handler that reads the body and answers 202."""
     port = free_port()
-    server = await _spawn([sys.executable, "-m", "benchmarks.bare", str(port)],
+    server = await _spawn([sys.executable, "-m", "benchmarks.bare", str(port), WEBHOOK_PATH],
                           _child_env({}), port, "bare")
     await _wait_healthy(server, "/healthz")
     return server
