@@ -23,6 +23,9 @@ def _receive(args: argparse.Namespace) -> int:
 
 
 def _sandbox(args: argparse.Namespace) -> int:
+    if args.config is not None and not args.config.is_file():
+        print(f"{args.config}: no such file", file=sys.stderr)
+        return 1
     from .sandbox.cli import run
 
     return run(config=args.config, keep=args.keep, log_dir=args.log_dir)

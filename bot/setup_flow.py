@@ -19,6 +19,7 @@ import html
 import json
 import os
 import secrets
+import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,7 @@ class SetupState:
     config: SetupConfig
     state: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    stopped: asyncio.Event = field(default_factory=asyncio.Event)
     app: dict[str, Any] | None = None
 
 
@@ -268,20 +270,35 @@ def setup_state(app: web.Application) -> SetupState:
     return app[_STATE]
 
 
-async def serve_until_done(config: SetupConfig) -> dict[str, Any]:
+async def serve_until_done(config: SetupConfig) -> dict[str, Any] | None:
+    """Serve the pages until the app is registered (its data), or Ctrl-C/SIGTERM (None)."""
     app = build_setup_app(config)
+    state = app[_STATE]
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, state.stopped.set)
+            handled.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, not main thread
+            pass
     try:
         await web.TCPSite(runner, config.host, config.port).start()
         print(f"Open {config.local_url}/ in your browser to register the GitHub App on "
               f"{config.web_url} (Ctrl-C to stop).", flush=True)
-        state = app[_STATE]
-        await state.done.wait()
-        await asyncio.sleep(0.5)  # let the browser receive the last page
-        assert state.app is not None
+        done = asyncio.ensure_future(state.done.wait())
+        stopped = asyncio.ensure_future(state.stopped.wait())
+        await asyncio.wait([done, stopped], return_when=asyncio.FIRST_COMPLETED)
+        done.cancel()
+        stopped.cancel()
+        if state.app is not None:
+            await asyncio.sleep(0.5)  # let the browser receive the last page
         return state.app
     finally:
+        for signum in handled:
+            loop.remove_signal_handler(signum)
         await runner.cleanup()
 
 
@@ -304,6 +321,10 @@ def run(*, host: str, port: int, org: str | None, webhook_url: str | None,
         app = asyncio.run(serve_until_done(config))
     except OSError as exc:
         print(f"conveyor setup: cannot listen on {host}:{port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    if app is None:
+        print("conveyor setup: stopped before the app was registered; nothing was written",
               file=sys.stderr)
         return 1
     print("Conveyor is registered:")

@@ -5,9 +5,14 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import os
 import re
+import signal
 import socket
 import stat
+import subprocess
+import sys
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -258,5 +263,30 @@ async def test_local_server_runs_until_the_app_is_registered(emulator: Emulator,
                                params={"code": code, "state": state}) as response:
             assert response.status == 200
     app = await asyncio.wait_for(served, 10)
+    assert app is not None
     assert app["id"] == emulator.world.manifest_apps["conveyor"].id
     assert (tmp_path / ".env").is_file()
+
+
+def test_command_line_serves_until_stopped(tmp_path: Path) -> None:
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GITHUB_")}
+    env["PYTHONPATH"] = str(ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "setup", "--port", str(port), "--manifest",
+         str(ROOT / "app-manifest.yml")],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith(f"Open http://127.0.0.1:{port}/ in your browser to register the "
+                                "GitHub App on https://github.com"), first
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
+            action, _manifest = read_form(response.read().decode())
+        assert action.startswith("https://github.com/settings/apps/new?state=")
+    finally:
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=30)
+    assert process.returncode == 1
+    assert "stopped before the app was registered; nothing was written" in err
+    assert not (tmp_path / ".env").exists()
