@@ -65,7 +65,8 @@ class Emulator:
             self.world, secret=webhook_secret, url=webhook_url,
             validate=self.validator.check_webhook if self.validator is not None else None)
         self.ops = Ops(self.world, self.hooks)
-        self._api_violations: list[str] = []
+        # one list for request, response and webhook payload violations
+        self.violations: list[str] = self.hooks.violations
         self._runner: web.AppRunner | None = None
         self.base_url = ""
         self.world.account(self.world.bot_login)
@@ -73,15 +74,6 @@ class Emulator:
         self.world.account("github-actions[bot]")
 
     # -- lifecycle -------------------------------------------------------------------------------
-    @property
-    def violations(self) -> list[str]:
-        return self._api_violations + self.hooks.violations
-
-    @violations.setter
-    def violations(self, value: list[str]) -> None:
-        self._api_violations = list(value)
-        self.hooks.violations.clear()
-
     @property
     def web_url(self) -> str:
         """Base of every `html_url` (settable, e.g. to a proxy's address); the API serves at

@@ -207,7 +207,7 @@ async def create_label(ctx: Ctx) -> Reply:
         raise ApiError(422, "Validation Failed", [
             {"resource": "Label", "field": "name", "code": "already_exists"}])
     lab = Label(ctx.world.next_id(), name, str(body.get("color", "ededed")).lstrip("#"),
-                body.get("description"))
+                str(body.get("description") or ""))
     ctx.repo.labels[name] = lab
     return Reply(201, shapes.label(ctx.world, ctx.repo, lab))
 

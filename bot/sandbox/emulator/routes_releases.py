@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import shapes
 from .ops import ApiError, not_found
 from .routing import Ctx, Reply, Router
-from .state import Package
+from .state import JSON, Attestation, Package
 
 router = Router()
 R = "/repos/{owner}/{repo}"
@@ -85,14 +85,18 @@ async def user_version(ctx: Ctx) -> Reply:
     return await _version(ctx, ctx.params["username"])
 
 
+def _attestation(ctx: Ctx, att: Attestation, repository_id: int) -> JSON:
+    return {"bundle": att.bundle, "repository_id": repository_id,
+            "bundle_url": f"{ctx.world.web_url}/attestations/{att.id}/bundle.json"}
+
+
 @router.add("GET", R + "/attestations/{subject_digest}")
 async def repo_attestations(ctx: Ctx) -> Reply:
     digest = ctx.params["subject_digest"]
     items = [a for a in ctx.repo.attestations if a.digest == digest]
     if not items:
         raise not_found()
-    reply = ctx.page([{"bundle": a.bundle, "repository_id": ctx.repo.id, "bundle_url": None}
-                      for a in items])
+    reply = ctx.page([_attestation(ctx, a, ctx.repo.id) for a in items])
     reply.body = {"attestations": reply.body}
     return reply
 
@@ -105,7 +109,7 @@ async def org_attestations(ctx: Ctx) -> Reply:
         raise not_found()
     digest = ctx.params["subject_digest"]
     items = [
-        {"bundle": a.bundle, "repository_id": repo.id, "bundle_url": None}
+        _attestation(ctx, a, repo.id)
         for repo in ctx.world.repos.values() if repo.owner.lower() == org.lower()
         for a in repo.attestations if a.digest == digest
     ]

@@ -229,6 +229,7 @@ async def commit_pulls(ctx: Ctx) -> Reply:
 
 def branch_json(ctx: Ctx, repo: Repo, name: str, sha: str) -> JSON:
     api = f"{ctx.world.api_url}/repos/{repo.full_name}"
+    contexts = list(repo.required_checks) if name == repo.default_branch else []
     return {
         "name": name,
         "commit": shapes.commit(ctx.world, repo, sha),
@@ -239,7 +240,8 @@ def branch_json(ctx: Ctx, repo: Repo, name: str, sha: str) -> JSON:
             "enabled": bool(repo.required_checks) and name == repo.default_branch,
             "required_status_checks": {
                 "enforcement_level": "non_admins" if repo.required_checks else "off",
-                "contexts": list(repo.required_checks) if name == repo.default_branch else [],
+                "contexts": contexts,
+                "checks": [{"context": c, "app_id": None} for c in contexts],
             },
         },
         "protection_url": f"{api}/branches/{name}/protection",

@@ -548,9 +548,15 @@ def app(world: World) -> JSON:
 
 def installation(world: World, inst: Installation) -> JSON:
     acct = world.account(inst.account)
+    account = user(world, acct)
+    # GitHub's description types `account` as simple-user *and* enterprise (allOf)
+    account.update({"name": acct.name or acct.login, "slug": acct.login.lower(),
+                    "description": None, "website_url": None,
+                    "created_at": iso(acct.created_at or inst.created_at),
+                    "updated_at": iso(acct.created_at or inst.created_at)})
     return {
         "id": inst.id,
-        "account": user(world, acct),
+        "account": account,
         "repository_selection": "all" if inst.repo_ids is None else "selected",
         "access_tokens_url": f"{world.api_url}/app/installations/{inst.id}/access_tokens",
         "repositories_url": f"{world.api_url}/installation/repositories",
@@ -706,8 +712,6 @@ def package_version(world: World, pkg: Package, ver: PackageVersion) -> JSON:
                f"/versions/{ver.id}",
         "package_html_url": f"{base}/package/{pkg.name}",
         "html_url": f"{base}/{pkg.name}/{ver.id}",
-        "license": None,
-        "description": None,
         "created_at": iso(ver.created_at),
         "updated_at": iso(ver.updated_at),
         "metadata": {"package_type": "container", "container": {"tags": list(ver.tags)}},

@@ -46,7 +46,7 @@ class Label:
     id: int
     name: str
     color: str = "ededed"
-    description: str | None = None
+    description: str = ""
     default: bool = False
 
 
