@@ -10,7 +10,9 @@ for the next measurement as they would be in production.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from bot.promotion.resync import resync_installation
 from bot.sandbox.emulator.webhooks import Delivery
@@ -75,14 +77,66 @@ async def run(quick: bool) -> Section:
         await _run(stage, section)
     finally:
         await stage.stop()
+    stage = await start_stage()
+    try:
+        await _idle_without_attestations(stage, section)
+    finally:
+        await stage.stop()
     return section
+
+
+async def open_production_pr(stage: Stage, version: str) -> dict[str, Any]:
+    """Argo CD reports the staging merge deployed; an SRE asks for production."""
+    em = stage.emulator
+    staging = next(p for p in em.pulls(stage.repo, state="all")
+                   if f" {version} to staging" in p["title"])
+    await em.set_status(stage.repo, staging["merge_commit_sha"], "argocd/staging", "success")
+    await em.comment(stage.repo, staging["number"], "bob", "/promote production")
+    await stage.quiesce()
+    return next(p for p in em.pulls(stage.repo, state="open")
+                if p["title"].endswith("to production"))
+
+
+async def idle_resync(stage: Stage) -> tuple[Tally, int]:
+    """A resync to settle, then the measured one; (its requests, services)."""
+    assert stage.bot is not None
+    ctx = stage.bot.runtime.ctx
+    installation_id = stage.demo.installation_id
+    gh = await ctx.clients.installation(installation_id)
+    await resync_installation(ctx, gh, installation_id)
+    await stage.quiesce()
+    stage.emulator.reset_counters()
+    await resync_installation(ctx, gh, installation_id)
+    idle = await measure_quiet(stage)
+    services = sum(len(r.policy.services) for r in await ctx.policies.load(gh, installation_id)
+                   if r.policy is not None)
+    return idle, services
+
+
+def not_304(measured: Tally) -> str:
+    found = Counter(f"{m} {p} {s}" for m, p, s in measured.requests if s != 304)
+    return ", ".join(f"{n}× {what}" for what, n in sorted(found.items()))
+
+
+async def _idle_without_attestations(stage: Stage, section: Section) -> None:
+    """The same story for an organisation whose CI does not attest its images."""
+    await stage.publish_image("web", "1.1.0", attest=False)
+    await start_bot(stage)
+    await stage.emulator.publish_release("acme/web", "v1.1.0", author="alice")
+    await stage.quiesce()
+    await open_production_pr(stage, "1.1.0")
+    idle, services = await idle_resync(stage)
+    section.add(f"idle resync, per service, CI without attestations ({services} services, "
+                "1 open gated PR)", f"{idle.total / services:.1f} (total {idle.split()})",
+                target="only 304s", ok=idle.full == 0, note=not_304(idle))
+    section.data["idle_resync_without_attestations"] = idle.as_dict()
 
 
 async def _run(stage: Stage, section: Section) -> None:
     em = stage.emulator
     await stage.publish_image("web", "1.1.0")
     since, first = await hold_release(stage, "web", "1.1.0")
-    bot = await start_bot(stage, forward=False)
+    await start_bot(stage, forward=False)
     em.reset_counters()  # GET /app at start-up is once per process, not per promotion
 
     minimum = cold_minimum(stage)
@@ -116,12 +170,7 @@ async def _run(stage: Stage, section: Section) -> None:
     section.add("the same release again under new delivery ids (idempotent)", again.split())
     await stage.quiesce()
 
-    staging = next(p for p in em.pulls(stage.repo, state="all") if "1.2.0" in p["title"])
-    await em.set_status(stage.repo, staging["merge_commit_sha"], "argocd/staging", "success")
-    await em.comment(stage.repo, staging["number"], "bob", "/promote production")
-    await stage.quiesce()
-    production = next(p for p in em.pulls(stage.repo, state="open")
-                      if p["title"].endswith("to production"))
+    production = await open_production_pr(stage, "1.2.0")
     em.reset_counters()
     await em.review(stage.repo, production["number"], "bob", "APPROVED")
     gate_review = await measure_quiet(stage)
@@ -136,21 +185,10 @@ async def _run(stage: Stage, section: Section) -> None:
                 target=f"minimum {len(GATE_RERUN)}, all 304", ok=gate_rerun.full == 0,
                 note=compare(gate_rerun, GATE_RERUN).describe())
 
-    ctx = bot.runtime.ctx
-    installation_id = stage.demo.installation_id
-    gh = await ctx.clients.installation(installation_id)
-    await resync_installation(ctx, gh, installation_id)
-    await stage.quiesce()
-    em.reset_counters()
-    await resync_installation(ctx, gh, installation_id)
-    idle = await measure_quiet(stage)
-    services = sum(len(r.policy.services) for r in await ctx.policies.load(gh, installation_id)
-                   if r.policy is not None)
+    idle, services = await idle_resync(stage)
     section.add(f"idle resync, per service ({services} services, 1 open gated PR, dashboard)",
                 f"{idle.total / services:.1f} (total {idle.split()})",
-                target="only 304s", ok=idle.full == 0,
-                note="" if idle.full == 0 else ", ".join(
-                    f"{m} {p} {s}" for m, p, s in idle.requests if s != 304))
+                target="only 304s", ok=idle.full == 0, note=not_304(idle))
 
     section.data = {
         "cold": cold.as_dict(), "cold_minimum": len(minimum),
