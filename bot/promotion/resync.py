@@ -1,21 +1,30 @@
 """The periodic, level-triggered reconcile: GitHub's state is the truth, events only hurry it.
 
 For each deployment repository: the newest admitted release of every service is promoted into
-the entry environments (idempotent: an open or live promotion costs only conditional reads), the
-gate of every open PR is re-evaluated (restoring soak and freeze timers), and the dashboard is
-refreshed. An idle resync makes only requests that GitHub answers with `304`.
+the entry environments (idempotent: an open or live promotion costs only conditional reads),
+work a failed job left half done is finished (an auto-merge that did not happen, an older PR
+left open beside a newer one, a `promote: auto` environment whose upstream merge event was
+lost), the gate of every open PR is re-evaluated (restoring soak and freeze timers), and the
+dashboard is refreshed. An idle resync makes only requests that GitHub answers with `304`.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from .downstream import reevaluate_open_pulls
+from ..domain.tags import compare_versions
+from ..github.repos import get_file
+from ..manifests import ManifestError, find_images
+from .downstream import promote_downstream, reevaluate_open_pulls
 from .flows import promote_to_entry_environments, release_candidate
+from .marker import PromotionMarker, branch_prefix, parse_marker
+from .merger import merge_promotion
+from .opener import close_superseded, open_pulls
 from .policies import DeploymentRepo
 
 if TYPE_CHECKING:
@@ -64,10 +73,107 @@ async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None
         if candidate is not None:
             await promote_to_entry_environments(ctx, gh, repo, candidate, "release",
                                                 report_refusals=False)
+    await finish_interrupted_promotions(ctx, gh, repo)
+    await resume_auto_promotions(ctx, gh, repo)
     await reevaluate_open_pulls(ctx, gh, repo)
     from .dashboard import refresh_dashboard
 
     await refresh_dashboard(ctx, gh, repo)
+
+
+async def finish_interrupted_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo
+                                        ) -> None:
+    """Finish what a failed job left half done on open promotion PRs.
+
+    - two open PRs for one (service, environment): the older version is closed as superseded
+      (its closing failed when the newer one was opened);
+    - an open PR of an ungated `auto_merge` environment still at Conveyor's commit: merged
+      (the merge right after opening failed), unless its file already pins a newer version.
+    """
+    policy = repo.policy
+    assert policy is not None
+    newest: dict[tuple[str, str], tuple[dict[str, Any], PromotionMarker]] = {}
+    ours: list[tuple[dict[str, Any], PromotionMarker]] = []
+    for pr in await open_pulls(gh, repo.full_name):
+        marker = parse_marker(pr.get("body"))
+        if marker is None or marker.kind != "promotion" or not str(
+                pr["head"]["ref"]).startswith(branch_prefix(marker.environment, marker.service)):
+            continue
+        ours.append((pr, marker))
+        key = (marker.service, marker.environment)
+        best = newest.get(key)
+        if best is None or (compare_versions(marker.version, best[1].version) or 0) > 0:
+            newest[key] = (pr, marker)
+    for pr, marker in ours:
+        winner = newest[(marker.service, marker.environment)][0]
+        if winner["number"] != pr["number"]:
+            await close_superseded(ctx, gh, repo.full_name, pr, int(winner["number"]))
+            continue
+        env = policy.environments.get(marker.environment)
+        if (env is None or not env.auto_merge or env.gated or marker.commit != pr["head"]["sha"]
+                or marker.service not in policy.services):
+            continue
+        current = await get_file(gh, repo.full_name,
+                                 policy.path_for(marker.service, marker.environment))
+        live = None
+        if current is not None:
+            try:
+                found = find_images(current.text, policy.services[marker.service].image)
+            except ManifestError:
+                found = []
+            live = found[0].tag if found else None
+        if live and (compare_versions(live, marker.version) or 0) > 0:
+            continue
+        log.info("resync: merging a promotion whose auto-merge did not happen",
+                 extra={"repository": repo.full_name, "pull": pr["number"]})
+        await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), str(marker.commit),
+                              env.merge_method)
+
+
+async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+    """`promote: auto` environments follow the promotion PR that last set their upstream file.
+
+    The merge event normally opens them; when it was lost or its handling failed, this opens
+    them now. The opener's rules still hold: an open, live, closed or older promotion opens
+    nothing, so an idle resync only re-reads (`304`) what the dashboard reads too.
+    """
+    policy = repo.policy
+    assert policy is not None
+    for service in policy.services.values():
+        upstreams = dict.fromkeys(env.after for env in policy.environments.values()
+                                  if env.after and env.promote == "auto")
+        for upstream in upstreams:
+            if upstream is None:
+                continue
+            path = policy.path_for(service.name, upstream)
+            merged = await _last_promotion_of(gh, repo.full_name, path)
+            if merged is None:
+                continue
+            number, marker = merged
+            if (marker.kind != "promotion" or marker.service != service.name
+                    or marker.environment != upstream):
+                continue
+            await promote_downstream(ctx, gh, repo, marker, number)
+
+
+async def _last_promotion_of(gh: GitHubAPI, repo: str, path: str
+                             ) -> tuple[int, PromotionMarker] | None:
+    """The merged promotion PR of the last commit that changed `path` on the default branch."""
+    commits = await gh.getitem(f"/repos/{repo}/commits?path={quote(path, safe='/')}&per_page=1")
+    if not commits:
+        return None
+    sha = str(commits[0]["sha"])
+    try:
+        pulls = await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls")
+    except gidgethub.BadRequest as exc:
+        if exc.status_code in (404, 422):
+            return None
+        raise
+    for pr in pulls or []:
+        marker = parse_marker(pr.get("body"))
+        if marker is not None and (pr.get("merged_at") or pr.get("merge_commit_sha") == sha):
+            return int(pr["number"]), marker
+    return None
 
 
 async def _newest_admitted_release(gh: GitHubAPI, source: str, admits: Any

@@ -3,6 +3,12 @@ costs only conditional requests that GitHub answers with `304`."""
 
 from __future__ import annotations
 
+import http
+
+import gidgethub
+import pytest
+
+from bot.promotion import merger, opener
 from bot.promotion.resync import resync_all
 from bot.sandbox.demo import digest_of
 from tests.harness import World
@@ -103,3 +109,55 @@ async def test_a_policy_added_to_a_repository_is_found_by_the_next_resync(rworld
     })
     world.emulator.webhook_url = world.webhook_url
     assert await resync_all(ctx) == 2
+
+
+async def test_resync_merges_an_auto_merge_promotion_whose_merge_failed(
+    rworld: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = rworld
+
+    async def merge_fails(*args: object, **kwargs: object) -> bool:
+        raise gidgethub.BadRequest(http.HTTPStatus.BAD_GATEWAY)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(merger, "merge_promotion", merge_fails)
+        digest = await world.release("web", "1.0.0")
+    staging = world.pull("Promote web 1.0.0 to staging")
+    assert staging["state"] == "open" and not staging["merged"]
+
+    await resync_all(world.runtime.ctx)
+    await world.settle()
+    assert world.pull("Promote web 1.0.0 to staging")["merged"] is True
+    text = world.emulator.file(world.repo, "apps/web/overlays/staging/kustomization.yaml")
+    assert text is not None and digest in text
+
+
+async def test_resync_closes_an_older_promotion_left_open_beside_a_newer_one(
+    rworld: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = rworld
+
+    async def merge_never(*args: object, **kwargs: object) -> bool:
+        return False
+
+    async def close_fails(*args: object, **kwargs: object) -> None:
+        raise gidgethub.BadRequest(http.HTTPStatus.BAD_GATEWAY)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(merger, "merge_promotion", merge_never)
+        patch.setattr(opener, "close_superseded", close_fails)
+        await world.release("web", "1.0.0")
+        newer = await world.release("web", "1.1.0")
+    assert len(world.open_pulls()) == 2
+
+    await resync_all(world.runtime.ctx)
+    await world.settle()
+    old = world.pull("Promote web 1.0.0 to staging")
+    new = world.pull("Promote web 1.1.0 to staging")
+    assert old["state"] == "closed" and not old["merged"]
+    assert any(f"Superseded by #{new['number']}" in c["body"]
+               for c in world.emulator.comments(world.repo, old["number"]))
+    assert new["merged"] is True
+    text = world.emulator.file(world.repo, "apps/web/overlays/staging/kustomization.yaml")
+    assert text is not None and newer in text
+    assert_no_half_made_branches(world.emulator)

@@ -1,0 +1,172 @@
+"""SIGKILL in the middle of a promotion: the next process's start-up resync finishes it.
+
+The bot runs as a real `python -m bot serve` subprocess against the in-process emulator, with
+latency on every API request so that work is in flight when the process dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.sandbox.demo import DEPLOY_REPO, digest_of, seed
+from bot.sandbox.emulator import Emulator
+from tests.harness import SECRET
+from tests.reliability.support import (
+    assert_no_half_made_branches,
+    assert_one_pr_per_promotion,
+    promotion_counts,
+    wait_for,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SERVICES = ("web", "api")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class BotProcess:
+    def __init__(self, emulator: Emulator, workdir: Path, name: str) -> None:
+        self.port = free_port()
+        self.log_path = workdir / f"{name}.log"
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(REPO_ROOT),
+            "GITHUB_APP_ID": str(emulator.app_id),
+            "GITHUB_PRIVATE_KEY": emulator.app_private_key_pem.replace("\n", "\\n"),
+            "GITHUB_WEBHOOK_SECRET": SECRET,
+            "GITHUB_API_URL": emulator.base_url,
+            "HOST": "127.0.0.1",
+            "PORT": str(self.port),
+            "CONVEYOR_RESYNC_INTERVAL": "3600",  # one resync at start-up, then none in the test
+            "LOG_LEVEL": "INFO",
+        }
+        self._log = self.log_path.open("wb")
+        # The working directory holds no `.env`: only the variables above configure the bot.
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bot", "serve"], cwd=workdir, env=env,
+            stdout=self._log, stderr=subprocess.STDOUT)
+
+    @property
+    def webhook_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/github/webhooks"
+
+    async def wait_healthy(self, timeout: float = 20) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        async with aiohttp.ClientSession() as session:
+            while loop.time() < deadline:
+                assert self.process.poll() is None, self.log_path.read_text()
+                try:
+                    async with session.get(f"http://127.0.0.1:{self.port}/healthz") as resp:
+                        if resp.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.05)
+        raise AssertionError(f"bot did not start: {self.log_path.read_text()}")
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+        self._log.close()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self._log.close()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path
+
+
+async def publish(emulator: Emulator, service: str, version: str) -> str:
+    source = f"acme/{service}"
+    digest = digest_of(f"{service}:{version}")
+    await emulator.publish_container("acme", service, digest, [version], source_repo=source)
+    await emulator.create_tag(source, f"v{version}")
+    await emulator.publish_release(source, f"v{version}")
+    return digest
+
+
+def half_made(emulator: Emulator) -> list[str]:
+    with_pr = {pr["head"]["ref"] for pr in emulator.pulls(DEPLOY_REPO, state="all")}
+    return [b for b in emulator.branches(DEPLOY_REPO)
+            if b.startswith("conveyor/") and b not in with_pr]
+
+
+async def test_sigkill_mid_flow_then_restart_finishes_every_promotion(workdir: Path) -> None:
+    emulator = Emulator(webhook_secret=SECRET)  # real time: the bot process uses its own clock
+    await emulator.start()
+    seed(emulator)
+    first = second = None
+    try:
+        first = BotProcess(emulator, workdir, "first")
+        await first.wait_healthy()
+        await wait_for(lambda: emulator.requests.count("GET", "/app/installations") > 0,
+                       timeout=10)
+        emulator.faults.latency = 0.2  # every API request is slow: work is in flight
+        emulator.webhook_url = first.webhook_url
+        digests = {service: await publish(emulator, service, "1.0.0") for service in SERVICES}
+
+        # Kill the moment a promotion branch exists but its PR does not.
+        assert await wait_for(lambda: bool(half_made(emulator)), timeout=30, interval=0.002), (
+            first.log_path.read_text())
+        first.kill()
+        leftovers = half_made(emulator)
+        assert leftovers
+        emulator.webhook_url = None  # nobody listens until the new process is up
+        await asyncio.sleep(0.5)  # requests the dead process had sent are answered
+        assert not any(pr["head"]["ref"] in leftovers
+                       for pr in emulator.pulls(DEPLOY_REPO, state="all"))
+
+        emulator.faults.latency = 0.0
+        emulator.reset_counters()
+        second = BotProcess(emulator, workdir, "second")
+        await second.wait_healthy()
+        emulator.webhook_url = second.webhook_url
+
+        def done() -> bool:
+            counts = promotion_counts(emulator)
+            return all(counts[(s, "staging", d)] == 1 for s, d in digests.items()) and all(
+                pr["merged"] for pr in emulator.pulls(DEPLOY_REPO, state="all"))
+
+        assert await wait_for(done, timeout=30, interval=0.1), (
+            promotion_counts(emulator), second.log_path.read_text()[-4000:])
+        await emulator.settle()
+        assert_one_pr_per_promotion(emulator)
+        assert_no_half_made_branches(emulator)
+        heads = {pr["head"]["ref"] for pr in emulator.pulls(DEPLOY_REPO, state="all")}
+        assert set(leftovers) <= heads  # the leftover branch was reused, not abandoned
+        # The new process reset the leftover branch instead of failing on it.
+        assert emulator.requests.count("PATCH", "/repos/{owner}/{repo}/git/refs/{ref}") >= 1
+        for service, digest in digests.items():
+            path = ("apps/web/overlays/staging/kustomization.yaml" if service == "web"
+                    else "charts/api/values-staging.yaml")
+            text = emulator.file(DEPLOY_REPO, path)
+            assert text is not None and digest in text
+    finally:
+        for process in (first, second):
+            if process is not None and process.process.poll() is None:
+                process.stop()
+        await emulator.stop()
