@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.domain.policy.environments import parse_environments
 from bot.domain.policy.issues import PolicyError, PolicyIssue
+from bot.domain.policy.kubernetes import latest_kubernetes_version, parse_kubernetes_version
 from bot.domain.policy.model import Policy
 from bot.domain.policy.reader import ROOT, Reader
 from bot.domain.policy.services import parse_allowed_images, parse_services
@@ -17,7 +18,8 @@ from bot.domain.tags import TagPolicy
 DEFAULT_PATH = ".github/conveyor.yml"
 MAX_FILE_BYTES = 256 * 1024
 SUPPORTED_VERSION = 1
-TOP_KEYS = ("version", "allowed_images", "services", "environments")
+REQUIRED_KEYS = ("version", "allowed_images", "services", "environments")
+TOP_KEYS = (*REQUIRED_KEYS, "kubernetes_version")
 
 
 def _version(reader: Reader, root: dict[Any, Any]) -> None:
@@ -46,9 +48,14 @@ def _validate(reader: Reader, text: str) -> Policy | None:
         )
         return None
     reader.check_keys(root, TOP_KEYS, "")
-    reader.require(root, TOP_KEYS, "", ROOT)
+    reader.require(root, REQUIRED_KEYS, "", ROOT)
     if "version" in root:
         _version(reader, root)
+    kubernetes_version = (
+        parse_kubernetes_version(reader, root)
+        if "kubernetes_version" in root
+        else latest_kubernetes_version()
+    )
     tag_cache: dict[str, TagPolicy] = {}
     allowed = parse_allowed_images(reader, root) if "allowed_images" in root else ()
     allowed_ok = bool(allowed) and len(allowed) == len(root.get("allowed_images") or ())
@@ -65,6 +72,7 @@ def _validate(reader: Reader, text: str) -> Policy | None:
         allowed_images=allowed,
         services=MappingProxyType(services),
         environments=MappingProxyType(environments),
+        kubernetes_version=kubernetes_version,
     )
 
 

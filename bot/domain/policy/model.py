@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from bot.domain.freeze import FreezeWindow
+from bot.domain.policy.kubernetes import latest_kubernetes_version
 from bot.domain.policy.syntax import fill_template
 from bot.domain.tags import TagPolicy
 
@@ -54,6 +55,8 @@ class Policy:
     allowed_images: tuple[str, ...]
     services: Mapping[str, Service]
     environments: Mapping[str, Environment]
+    # "major.minor" of the Kubernetes API that manifests are validated against
+    kubernetes_version: str = field(default_factory=latest_kubernetes_version)
     _by_path: Mapping[str, tuple[tuple[str, str], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
