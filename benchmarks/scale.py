@@ -201,8 +201,10 @@ async def run(quick: bool) -> Section:
         small, large = few.tallies[key], lots.tallies[key]
         notes = [] if large.total <= small.total else \
             [f"+{large.total - small.total} with {many - 5} more services"]
-        if lots.rate_limit_left[key] == 0:
-            notes.append(f"the installation's {lots.rate_limit}/h rate limit ran out")
+        left = lots.rate_limit_left[key]
+        if left < lots.rate_limit // 20:
+            notes.append(f"the installation's {lots.rate_limit}/h rate limit ran out "
+                         f"({left} left)")
         section.add(f"{label}: 5 vs {many} services", f"{small.split()} vs {large.split()}",
                     target="no growth" if bounded else "",
                     ok=large.total <= small.total if bounded else None,
