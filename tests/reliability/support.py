@@ -166,10 +166,10 @@ def metric_samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], fl
     return out
 
 
-async def wait_for(predicate: Any, *, timeout: float, interval: float = 0.05) -> bool:
-    """Poll `predicate()` until it is true or `timeout` seconds pass."""
+async def wait_for(predicate: Any, *, within: float, interval: float = 0.05) -> bool:
+    """Poll `predicate()` until it is true or `within` seconds pass."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = loop.time() + within
     while loop.time() < deadline:
         if predicate():
             return True

@@ -64,9 +64,9 @@ class BotProcess:
     def webhook_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/api/github/webhooks"
 
-    async def wait_healthy(self, timeout: float = 20) -> None:
+    async def wait_healthy(self, within: float = 20) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + within
         async with aiohttp.ClientSession() as session:
             while loop.time() < deadline:
                 assert self.process.poll() is None, self.log_path.read_text()
@@ -124,13 +124,13 @@ async def test_sigkill_mid_flow_then_restart_finishes_every_promotion(workdir: P
         first = BotProcess(emulator, workdir, "first")
         await first.wait_healthy()
         await wait_for(lambda: emulator.requests.count("GET", "/app/installations") > 0,
-                       timeout=10)
+                       within=10)
         emulator.faults.latency = 0.2  # every API request is slow: work is in flight
         emulator.webhook_url = first.webhook_url
         digests = {service: await publish(emulator, service, "1.0.0") for service in SERVICES}
 
         # Kill the moment a promotion branch exists but its PR does not.
-        assert await wait_for(lambda: bool(half_made(emulator)), timeout=30, interval=0.002), (
+        assert await wait_for(lambda: bool(half_made(emulator)), within=30, interval=0.002), (
             first.log_path.read_text())
         first.kill()
         leftovers = half_made(emulator)
@@ -151,7 +151,7 @@ async def test_sigkill_mid_flow_then_restart_finishes_every_promotion(workdir: P
             return all(counts[(s, "staging", d)] == 1 for s, d in digests.items()) and all(
                 pr["merged"] for pr in emulator.pulls(DEPLOY_REPO, state="all"))
 
-        assert await wait_for(done, timeout=30, interval=0.1), (
+        assert await wait_for(done, within=30, interval=0.1), (
             promotion_counts(emulator), second.log_path.read_text()[-4000:])
         await emulator.settle()
         assert_one_pr_per_promotion(emulator)
