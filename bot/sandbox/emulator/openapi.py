@@ -149,9 +149,12 @@ class OpenAPIValidator:
                 out.append(f"{label}: path parameter {name} missing")
             if where == "query" and param.get("required") and name not in query:
                 out.append(f"{label}: required query parameter {name} missing")
+        known = {p.get("name") for p in self._parameters(template, op) if p.get("in") == "query"}
+        if method == "GET":
+            # GitHub paginates every list, though a few list operations (user package
+            # versions) are described without the two parameters
+            known |= {"page", "per_page"}
         for name in query:
-            known = {p.get("name") for p in self._parameters(template, op)
-                     if p.get("in") == "query"}
             if name not in known:
                 out.append(f"{label}: undocumented query parameter {name}")
         request_body = op.get("requestBody")

@@ -39,6 +39,10 @@ async def get_release(ctx: Ctx) -> Reply:
 def _package(ctx: Ctx, owner: str) -> Package:
     if ctx.params["package_type"] != "container":
         raise not_found()
+    acct = ctx.world.find_account(owner)
+    is_org = acct is not None and acct.type == "Organization"
+    if acct is None or is_org != ("org" in ctx.params):
+        raise ApiError(404, "Package not found.")
     inst = ctx.installation
     if inst is None or inst.account.lower() != owner.lower():
         raise not_found()
