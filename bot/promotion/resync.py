@@ -96,7 +96,7 @@ async def finish_interrupted_promotions(ctx: Context, gh: GitHubAPI, repo: Deplo
     ours: list[tuple[dict[str, Any], PromotionMarker]] = []
     for pr in await open_pulls(gh, repo.full_name):
         marker = parse_marker(pr.get("body"))
-        if marker is None or marker.kind != "promotion" or not str(
+        if marker is None or marker.kind != "promotion" or not _by_conveyor(ctx, pr) or not str(
                 pr["head"]["ref"]).startswith(branch_prefix(marker.environment, marker.service)):
             continue
         ours.append((pr, marker))
@@ -146,7 +146,7 @@ async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRe
             if upstream is None:
                 continue
             path = policy.path_for(service.name, upstream)
-            merged = await _last_promotion_of(gh, repo.full_name, path)
+            merged = await _last_promotion_of(ctx, gh, repo.full_name, path)
             if merged is None:
                 continue
             number, marker = merged
@@ -156,7 +156,7 @@ async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRe
             await promote_downstream(ctx, gh, repo, marker, number)
 
 
-async def _last_promotion_of(gh: GitHubAPI, repo: str, path: str
+async def _last_promotion_of(ctx: Context, gh: GitHubAPI, repo: str, path: str
                              ) -> tuple[int, PromotionMarker] | None:
     """The merged promotion PR of the last commit that changed `path` on the default branch."""
     commits = await gh.getitem(f"/repos/{repo}/commits?path={quote(path, safe='/')}&per_page=1")
@@ -171,9 +171,20 @@ async def _last_promotion_of(gh: GitHubAPI, repo: str, path: str
         raise
     for pr in pulls or []:
         marker = parse_marker(pr.get("body"))
-        if marker is not None and (pr.get("merged_at") or pr.get("merge_commit_sha") == sha):
+        if marker is not None and _by_conveyor(ctx, pr) and (
+                pr.get("merged_at") or pr.get("merge_commit_sha") == sha):
             return int(pr["number"]), marker
     return None
+
+
+def _by_conveyor(ctx: Context, pr: dict[str, Any]) -> bool:
+    """Opened by this app from a branch of the repository itself: anyone can copy a marker
+    into a PR body or name a branch `conveyor/...`, so neither alone makes a PR Conveyor's."""
+    author = str((pr.get("user") or {}).get("login") or "")
+    head_repo = ((pr.get("head") or {}).get("repo") or {}).get("full_name")
+    base_repo = ((pr.get("base") or {}).get("repo") or {}).get("full_name")
+    return bool(ctx.bot_login) and author.lower() == ctx.bot_login.lower() and (
+        head_repo is None or head_repo == base_repo)
 
 
 async def _newest_admitted_release(gh: GitHubAPI, source: str, admits: Any
