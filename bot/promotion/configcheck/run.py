@@ -1,0 +1,323 @@
+"""Check run `conveyor/config-check`: what a change to the deployment repository breaks.
+
+For the changed files at the head commit: every YAML file parses (all documents); every
+Kubernetes resource is valid against the OpenAPI schema of the policy's `kubernetes_version`;
+every kustomization that is changed, or that includes a changed file from the same or a
+parent directory, names files that exist and well-formed `images`; a Helm values file is
+valid against its chart's `values.schema.json`; in files that hold a service's image, image
+references are under `allowed_images` and digest-pinned in gated environments; a changed
+policy file is valid. Findings are annotations on the offending lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import posixpath
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gidgethub.abc import GitHubAPI
+
+from ...domain.images import image_allowed, same_image
+from ...domain.policy import Policy, PolicyError, load_policy
+from ...domain.policy.kubernetes import latest_kubernetes_version
+from ...github.repos import FileTooLarge, RepoFile
+from ...manifests import ManifestError, find_all_images
+from ..policies import POLICY_PATH
+from . import helm, kustomize
+from .documents import Document, parse_documents
+from .kubernetes import check_resource, is_kustomize, is_resource
+from .repoview import RepoView
+
+if TYPE_CHECKING:
+    from ...context import Context
+
+log = logging.getLogger(__name__)
+
+CONFIG_CHECK = "conveyor/config-check"
+MAX_FILES = 300
+MAX_DIRECTORIES = 300  # ancestor directories searched for kustomizations
+ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per create/update call
+SUMMARY_FINDINGS = 200
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    message: str
+
+    def annotation(self) -> dict[str, object]:
+        return {"path": self.path, "start_line": self.line, "end_line": self.line,
+                "annotation_level": "failure", "message": self.message[:1000]}
+
+
+@dataclass
+class Report:
+    """What one run found: failures, neutral notes, and what it looked at."""
+
+    kubernetes_version: str
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
+    files: int = 0
+    documents: int = 0
+    resources: int = 0
+    kustomizations: set[str] = field(default_factory=set)
+    values_checked: int = 0
+
+    def add(self, path: str, found: list[tuple[int, str]]) -> None:
+        self.findings += [Finding(path, line, message) for line, message in found]
+
+
+def image_findings(policy: Policy, path: str, text: str) -> list[Finding]:
+    owners = policy.environment_for_path(path)
+    if not owners:
+        return []
+    try:
+        occurrences = find_all_images(text, path=path)
+    except ManifestError as exc:
+        return [Finding(path, exc.line, exc.message)]
+    findings = []
+    for occurrence in occurrences:
+        if not image_allowed(occurrence.name, policy.allowed_images):
+            findings.append(Finding(path, occurrence.line,
+                                    f"{occurrence.name} is not under allowed_images "
+                                    f"({', '.join(policy.allowed_images)})"))
+            continue
+        for service, env in owners:
+            if env.gated and same_image(occurrence.name, service.image) and \
+                    occurrence.digest is None:
+                findings.append(Finding(
+                    path, occurrence.line,
+                    f"{service.name} must be pinned by digest in {env.name} "
+                    f"(gated by {env.after}): use TAG@sha256:…",
+                ))
+    return findings
+
+
+def policy_findings(text: str) -> list[Finding]:
+    try:
+        load_policy(text, POLICY_PATH)
+    except PolicyError as exc:
+        return [Finding(POLICY_PATH, issue.line, f"{issue.column}: {issue.message}")
+                for issue in exc.issues]
+    return []
+
+
+def is_checked(path: str) -> bool:
+    return path.endswith((".yaml", ".yml")) or kustomize.is_kustomization(path)
+
+
+def is_helm_template(path: str, text: str) -> bool:
+    return "/templates/" in f"/{path}" and "{{" in text
+
+
+def check_text(report: Report, policy: Policy | None, path: str, text: str) -> list[Document]:
+    """The checks that need nothing but the file itself; the documents, for the rest."""
+    report.files += 1
+    if path == POLICY_PATH:
+        report.findings += policy_findings(text)
+        return []
+    if is_helm_template(path, text):
+        report.notes.append(Finding(path, 1, "Helm template: checked once rendered, not here"))
+        return []
+    parsed = parse_documents(text)
+    report.add(path, [(p.line, p.message) for p in parsed.problems])
+    if not parsed.ok:
+        return []
+    report.documents += len(parsed.documents)
+    if policy is not None:
+        report.findings += image_findings(policy, path, text)
+    if helm.is_values_file(path) or kustomize.is_kustomization(path):
+        return parsed.documents  # not Kubernetes resources
+    for doc in parsed.documents:
+        if not is_resource(doc.data) or is_kustomize(doc.data):
+            continue
+        outcome = check_resource(doc, report.kubernetes_version)
+        report.resources += outcome.validated
+        report.add(path, list(outcome.findings))
+        if outcome.note is not None:
+            report.notes.append(Finding(path, doc.line, outcome.note))
+    return parsed.documents
+
+
+async def _read(view: RepoView, path: str) -> RepoFile | FileTooLarge | None:
+    try:
+        return await view.file(path)
+    except FileTooLarge as exc:
+        return exc
+
+
+async def _find_kustomization(view: RepoView, directory: str) -> str | None:
+    entries = await view.listing(directory)
+    for name in kustomize.KUSTOMIZATION_NAMES:
+        if entries is not None and entries.get(name) == "file":
+            return posixpath.join(directory, name)
+    return None
+
+
+def _ancestors(path: str) -> list[str]:
+    found: list[str] = []
+    directory = posixpath.dirname(path)
+    while True:
+        found.append(directory)
+        if not directory:
+            return found
+        directory = posixpath.dirname(directory)
+
+
+async def _including_kustomizations(view: RepoView, changed: list[str],
+                                    known: dict[str, list[Document]]) -> dict[str, Document]:
+    """Kustomizations in the same or a parent directory of a changed file that include it."""
+    directories = sorted({d for path in changed for d in _ancestors(path)})[:MAX_DIRECTORIES]
+    candidates = await asyncio.gather(*(_find_kustomization(view, d) for d in directories))
+    result: dict[str, Document] = {}
+    for path in sorted({c for c in candidates if c is not None and c not in known}):
+        read = await _read(view, path)
+        if not isinstance(read, RepoFile):
+            continue
+        parsed = parse_documents(read.text)
+        if not parsed.ok or not parsed.documents or not isinstance(
+                parsed.documents[0].data, dict):
+            continue
+        doc = parsed.documents[0]
+        refs, _ = kustomize.references(doc, posixpath.dirname(path))
+        if any(kustomize.includes(refs, p) for p in changed if p != path):
+            result[path] = doc
+    return result
+
+
+async def check_kustomization(report: Report, view: RepoView, path: str, doc: Document) -> None:
+    if not isinstance(doc.data, dict):
+        report.add(path, [(doc.line, "a kustomization must be a mapping")])
+        return
+    report.kustomizations.add(path)
+    refs, found = kustomize.references(doc, posixpath.dirname(path))
+    found += kustomize.image_findings(doc)
+    kinds = await asyncio.gather(*(view.kind(ref.target) for ref in refs))
+    for ref, kind in zip(refs, kinds, strict=True):
+        if kind is None:
+            found.append((ref.line, f"{ref.field}: '{ref.entry}' does not exist ({ref.target} "
+                                    "is not in the repository at this commit)"))
+        elif kind == "dir" and not ref.may_be_directory:
+            found.append((ref.line, f"{ref.field}: '{ref.entry}' is a directory; "
+                                    "a file is needed here"))
+    report.add(path, found)
+
+
+async def check_values(report: Report, view: RepoView, path: str, doc: Document) -> None:
+    """Validate a values file against the first ``values.schema.json`` beside or above it."""
+    for directory in helm.chart_directories(path):
+        entries = await view.listing(directory) or {}
+        if entries.get(helm.SCHEMA_NAME) != "file":
+            continue
+        schema_path = posixpath.join(directory, helm.SCHEMA_NAME)
+        schema_file = await _read(view, schema_path)
+        if not isinstance(schema_file, RepoFile):
+            return
+        schema, problem = helm.load_schema(schema_file.text)
+        if schema is None:
+            assert problem is not None
+            report.add(schema_path, [problem])
+            return
+        defaults = None
+        defaults_path = posixpath.join(directory, helm.DEFAULTS_NAME)
+        if entries.get(helm.DEFAULTS_NAME) == "file" and defaults_path != path:
+            defaults_file = await _read(view, defaults_path)
+            if isinstance(defaults_file, RepoFile):
+                parsed = parse_documents(defaults_file.text)
+                defaults = parsed.documents[0].data if parsed.ok and parsed.documents else None
+        report.values_checked += 1
+        report.add(path, helm.schema_findings(schema, schema_path, doc, defaults))
+        return
+
+
+async def run_config_check(ctx: Context, gh: GitHubAPI, repo: str, policy: Policy | None,
+                           head_sha: str, changed_paths: list[str]) -> list[Finding]:
+    """Check the changed files at `head_sha` and post the check run on that commit."""
+    report = await check_change(gh, repo, policy, head_sha, changed_paths)
+    await _post(gh, repo, head_sha, report, ctx)
+    return report.findings
+
+
+async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha: str,
+                       changed_paths: list[str]) -> Report:
+    """Every check of the change, without posting anything."""
+    version = policy.kubernetes_version if policy is not None else latest_kubernetes_version()
+    report = Report(kubernetes_version=version)
+    view = RepoView(gh, repo, head_sha)
+    changed = changed_paths[:MAX_FILES]
+    checked = [path for path in changed if is_checked(path)]
+    reads = await asyncio.gather(*(_read(view, path) for path in checked))
+    documents: dict[str, list[Document]] = {}
+    for path, read in zip(checked, reads, strict=True):
+        if isinstance(read, FileTooLarge):
+            report.add(path, [(1, str(read))])
+        elif read is not None:  # None: removed in this change
+            documents[path] = check_text(report, policy, path, read.text)
+    kustomizations = {path: docs[0] for path, docs in documents.items()
+                      if kustomize.is_kustomization(path) and docs}
+    kustomizations.update(await _including_kustomizations(view, changed, documents))
+    values = {path: docs[0] for path, docs in documents.items()
+              if helm.is_values_file(path) and len(docs) == 1}
+    await asyncio.gather(
+        *(check_kustomization(report, view, path, doc) for path, doc in kustomizations.items()),
+        *(check_values(report, view, path, doc) for path, doc in values.items()),
+    )
+    report.findings.sort(key=lambda f: (f.path, f.line, f.message))
+    report.notes.sort(key=lambda f: (f.path, f.line, f.message))
+    return report
+
+
+def _grouped(items: list[Finding], limit: int) -> list[str]:
+    lines: list[str] = []
+    current = None
+    for item in items[:limit]:
+        if item.path != current:
+            current = item.path
+            count = sum(1 for other in items if other.path == item.path)
+            lines += ["", f"**`{item.path}`** ({count})"]
+        lines.append(f"- line {item.line}: {item.message}")
+    if len(items) > limit:
+        lines += ["", f"…and {len(items) - limit} more (see the annotations)."]
+    return lines
+
+
+def render(report: Report) -> tuple[str, str, str]:
+    """(conclusion, title, summary) of the check run."""
+    scope = (f"Checked {report.files} file(s) and {report.documents} YAML document(s): "
+             f"{report.resources} Kubernetes resource(s) against Kubernetes "
+             f"{report.kubernetes_version or '(no schemas installed)'}, "
+             f"{len(report.kustomizations)} kustomization(s), "
+             f"{report.values_checked} Helm values file(s) against their chart's schema.")
+    lines = [scope]
+    if report.findings:
+        files = len({f.path for f in report.findings})
+        title = f"{len(report.findings)} problem(s) in {files} file(s)"
+        lines += ["", "### Problems", *_grouped(report.findings, SUMMARY_FINDINGS)]
+        conclusion = "failure"
+    else:
+        title = f"{report.files} file(s), {report.documents} document(s) checked, no problems"
+        conclusion = "success"
+    if report.notes:
+        title += f"; {len(report.notes)} not validated" if not report.findings else ""
+        lines += ["", "### Not validated", *_grouped(report.notes, SUMMARY_FINDINGS)]
+    return conclusion, title, "\n".join(lines)
+
+
+async def _post(gh: GitHubAPI, repo: str, sha: str, report: Report, ctx: Context) -> None:
+    conclusion, title, summary = render(report)
+    annotations = [f.annotation() for f in report.findings]
+    output = {"title": title, "summary": summary[:60_000],
+              "annotations": annotations[:ANNOTATIONS_PER_REQUEST]}
+    created = await gh.post(f"/repos/{repo}/check-runs", data={
+        "name": CONFIG_CHECK, "head_sha": sha, "status": "completed",
+        "conclusion": conclusion, "output": output,
+        "completed_at": ctx.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+    })
+    for start in range(ANNOTATIONS_PER_REQUEST, len(annotations), ANNOTATIONS_PER_REQUEST):
+        await gh.patch(f"/repos/{repo}/check-runs/{created['id']}", data={"output": {
+            "title": title, "summary": output["summary"],
+            "annotations": annotations[start:start + ANNOTATIONS_PER_REQUEST],
+        }})
