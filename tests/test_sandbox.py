@@ -84,7 +84,7 @@ async def test_demo_story_plays_every_step(tmp_path: Path) -> None:
         "6. bob merges #2",
         "   source deployment recorded in acme/web (production): commit ",
         '7. bob comments "/rollback web production" on #2',
-        '"Roll back web 1.0.0 to production" (back to 1.0.0, sha256:',
+        '"Roll back web 1.0.0 to production" (back to 1.0.0 sha256:',
         'Dashboard: issue #3 "Conveyor dashboard" labelled conveyor-dashboard in acme/deploy',
         "   production   1.1.0",
         "Story played in ",
@@ -130,6 +130,20 @@ async def test_custom_config_plays_what_applies(tmp_path: Path) -> None:
     assert "source deployment recorded in example/shop (prod)" in text
     assert "   prod         2.3.0" in text
 
+
+
+async def test_custom_config_rolls_back_to_what_ran_before(tmp_path: Path) -> None:
+    running = "sha256:" + "1" * 64
+    pinned = HELM_VALUES.replace('tag: "2.3.0"', f'tag: "2.3.1@{running}"')
+    config = write_config(tmp_path / "repo", CUSTOM_POLICY, {
+        "envs/dev/shop.yaml": HELM_VALUES, "envs/prod/shop.yaml": pinned})
+    status, text = await play(tmp_path, config)
+    assert status == 0, text
+    assert "  running in prod today: shop 2.3.1 (sha256:111111111111…)" in text
+    # a release newer than what runs in prod
+    assert "1. CI publishes ghcr.io/example/shop:2.4.0 (sha256:" in text
+    assert '9. bob comments "/rollback shop prod" on #2' in text
+    assert '"Roll back shop 2.3.1 to prod" (back to 2.3.1 sha256:111111111111…)' in text
 
 async def test_custom_config_without_a_gated_environment(tmp_path: Path) -> None:
     policy = CUSTOM_POLICY.split("  - name: prod")[0].replace("from: release",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from pathlib import Path
 
 from .story import Options, run_sandbox
@@ -11,4 +13,10 @@ from .story import Options, run_sandbox
 def run(*, config: Path | None = None, keep: bool = False, log_dir: Path | None = None) -> int:
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(run_sandbox(Options(config=config, keep=keep, log_dir=log_dir)))
+    try:
+        return asyncio.run(run_sandbox(Options(config=config, keep=keep, log_dir=log_dir)))
+    except BrokenPipeError:
+        # the reader went away (`python -m bot sandbox | head`): stop quietly, as `cat` does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1

@@ -36,7 +36,7 @@ from ..domain.policy import (
     check_config_file,
     load_policy,
 )
-from ..domain.tags import TagPolicy, version_from_tag
+from ..domain.tags import TagPolicy, compare_versions, sort_key, version_from_tag
 from ..manifests import ManifestError, find_images
 from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
 from .demo import DEMO_FILES, DEPLOY_REPO, digest_of, read_config_dir, seed
@@ -155,17 +155,27 @@ def _semver_guesses(policies: Sequence[TagPolicy]) -> list[str]:
 
 
 def choose_tags(policy: Policy, service: Service, entry: Environment,
-                gated: Environment | None) -> list[str]:
-    """Release tags the story may use, best first: admitted into both environments."""
+                gated: Environment | None, previous: str | None = None) -> list[str]:
+    """Release tags the story may use, one per version, oldest first: those admitted into
+    both environments (else into the entry one), and newer than `previous` when it can be."""
     into_entry = policy.tag_policy_for(service.name, entry.name)
     everywhere = into_entry + (policy.tag_policy_for(service.name, gated.name)[1:]
                                if gated is not None else [])
-    candidates: list[str] = []
-    for version in dict.fromkeys(_semver_guesses(everywhere)):
-        candidates += [f"v{version}", version, f"{service.name}-v{version}"]
-    admitted = [tag for tag in candidates if _admitted(everywhere, tag)]
-    fallback = [tag for tag in candidates if _admitted(into_entry, tag)]
-    return list(dict.fromkeys(admitted + fallback))
+    chosen: list[str] = []
+    for policies in (everywhere, into_entry):
+        for version in dict.fromkeys(_semver_guesses(everywhere)):
+            tag = next((t for t in (f"v{version}", version, f"{service.name}-v{version}")
+                        if _admitted(policies, t)), None)
+            if tag is not None:
+                chosen.append(tag)
+        if chosen:
+            break
+    chosen.sort(key=lambda tag: sort_key(tag) or (0, 0, 0, (0,)))
+    if previous is not None:
+        chosen = [tag for tag in chosen if version_from_tag(tag) != version_from_tag(previous)]
+        newer = [tag for tag in chosen if (compare_versions(tag, previous) or 0) > 0]
+        chosen = newer or chosen
+    return chosen
 
 
 def _pinned(files: Mapping[str, str], path: str, image: str) -> tuple[str, str] | None:
@@ -178,7 +188,7 @@ def _pinned(files: Mapping[str, str], path: str, image: str) -> tuple[str, str] 
         return None
     for occurrence in found:
         if occurrence.digest:
-            return occurrence.tag or "?", occurrence.digest
+            return occurrence.tag or "", occurrence.digest
     return None
 
 
@@ -248,19 +258,17 @@ def plan_from_config(config: Path, narrator: Narrator) -> Plan | None:
         for env in policy.environments.values() for approver in env.approvers
         if approver.startswith("@")
     }
-    tags = choose_tags(policy, service, entry, gated)
+    previous = (_pinned(files, policy.path_for(service.name, gated.name), service.image)
+                if gated is not None else None)
+    tags = choose_tags(policy, service, entry, gated, previous[0] if previous else None)
     if not tags:
         narrator.line(f"{config}: the sandbox found no release tag that service "
                       f"{service.name}'s tag policy `{service.tags}` admits into {entry.name}")
         return None
-    tag = tags[0]
-    later = [t for t in tags if t != tag and _admitted(
-        policy.tag_policy_for(service.name, entry.name), t)]
+    tag, later = tags[0], tags[1:]
     owner = service.source.split("/", 1)[0]
     deploy_repo = f"{owner}/deploy" if service.source.lower() != f"{owner}/deploy".lower() \
         else f"{owner}/deploy-config"
-    previous = (_pinned(files, policy.path_for(service.name, gated.name), service.image)
-                if gated is not None else None)
     return Plan(deploy_repo, files, policy, service, entry, gated, tag, version_from_tag(tag),
                 later[0] if later else None, _cast(gated, teams), previous, teams, demo=False)
 
@@ -331,9 +339,12 @@ async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
         # what runs today was released from the source's first commit, long ago
         version, digest = plan.previous
         first = emulator.commit(source, emulator.world.repo_by_name(source).default_branch)
-        await emulator.create_tag(source, f"v{version}", first["sha"], user="alice")
-        await emulator.publish_container(image_owner, package, digest, [version],
-                                         source_repo=source, revision=first["sha"], emit=False)
+        if version:
+            git_tag = version if version.startswith("v") else f"v{version}"
+            await emulator.create_tag(source, git_tag, first["sha"], user="alice")
+        await emulator.publish_container(image_owner, package, digest,
+                                         [version] if version else [], source_repo=source,
+                                         revision=first["sha"], emit=False)
     # the change this story releases
     await emulator.push_files(source, {"CHANGELOG.md": f"## {plan.version}\n\n- Faster checkout\n"},
                               message="Faster checkout (#12)", author="alice")
@@ -607,8 +618,9 @@ class Story:
             return
         back = opened[-1]
         version, digest = plan.previous
-        say.said(f'Conveyor opened #{back["number"]} "{back["title"]}" (back to {version}, '
-                 f"{short(digest)}); {gate_text(gate_of(self.sandbox, self.repo, back))}")
+        say.said(f'Conveyor opened #{back["number"]} "{back["title"]}" (back to '
+                 f"{version or 'the untagged image'} {short(digest)}); "
+                 f"{gate_text(gate_of(self.sandbox, self.repo, back))}")
 
     async def dashboard(self) -> None:
         say, em = self.narrator, self.sandbox.emulator
@@ -732,7 +744,7 @@ async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path
         if plan.previous is not None:
             gated_name = plan.gated.name if plan.gated else plan.entry.name
             narrator.line(f"  running in {gated_name} today: {plan.service.name} "
-                          f"{plan.previous[0]} ({short(plan.previous[1])})")
+                          f"{plan.previous[0] or '(no tag)'} ({short(plan.previous[1])})")
         narrator.line()
         story = Story(sandbox, plan, narrator, log_path)
         failure: str | None = None
