@@ -194,7 +194,7 @@ async def run(quick: bool) -> Section:
             ratio = mine["p99_ms"] / base["p99_ms"]
             level[f"ratio_p99_{name}"] = ratio
             section.add(
-                f"{senders} senders, {label}: p50 / p99",
+                f"{senders} sender{'' if senders == '1' else 's'}, {label}: p50 / p99",
                 f"{mine['p50_ms']:.1f} / {mine['p99_ms']:.1f} ms vs bare "
                 f"{base['p50_ms']:.1f} / {base['p99_ms']:.1f} ms = **{ratio:.2f}×**",
                 target="p99 ≤ 1.3× bare", ok=ratio <= 1.3,

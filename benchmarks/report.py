@@ -86,6 +86,7 @@ def render(sections: Sequence[Section], facts: dict[str, Any], command: str) -> 
         f"Machine: {facts['cpu_model']}, {facts['cores']} cores, {facts['memory_gb']} GB; "
         f"{facts['implementation']} {facts['python']} on {facts['os']}; "
         f"load average {facts['load_average_1m']} at the start",
+        "",
         f"Command: `{command}`",
         "",
         "| measurement | result | target | |",
