@@ -9,7 +9,7 @@ import gidgethub
 
 from bot.domain.commands import HELP_TEXT
 from bot.promotion.marker import parse_marker
-from bot.sandbox.demo import DEMO_FILES, digest_of
+from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
 from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
 
 STAGING = "apps/web/overlays/staging/kustomization.yaml"
@@ -501,3 +501,47 @@ async def test_recheck_while_an_evaluation_runs(world: World, monkeypatch: Any) 
     posted = await say(world, pr["number"], "/recheck")
     assert "re-evaluated `conveyor/promotion-gate`: ❌ **failure**" in reply_to(
         world, pr["number"], posted)
+
+
+async def test_comments_outside_deployment_repositories_are_ignored(world: World) -> None:
+    created = await world.emulator.open_issue("acme/web", "A bug", author="alice")
+    posted = await world.emulator.comment("acme/web", created["number"], "alice", "/help")
+    await world.settle()
+    assert world.emulator.reactions("acme/web", posted["id"]) == []
+    assert len(world.emulator.comments("acme/web", created["number"])) == 1
+
+
+async def test_promote_by_tag_finds_the_release_and_its_commit() -> None:
+    policy = DEMO_POLICY.replace("    from: any\n", "    from: package\n")
+    world = await make_world(files={**DEMO_FILES, ".github/conveyor.yml": policy})
+    try:
+        digest = digest_of("web:2.0.0")
+        await world.emulator.publish_container("acme", "web", digest, ["2.0.0"],
+                                               source_repo="acme/web", emit=False)
+        await world.emulator.create_tag("acme/web", "v2.0.0")
+        await world.emulator.publish_release("acme/web", "v2.0.0", author="alice")
+        await world.settle()
+        assert world.open_pulls() == []  # staging listens to package events only
+        number = await issue(world)
+        await say(world, number, "/promote web 2.0.0 staging")
+        staging = world.pull("Promote web 2.0.0 to staging")
+        marker = parse_marker(staging["body"])
+        assert marker is not None
+        assert (marker.digest, marker.release_tag) == (digest, "v2.0.0")
+        assert marker.source_sha == world.emulator.commit("acme/web", "v2.0.0")["sha"]
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_rollback_skips_a_commit_where_the_file_was_broken(world: World) -> None:
+    first, second = digest_of("web:1.0.0"), digest_of("web:1.1.0")
+    for text in (pinned_kustomization("1.0.0", first), "images: [\n",
+                 pinned_kustomization("1.1.0", second)):
+        world.clock.advance(hours=1)
+        await world.emulator.push_files(world.repo, {PROD: text}, author="bob")
+    await world.settle()
+    number = await issue(world)
+    await say(world, number, "/rollback web production")
+    pr = world.pull("Roll back web 1.0.0 to production", state="open")
+    assert parse_marker(pr["body"]).digest == first  # type: ignore[union-attr]

@@ -67,6 +67,18 @@ def test_a_digest_that_came_back_is_two_periods() -> None:
     assert refusal == "web 1.0.0 is what production runs now; nothing to roll back"
 
 
+def test_a_retagged_digest_that_runs_now_is_refused() -> None:
+    periods = live_periods([pin(2, D1, "1.0.1"), pin(1, D1, "1.0.0")])
+    assert len(periods) == 1  # one digest, one period, whatever its tags
+    periods = live_periods([pin(3, D1, "1.0.1"), pin(2, D2, "1.1.0"), pin(1, D1, "1.0.0")])
+    refusal = choose_rollback(periods, "production", "web", "1.0.0").refusal
+    assert refusal == "web 1.0.0 is what production runs now; nothing to roll back"
+
+
+def test_an_untagged_period_is_named_by_its_digest() -> None:
+    assert live_periods([pin(1, D1, None)])[0].version == D1[:19]
+
+
 def test_choose_the_previous_digest() -> None:
     choice = choose_rollback(live_periods(HISTORY), "production", "web")
     assert choice.period is not None and choice.period.digest == D2
