@@ -144,7 +144,7 @@ def test_receive_against_the_sandbox_in_keep_mode(tmp_path: Path) -> None:
         cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     try:
-        lines = _read_until(sandbox, r"^then see the new pull request: ", 60)
+        lines = _read_until(sandbox, r"^then see the pull requests: ", 60)
         text = "\n".join(lines)
         assert "Story played in " in text
         example = next(line.strip() for line in lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -211,3 +212,26 @@ def test_command_line_missing_config_file(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip() == f"{tmp_path / 'nope.yml'}: no such file"
 
+
+
+async def test_keep_mode_serves_until_stopped(tmp_path: Path) -> None:
+    # a tag policy that admits one version only: the example is the story's release again
+    config = write_config(tmp_path / "repo", CUSTOM_POLICY.replace("semver:^2.3", "semver:2.3.0"),
+                          {"envs/dev/shop.yaml": HELM_VALUES, "envs/prod/shop.yaml": HELM_VALUES})
+    out = io.StringIO()
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_sandbox(Options(config=config, keep=True, log_dir=tmp_path),
+                                           out=out, stop=stop))
+    for _ in range(600):
+        if "then see the pull requests: " in out.getvalue() or task.done():
+            break
+        await asyncio.sleep(0.05)
+    text = out.getvalue()
+    assert "keep running (Ctrl-C stops them)" in text, text
+    assert "(release v2.3.0 of example/shop again: Conveyor opens nothing new" in text
+    payload = json.loads((tmp_path / "release.json").read_text(encoding="utf-8"))
+    assert (payload["action"], payload["release"]["tag_name"]) == ("released", "v2.3.0")
+    assert not task.done()
+    stop.set()
+    assert await asyncio.wait_for(task, 30) == 0
+    assert out.getvalue().endswith("sandbox stopped\n")

@@ -657,33 +657,42 @@ class Story:
 
 
 # -- the `--keep` example: a later release, for `python -m bot receive` ----------------------------
-async def prepare_release_payload(sandbox: Sandbox, plan: Plan, folder: Path) -> Path | None:
-    """Publish a later image and release without telling the bot, and save the `release` event
-    GitHub would have sent, so that the user can deliver it with `python -m bot receive`."""
-    tag = plan.next_tag
-    if tag is None:
-        return None
+async def prepare_release_payload(sandbox: Sandbox, plan: Plan, folder: Path
+                                  ) -> tuple[Path, str] | None:
+    """A `release` event saved as GitHub would have sent it, for `python -m bot receive`, and
+    what delivering it will do. A later release when the tag policy admits one (its image and
+    release are published on the emulator, but the bot is not told); else the story's own
+    release again, which opens nothing new."""
     em = sandbox.emulator
-    version = version_from_tag(tag)
-    _registry, owner, package = image_parts(plan.service.image)
-    saved = em.webhook_url
-    em.webhook_url = None  # recorded by the emulator, delivered to no one
-    try:
-        await em.publish_container(owner, package,
-                                   digest_of(f"{plan.service.image}:{version}"), [version],
-                                   source_repo=plan.service.source, emit=False)
-        await em.create_tag(plan.service.source, tag, user=plan.cast.requester)
-        await em.publish_release(plan.service.source, tag, author=plan.cast.requester)
-        await em.settle()
-    finally:
-        em.webhook_url = saved
+    tag = plan.next_tag
+    if tag is not None:
+        version = version_from_tag(tag)
+        _registry, owner, package = image_parts(plan.service.image)
+        saved = em.webhook_url
+        em.webhook_url = None  # recorded by the emulator, delivered to no one
+        try:
+            await em.publish_container(owner, package,
+                                       digest_of(f"{plan.service.image}:{version}"), [version],
+                                       source_repo=plan.service.source, emit=False)
+            await em.create_tag(plan.service.source, tag, user=plan.cast.requester)
+            await em.publish_release(plan.service.source, tag, author=plan.cast.requester)
+            await em.settle()
+        finally:
+            em.webhook_url = saved
+        effect = (f"release {tag} of {plan.service.source}; its image is published, Conveyor "
+                  f"was not told: delivering it opens the promotion to {plan.entry.name}")
+    else:
+        effect = (f"release {plan.tag} of {plan.service.source} again: Conveyor opens nothing "
+                  "new for a digest it has promoted (redeliveries are harmless)")
     # GitHub sends `published` and `released` for a published release; Conveyor acts on
     # `released` (and `prereleased`), so that is the one worth replaying.
-    delivery = next(d for d in reversed(em.deliveries)
-                    if d.event == "release" and d.action in ("released", "prereleased"))
+    delivery = next((d for d in reversed(em.deliveries)
+                     if d.event == "release" and d.action in ("released", "prereleased")), None)
+    if delivery is None:
+        return None
     path = folder / "release.json"
     path.write_text(json.dumps(delivery.payload, indent=2) + "\n", encoding="utf-8")
-    return path
+    return path, effect
 
 
 # -- entry point -----------------------------------------------------------------------------------
@@ -779,7 +788,7 @@ async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path
 async def keep_serving(sandbox: Sandbox, plan: Plan, narrator: Narrator, log_path: Path,
                        stop: asyncio.Event | None) -> None:
     sandbox.clock.run()
-    payload = await prepare_release_payload(sandbox, plan, log_path.parent)
+    example = await prepare_release_payload(sandbox, plan, log_path.parent)
     say = narrator.line
     say()
     say("The emulator and Conveyor keep running (Ctrl-C stops them):")
@@ -787,15 +796,15 @@ async def keep_serving(sandbox: Sandbox, plan: Plan, narrator: Narrator, log_pat
     say(f"  emulator web / control: {sandbox.emulator.web_url}/_emulator/app")
     say(f"  Conveyor webhook URL:   {sandbox.webhook_url}")
     say(f"  webhook secret:         {sandbox.secret}")
-    if payload is not None:
-        version = plan.next_tag or ""
-        say(f"  example payload:        {payload} (release {version} of "
-            f"{plan.service.source}; the image is published, Conveyor was not told)")
+    if example is not None:
+        payload, effect = example
+        say(f"  example payload:        {payload}")
+        say(f"                          ({effect})")
         say()
         say("Deliver it to Conveyor like GitHub would:")
         say(f"  GITHUB_WEBHOOK_SECRET={sandbox.secret} python -m bot receive -e release "
             f"-p {payload} --url {sandbox.webhook_url}")
-        say(f"then see the new pull request: {sandbox.emulator.web_url}"
+        say(f"then see the pull requests: {sandbox.emulator.web_url}"
             f"/_emulator/state/pulls?repo={plan.deploy_repo}&state=all")
     await wait_for_stop(stop or asyncio.Event())
     say("sandbox stopped")
