@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--webhook-url",
                        help="public URL of your server's /api/github/webhooks (changeable later)")
     setup.add_argument("--manifest", type=Path, metavar="FILE",
-                       help="the app manifest (default: ./app-manifest.yml, else the bundled one)")
+                       help="the app manifest (default: ./app-manifest.yml, else the checkout's)")
     setup.add_argument("--env-file", type=Path, default=Path(".env"), metavar="FILE",
                        help="where to write the settings (default: ./.env)")
     setup.add_argument("--force", action="store_true", help="overwrite an existing .env")
