@@ -194,3 +194,26 @@ async def test_many_findings_are_sent_in_batches_of_fifty(world: World) -> None:
     assert run["conclusion"] == "failure"
     assert len(run["output"]["annotations"]) == 60
     assert run["output"]["title"] == "60 problem(s) in 1 file(s)"
+
+
+async def test_without_the_tree_directory_listings_find_the_same(world: World) -> None:
+    """GitHub truncates a very large tree; the check then lists the directories it needs."""
+    from bot.promotion.configcheck import check_change
+    from bot.promotion.configcheck.repoview import forget
+
+    text = ("resources:\n  - ../../base\n  - gone.yaml\ncomponents:\n  - ../../base/deployment.yaml"
+            "\nconfigMapGenerator:\n  - name: c\n    files: [../../base]\n")
+    path = "apps/web/overlays/prod/kustomization.yaml"
+    sha = await world.emulator.push_files(DEPLOY_REPO, {path: text}, branch="hand/listings",
+                                          author="alice", message="Listings")
+    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+    found = {}
+    for use_tree in (True, False):
+        forget()
+        report = await check_change(gh, DEPLOY_REPO, None, sha, [path], use_tree=use_tree)
+        found[use_tree] = [(f.line, f.message) for f in report.findings]
+    assert found[True] == found[False] == [
+        (3, f"resources: 'gone.yaml' does not exist ({path.rsplit('/', 1)[0]}/gone.yaml is "
+            "not in the repository at this commit)"),
+        (8, "configMapGenerator: '../../base' is a directory; a file is needed here"),
+    ]

@@ -1,7 +1,10 @@
-"""The repository at one commit, read through the contents API and remembered.
+"""The repository at one commit: its layout and its files, read once and remembered.
 
-A commit never changes, so directory listings are kept process-wide (files already are, by
-`get_file`); concurrent readers of one directory share a single request.
+The layout (which paths exist, files or directories) comes from one recursive git tree; when
+GitHub truncates that (above 100,000 entries) each directory needed is listed through the
+contents API instead. File texts come through the contents API (`get_file`). A commit never
+changes, so layouts and listings are kept process-wide, as `get_file` keeps files, and
+concurrent readers of one directory share a single request.
 """
 
 from __future__ import annotations
@@ -21,16 +24,40 @@ from ...github.repos import RepoFile, content_path, get_file
 T = TypeVar("T")
 CONCURRENCY = 8
 Listing = dict[str, str]  # name → "file" | "dir" | "symlink" | "submodule"
+Layout = dict[str, Listing]  # directory ("" for the root) → its entries
+_TREE_TYPES = {"blob": "file", "tree": "dir", "commit": "submodule"}
+_layouts: cachetools.LRUCache[tuple[str, str], Layout | None] = cachetools.LRUCache(maxsize=16)
 _listings: cachetools.LRUCache[tuple[str, str, str], Listing | None] = cachetools.LRUCache(
     maxsize=2048
 )
 
 
+def forget() -> None:
+    """Empty the process-wide caches (a fresh process starts so)."""
+    _layouts.clear()
+    _listings.clear()
+
+
+def layout_of(tree: list[dict[str, Any]]) -> Layout:
+    """A recursive git tree's entries → the entries of every directory."""
+    layout: Layout = {"": {}}
+    for entry in tree:
+        path = str(entry.get("path", ""))
+        kind = _TREE_TYPES.get(str(entry.get("type")), "file")
+        if kind == "file" and entry.get("mode") == "120000":
+            kind = "symlink"
+        layout.setdefault(posixpath.dirname(path), {})[posixpath.basename(path)] = kind
+        if kind == "dir":
+            layout.setdefault(path, {})
+    return layout
+
+
 class RepoView:
-    def __init__(self, gh: GitHubAPI, repo: str, sha: str) -> None:
+    def __init__(self, gh: GitHubAPI, repo: str, sha: str, *, use_tree: bool = True) -> None:
         self.gh = gh
         self.repo = repo
         self.sha = sha
+        self.use_tree = use_tree
         self._limit = asyncio.Semaphore(CONCURRENCY)
         self._pending: dict[tuple[str, str], asyncio.Task[Any]] = {}
 
@@ -42,15 +69,33 @@ class RepoView:
         result: T = await task
         return result
 
+    async def layout(self) -> Layout | None:
+        """Every directory at the commit, or None when the tree came back truncated."""
+        key = (self.repo.lower(), self.sha)
+        if key in _layouts:
+            return _layouts[key]
+        return await self._once(("tree", ""), self._tree)
+
+    async def _tree(self) -> Layout | None:
+        url = f"/repos/{self.repo}/git/trees/{quote(self.sha)}?recursive=1"
+        async with self._limit:
+            data = await self.gh.getitem(url)
+        result = None if data.get("truncated") else layout_of(list(data.get("tree") or []))
+        _layouts[(self.repo.lower(), self.sha)] = result
+        return result
+
     async def listing(self, directory: str) -> Listing | None:
         """The entries of ``directory`` ("" for the root), or None when it does not exist."""
+        if self.use_tree:
+            layout = await self.layout()
+            if layout is not None:
+                return layout.get(directory)
         key = (self.repo.lower(), self.sha, directory)
         if key in _listings:
             return _listings[key]
         return await self._once(("dir", directory), lambda: self._list(directory))
 
     async def _list(self, directory: str) -> Listing | None:
-        key = (self.repo.lower(), self.sha, directory)
         url = f"/repos/{self.repo}/contents/{content_path(directory)}?ref={quote(self.sha)}"
         async with self._limit:
             try:
@@ -64,7 +109,7 @@ class RepoView:
             if isinstance(data, list)
             else None
         )
-        _listings[key] = result
+        _listings[(self.repo.lower(), self.sha, directory)] = result
         return result
 
     async def kind(self, path: str) -> str | None:

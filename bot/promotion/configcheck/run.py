@@ -242,11 +242,12 @@ async def run_config_check(ctx: Context, gh: GitHubAPI, repo: str, policy: Polic
 
 
 async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha: str,
-                       changed_paths: list[str]) -> Report:
-    """Every check of the change, without posting anything."""
+                       changed_paths: list[str], *, use_tree: bool = True) -> Report:
+    """Every check of the change, without posting anything (``use_tree=False``: learn the
+    layout from directory listings, as when GitHub truncates the tree)."""
     version = policy.kubernetes_version if policy is not None else latest_kubernetes_version()
     report = Report(kubernetes_version=version)
-    view = RepoView(gh, repo, head_sha)
+    view = RepoView(gh, repo, head_sha, use_tree=use_tree)
     changed = changed_paths[:MAX_FILES]
     checked = [path for path in changed if is_checked(path)]
     reads = await asyncio.gather(*(_read(view, path) for path in checked))
