@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
@@ -154,7 +155,10 @@ class TagPolicy:
         if not pattern:
             raise ValueError('regexp tag policy needs a pattern after "regexp:"')
         try:
-            compiled = re.compile(pattern)
+            with warnings.catch_warnings():
+                # e.g. "possible nested set": about future syntax, not this pattern's meaning
+                warnings.simplefilter("ignore", FutureWarning)
+                compiled = re.compile(pattern)
         except re.error as exc:
             raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
         check_regex_safety(pattern)
@@ -195,12 +199,14 @@ DEFAULT_TAG_POLICY = TagPolicy("semver", "*")
 # Python's ``re`` backtracks and has no timeout, so a policy could stall the bot with a
 # pattern such as ``(a+)+$``. Patterns are checked on the parsed tree (re's own parser, which
 # has no public typed API) against these rules:
-#   1. a repeated sub-pattern (max > 1) must not contain a quantifier of variable count if
-#      either of the two is unbounded: ``(a+)+``, ``(a*)*``, ``(a?)+``, ``(\d+\.){3}``;
+#   1. a repeated sub-pattern (max > 1) must not contain a quantifier of variable count,
+#      unless a mandatory character that the inner quantifiers cannot match separates the
+#      repetitions: ``(a+)+``, ``(a*)*``, ``(a?){3}`` are refused, ``(\d+\.){3}`` is not;
 #   2. inside an unbounded repetition, the alternatives of a ``|`` must not be able to match
-#      the empty string or start with the same character: ``(a|aa)+``, ``(\w|\d)*``;
-#   3. two unbounded quantifiers separated only by optional items must not be able to match
-#      the same characters: ``.*.*``, ``\d+\d*``.
+#      the empty string or start with the same character: ``(a|aa)+``;
+#   3. at most two unbounded quantifiers in a row may be able to match the same characters
+#      with nothing between them that only some of them can pass: ``.*-.*-.*`` is refused,
+#      ``.*-.*`` (quadratic at worst, on at most 128 characters) and ``\d+\.\d+\.\d+`` are not.
 _PARSER: Any = importlib.import_module("re._parser")
 _MAXREPEAT: int = _PARSER.MAXREPEAT
 # Characters the analysis uses to decide whether two character sets overlap: ASCII plus a
@@ -309,44 +315,6 @@ def _consumed(seq: list[Any]) -> frozenset[int]:
     return frozenset(chars)
 
 
-def _has_separator(body: list[Any], variable: frozenset[int]) -> bool:
-    # A mandatory character that no inner quantifier can consume fixes where each iteration
-    # ends, as the "." in (\d+\.)+ or the "-" in (-[a-z]+)*: there is only one way to split.
-    for op, arg in body:
-        name = str(op)
-        if name in ("LITERAL", "NOT_LITERAL", "ANY", "IN") and not (
-            _item_first(name, arg)[0] & variable
-        ):
-            return True
-    return False
-
-
-def _check_nesting(seq: list[Any]) -> str | None:
-    for name, arg in _walk(seq):
-        if name not in _REPEATS or arg[1] <= 1:
-            continue
-        outer_unbounded = arg[1] == _MAXREPEAT
-        body = arg[2]
-        while len(body) == 1 and str(body[0][0]) == "SUBPATTERN":
-            body = body[0][1][-1]
-        risky = [
-            inner_arg
-            for inner_name, inner_arg in _walk(body)
-            if inner_name in _REPEATS
-            and inner_arg[0] != inner_arg[1]
-            and (outer_unbounded or inner_arg[1] == _MAXREPEAT)
-        ]
-        if risky:
-            variable = frozenset().union(*(_consumed(inner[2]) for inner in risky))
-            if not _has_separator(body, variable):
-                return "nested quantifiers (such as (a+)+ or (a*)*)"
-        if outer_unbounded:
-            for inner_name, inner_arg in _walk(body):
-                if inner_name == "BRANCH" and _alternatives_overlap(inner_arg[1]):
-                    return "repeated alternatives that can match the same text (such as (a|aa)+)"
-    return None
-
-
 def _alternatives_overlap(alternatives: list[list[Any]]) -> bool:
     seen: set[int] = set()
     for chars, nullable in (_first(alt) for alt in alternatives):
@@ -356,26 +324,96 @@ def _alternatives_overlap(alternatives: list[list[Any]]) -> bool:
     return False
 
 
-def _check_adjacent(seq: list[Any]) -> str | None:
-    pending: list[frozenset[int]] = []
+# A pending quantifier: the characters it can consume, and how many overlapping quantifiers
+# end with it.
+_Chain = tuple[frozenset[int], int]
+_MAX_CHAIN = 2
+_WIDE_SPAN = 16  # a bounded repetition with more freedom than this counts as unbounded
+
+
+class _AmbiguousChain(Exception):
+    pass
+
+
+def _merge_chains(chains: list[_Chain]) -> list[_Chain]:
+    best: dict[frozenset[int], int] = {}
+    for chars, length in chains:
+        best[chars] = max(length, best.get(chars, 0))
+    return list(best.items())
+
+
+def _seq_chains(seq: list[Any], pending: list[_Chain], limit: int, strict: bool) -> list[_Chain]:
     for op, arg in seq:
-        name = str(op)
-        target_name, target_arg = name, arg
-        # look through a group that only wraps a single repetition, as in (.*)
-        while target_name == "SUBPATTERN" and len(target_arg[-1]) == 1:
-            inner_op, target_arg = target_arg[-1][0]
-            target_name = str(inner_op)
-        chars, nullable = _item_first(name, arg)
-        if target_name in _REPEATS and target_arg[1] == _MAXREPEAT:
-            if any(chars & earlier for earlier in pending):
-                return "adjacent unbounded quantifiers that can match the same characters"
-            pending = [*pending, chars] if nullable else [chars]
-        elif not nullable:
-            pending = []
-        for child in _children(name, arg):
-            problem = _check_adjacent(child)
-            if problem is not None:
-                return problem
+        pending = _item_chains(str(op), arg, pending, limit, strict)
+    return pending
+
+
+def _item_chains(
+    name: str, arg: Any, pending: list[_Chain], limit: int, strict: bool
+) -> list[_Chain]:
+    """Follow which quantifiers could still be consuming input after this item.
+
+    Counted are unbounded (or widely bounded) quantifiers, and in ``strict`` mode every
+    quantifier of variable count; a chain longer than ``limit`` is ambiguous.
+    """
+    if name in ("LITERAL", "NOT_LITERAL", "ANY", "IN"):
+        chars = _item_first(name, arg)[0]
+        # a quantifier that cannot consume this mandatory character cannot reach past it
+        return [(p, n) for p, n in pending if p & chars]
+    if name in ("SUBPATTERN", "ATOMIC_GROUP"):
+        return _seq_chains(arg[-1], pending, limit, strict)
+    if name == "BRANCH":
+        alternatives = [_seq_chains(alt, pending, limit, strict) for alt in arg[1]]
+        return _merge_chains([chain for result in alternatives for chain in result])
+    if name not in _REPEATS:
+        return pending  # anchors, lookarounds, back-references
+    low, high, body = arg
+    wide = high == _MAXREPEAT or high - low > _WIDE_SPAN
+    if not wide and not (strict and low != high):
+        after = pending
+        for _ in range(min(high, 2)):
+            after = _seq_chains(body, after, limit, strict)
+        return _merge_chains(after + pending) if low == 0 else after
+    chars = _consumed(body)
+    length = 1 + max((n for p, n in pending if p & chars), default=0)
+    if length > limit:
+        raise _AmbiguousChain
+    _seq_chains(body, [], limit, strict)
+    kept = pending if low == 0 else [(p, n) for p, n in pending if p & chars]
+    return _merge_chains([*kept, (chars, length)])
+
+
+def _ambiguous(seq: list[Any], limit: int, strict: bool) -> bool:
+    try:
+        _seq_chains(seq, [], limit, strict)
+    except _AmbiguousChain:
+        return True
+    return False
+
+
+def _check_nesting(seq: list[Any]) -> str | None:
+    for name, arg in _walk(seq):
+        if name not in _REPEATS or arg[1] <= 1:
+            continue
+        body = arg[2]
+        variable = any(n in _REPEATS and a[0] != a[1] for n, a in _walk(body))
+        # Two iterations back to back must split the input in only one way; otherwise the
+        # number of ways multiplies with every repetition.
+        if variable and _ambiguous([*body, *body], 1, True):
+            return "nested quantifiers (such as (a+)+ or (a*)*)"
+        if arg[1] == _MAXREPEAT:
+            for inner_name, inner_arg in _walk(body):
+                if inner_name == "BRANCH" and _alternatives_overlap(inner_arg[1]):
+                    return "repeated alternatives that can match the same text (such as (a|aa)+)"
+    return None
+
+
+def _check_chains(seq: list[Any]) -> str | None:
+    if _ambiguous(seq, _MAX_CHAIN, False):
+        return (
+            "more than two unbounded quantifiers in a row that can match the same characters "
+            "(such as .*-.*-.*)"
+        )
     return None
 
 
@@ -384,10 +422,12 @@ def check_regex_safety(pattern: str) -> None:
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise ValueError(f"regular expression is longer than {MAX_PATTERN_LENGTH} characters")
     try:
-        tree = list(_PARSER.parse(pattern))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            tree = list(_PARSER.parse(pattern))
     except re.error as exc:
         raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
-    problem = _check_nesting(tree) or _check_adjacent(tree)
+    problem = _check_nesting(tree) or _check_chains(tree)
     if problem is not None:
         raise ValueError(
             f"regular expression {pattern!r} risks catastrophic backtracking: {problem}"

@@ -159,8 +159,13 @@ def test_parse_errors(text: str, message: str) -> None:
         r"(a{1,5})+",
         r"(.*a){20}",
         r".*.*=.*",
-        r"(.*)(.*)",
-        r"\d+\d*",
+        r".*-.*-.*",
+        r"(.*)(.*)(.*)",
+        r"\w+\d*\w+",
+        r"(a?){3}",
+        r"(.{1,3}(-?|\d)){3}",
+        r"[ab]{3}.+(.+(-?\w{2,}|[^b]{2,}).+)x+",
+        r"x*(b{1,3}[ab]*[ab].+|.*((.?){3}){3}b{1,3})?b{2,}",
         r"(a|)+",
     ],
 )
@@ -182,6 +187,10 @@ def test_catastrophic_patterns_rejected(pattern: str) -> None:
         r".*-.*",
         r"(?:main|release)-\d+",
         r"(a+b)+",
+        r".*-.*",
+        r"\d+\d*",
+        r"(\w+)-(\w+)-(\w+)-(\w+)",
+        r"v\d+\.\d+\.\d+(-rc\.\d+)?",
     ],
 )
 def test_safe_patterns_accepted(pattern: str) -> None:
