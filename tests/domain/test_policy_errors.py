@@ -41,7 +41,7 @@ CASES: list[tuple[str, str, list[tuple[int, int, str]]]] = [
                 10,
                 1,
                 "colour: unknown key (expected one of: version, allowed_images, services, "
-                "environments)",
+                "environments, kubernetes_version)",
             )
         ],
     ),
