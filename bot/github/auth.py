@@ -11,6 +11,8 @@ from typing import Any
 
 import cachetools
 import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 # Tokens live an hour; refresh this long before GitHub says they expire so that a token never
 # runs out in the middle of a job.
@@ -27,10 +29,18 @@ class InstallationToken:
     refresh_at: float  # time.monotonic() value
 
 
-def app_jwt(app_id: str, private_key: str, now: float | None = None) -> str:
+def app_jwt(app_id: str, private_key: str | RSAPrivateKey, now: float | None = None) -> str:
     issued = int(now if now is not None else time.time()) - _CLOCK_SKEW_SECONDS
     payload = {"iat": issued, "exp": issued + _JWT_LIFETIME_SECONDS, "iss": app_id}
     return jwt.encode(payload, private_key, algorithm="RS256")
+
+
+def load_key(private_key: str) -> RSAPrivateKey:
+    """Parse the PEM once: parsing costs far more than signing and would block the loop."""
+    key = serialization.load_pem_private_key(private_key.encode(), password=None)
+    if not isinstance(key, RSAPrivateKey):
+        raise ValueError("the GitHub App key must be an RSA private key")
+    return key
 
 
 class AppAuth:
@@ -46,6 +56,7 @@ class AppAuth:
     ) -> None:
         self.app_id = app_id
         self._private_key = private_key
+        self._signing_key = load_key(private_key)
         self._request_token = request_token
         self._tokens: cachetools.TLRUCache[TokenKey, InstallationToken] = cachetools.TLRUCache(
             maxsize=max_installations,
@@ -60,7 +71,7 @@ class AppAuth:
         now = time.monotonic()
         if self._jwt is None or now >= self._jwt[1]:
             # Regenerated well before its 9-minute lifetime ends.
-            self._jwt = (app_jwt(self.app_id, self._private_key), now + 300)
+            self._jwt = (app_jwt(self.app_id, self._signing_key), now + 300)
         return self._jwt[0]
 
     async def installation_token(

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,14 +57,22 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         mutation_lock: asyncio.Lock,
         metrics: Metrics | None,
         retry: RetryPolicy,
+        app_jwt: Callable[[], str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(session, USER_AGENT, **kwargs)
+        self._app_jwt_source = app_jwt
         self.installation_id = installation_id
         self._mutation_lock = mutation_lock
         self._metrics = metrics
         self._retry = retry
         self.requests_made = 0
+
+    def _get_app_jwt(self) -> str | None:
+        """The app's JWT from the shared, cached signer (gidgethub would sign anew per client)."""
+        if self._app_jwt_source is not None:
+            return self._app_jwt_source()
+        return super()._get_app_jwt()
 
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
@@ -223,8 +231,7 @@ class GitHubClients:
 
     def app(self) -> ConveyorGitHubAPI:
         """A client authenticated as the app itself (JWT), for /app endpoints."""
-        return self._client(None, app_id=self.auth.app_id, private_key=self.auth._private_key,
-                            cache=self._app_cache)
+        return self._client(None, app_jwt=self.auth.jwt, cache=self._app_cache)
 
     async def installation(
         self, installation_id: int, *, repositories: tuple[str, ...] = ()

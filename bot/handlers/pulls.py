@@ -38,7 +38,7 @@ async def on_pull_changed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Conte
     if repo is None:
         return
     pr = event.data["pull_request"]
-    await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]))
+    await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]), pr)
 
 
 @router.register("pull_request", action="closed")
@@ -62,7 +62,8 @@ async def on_review(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) ->
     repo = await deployment_repo(event, gh, ctx)
     if repo is None:
         return
-    await ctx.gates.evaluate(ctx, gh, repo, int(event.data["pull_request"]["number"]))
+    pr = event.data["pull_request"]
+    await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]), pr)
 
 
 @router.register("check_run", action="rerequested")

@@ -26,7 +26,7 @@ async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> N
                for key in ("added", "modified", "removed") for path in commit.get(key) or []}
     if POLICY_PATH in touched or not event.data.get("commits"):
         repo = await ctx.policies.refresh(gh, installation_id, repository["full_name"],
-                                          default_branch)
+                                          default_branch, force=True)
     else:
         repo = await ctx.policies.get(gh, installation_id, repository["full_name"],
                                       default_branch)

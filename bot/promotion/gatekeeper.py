@@ -79,6 +79,8 @@ class GateService:
         default_factory=lambda: cachetools.LRUCache(maxsize=4096))
     _approvers: cachetools.TTLCache[tuple[str, str, str], bool] = field(
         default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=120))
+    _unattested: cachetools.TTLCache[tuple[str, str], bool] = field(
+        default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=1800))
 
     async def evaluate(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, number: int,
                        pr: dict[str, Any] | None = None) -> Verdict | None:
@@ -225,12 +227,19 @@ class GateService:
         if digest is None:
             return None
         source = policy.services[service].source
+        required = policy.environments[environment].require_attestation
+        # A 404 is never conditional: without this memory every re-evaluation (and every idle
+        # resync) would pay two requests for an image whose CI does not attest. Where an
+        # attestation is required, ask every time: it may have been published since.
+        if not required and (source.lower(), digest) in self._unattested:
+            return None
         try:
             attested = await find_attestation(gh, source, digest)
         except gidgethub.GitHubException:
             attested = None
         if attested is None:
-            if policy.environments[environment].require_attestation:
+            self._unattested[(source.lower(), digest)] = True
+            if required:
                 return f"no attestation found for {digest[:19]} in {source}"
             return None
         expected_commit = facts.marker.source_sha if facts.marker else None
@@ -335,6 +344,11 @@ class GateService:
         if marker.commit != facts.head_sha:
             log.info("not auto-merging: someone pushed to the promotion PR",
                      extra={"pull": facts.number})
+            return
+        if not ctx.bot_login or facts.author.lower() != ctx.bot_login.lower():
+            # A marker can be copied into any PR body: only PRs this app opened auto-merge.
+            log.info("not auto-merging: the PR was not opened by Conveyor",
+                     extra={"pull": facts.number, "author": facts.author})
             return
         await merge_promotion(ctx, gh, repo.full_name, facts.number, facts.head_sha,
                               env.merge_method)

@@ -76,18 +76,23 @@ class PolicyIndex:
         return [repo for repo in entry.repos.values() if repo.policy or repo.issues]
 
     async def refresh(self, gh: GitHubAPI, installation_id: int, full_name: str,
-                      default_branch: str | None = None) -> DeploymentRepo | None:
-        """Re-read one repository's policy from its default branch."""
+                      default_branch: str | None = None, *, force: bool = False
+                      ) -> DeploymentRepo | None:
+        """Re-read one repository's policy from its default branch.
+
+        A repository without a policy is remembered with its branch head, so that an idle
+        resync does not ask again (a 404 is never conditional); `force` (a push that touched
+        the policy) skips that memory.
+        """
         entry = self._installation(installation_id)
         key = full_name.lower()
         if default_branch is None:
             known = entry.repos.get(key)
             default_branch = known.default_branch if known else None
-        head = None
-        if key not in entry.repos and default_branch:
-            # Read before the policy, so that a policy pushed in between is never missed.
+        remembered = entry.without_policy.get(key)
+        if remembered is not None and not force and default_branch:
             head = await _head(gh, full_name, default_branch)
-            if head is not None and entry.without_policy.get(key) == head:
+            if head == remembered:
                 return None
         entry.without_policy.pop(key, None)
         try:
@@ -98,8 +103,12 @@ class PolicyIndex:
             return repo
         if policy_file is None:
             entry.repos.pop(key, None)
-            if head is not None:
-                entry.without_policy[key] = head
+            if default_branch:
+                # Read after the 404: a policy pushed in between arrives with its push event,
+                # which refreshes with `force`.
+                head = await _head(gh, full_name, default_branch)
+                if head is not None:
+                    entry.without_policy[key] = head
             return None
         repo = entry.repos.setdefault(key, DeploymentRepo(full_name))
         if default_branch is None:
