@@ -204,16 +204,21 @@ async def test_without_the_tree_directory_listings_find_the_same(world: World) -
     text = ("resources:\n  - ../../base\n  - gone.yaml\ncomponents:\n  - ../../base/deployment.yaml"
             "\nconfigMapGenerator:\n  - name: c\n    files: [../../base]\n")
     path = "apps/web/overlays/prod/kustomization.yaml"
-    sha = await world.emulator.push_files(DEPLOY_REPO, {path: text}, branch="hand/listings",
-                                          author="alice", message="Listings")
+    root = "resources:\n  - apps/web/base\n  - README.md\n  - nowhere.yaml\n"
+    sha = await world.emulator.push_files(DEPLOY_REPO, {path: text, "kustomization.yaml": root},
+                                          branch="hand/listings", author="alice",
+                                          message="Listings")
     gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
     found = {}
     for use_tree in (True, False):
         forget()
-        report = await check_change(gh, DEPLOY_REPO, None, sha, [path], use_tree=use_tree)
-        found[use_tree] = [(f.line, f.message) for f in report.findings]
+        report = await check_change(gh, DEPLOY_REPO, None, sha, [path, "kustomization.yaml"],
+                                    use_tree=use_tree)
+        found[use_tree] = [(f.path, f.line, f.message) for f in report.findings]
     assert found[True] == found[False] == [
-        (3, f"resources: 'gone.yaml' does not exist ({path.rsplit('/', 1)[0]}/gone.yaml is "
-            "not in the repository at this commit)"),
-        (8, "configMapGenerator: '../../base' is a directory; a file is needed here"),
+        (path, 3, f"resources: 'gone.yaml' does not exist ({path.rsplit('/', 1)[0]}/gone.yaml "
+                  "is not in the repository at this commit)"),
+        (path, 8, "configMapGenerator: '../../base' is a directory; a file is needed here"),
+        ("kustomization.yaml", 4, "resources: 'nowhere.yaml' does not exist (nowhere.yaml is "
+                                  "not in the repository at this commit)"),
     ]

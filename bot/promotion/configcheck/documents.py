@@ -8,24 +8,62 @@ they would after Kubernetes' own YAML-to-JSON conversion.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.events import (
+    AliasEvent,
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+)
+from ruamel.yaml.nodes import ScalarNode
 
 Path = tuple[str | int, ...]
 
 MAX_DEPTH = 64
 MAX_NODES = 200_000  # after alias expansion: a "billion laughs" file stops here
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_CONSTRUCTED = {
-    "tag:yaml.org,2002:int",
-    "tag:yaml.org,2002:float",
-    "tag:yaml.org,2002:bool",
-    "tag:yaml.org,2002:null",
-}
+# First characters of plain scalars that YAML 1.2 may resolve to something other than a
+# string: numbers, .inf/.nan, null/~, true/false, and the merge key <<.
+_NOT_ALWAYS_STR = frozenset("-+.0123456789~nNtTfF<=")
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_TAG = "tag:yaml.org,2002:"
+_YAML = YAML(typ="safe")  # only its parser and resolver, which keep no state between files
+
+
+def construct(tag: str, value: str) -> Any:
+    """The value of a resolved scalar; dates, binary and the like stay text, as they do once
+    Kubernetes has turned the YAML into JSON."""
+    kind = tag.removeprefix(_TAG)
+    try:
+        if kind == "int":
+            text = value.replace("_", "")
+            sign = -1 if text.startswith("-") else 1
+            digits = text.lstrip("+-")
+            if digits[:2] in ("0o", "0x", "0b"):
+                return sign * int(digits, 0)
+            return sign * int(digits, 8 if len(digits) > 1 and digits[0] == "0" else 10)
+        if kind == "float":
+            text = value.replace("_", "").lower()
+            if text.endswith(".nan"):
+                return float("nan")
+            if text.endswith(".inf"):
+                return float("-inf") if text.startswith("-") else float("inf")
+            return float(text)
+    except ValueError:
+        return value
+    if kind == "bool":
+        return value.lower() in ("true", "yes", "on", "y")
+    if kind == "null":
+        return None
+    return value
 
 
 @dataclass
@@ -68,79 +106,152 @@ class _TooBig(Exception):
         self.message = message
 
 
+@dataclass
+class _Frame:
+    container: dict[Any, Any] | list[Any]
+    path: Path
+    anchor: str | None
+    line: int
+    size: int = 1
+    key: Any = None
+    key_line: int = 0
+    has_key: bool = False
+    merges: list[dict[Any, Any]] = field(default_factory=list)
+
+
+def _line(event: Any) -> int:
+    return int(event.start_mark.line) + 1
+
+
 class _Builder:
+    """Parse events → documents, with an explicit stack (deep input cannot exhaust Python's)."""
+
     def __init__(self, yaml: YAML) -> None:
         self.yaml = yaml
-        self.nodes = 0
         self.problems: list[Problem] = []
+        self.documents: list[Document] = []
+        self.doc: Document | None = None
+        self.stack: list[_Frame] = []
+        self.anchors: dict[str, tuple[Any, int]] = {}  # value, and its size once expanded
+        self.nodes = 0
 
-    def scalar(self, node: ScalarNode) -> Any:
-        if node.tag not in _CONSTRUCTED:
-            return str(node.value)
-        try:
-            return self.yaml.constructor.construct_object(node, deep=True)
-        except (ValueError, TypeError, OverflowError):
-            return str(node.value)
+    def scalar(self, event: ScalarEvent) -> Any:
+        tag, value = event.tag, event.value
+        if tag is None or tag == "!":
+            if tag == "!" or not event.implicit[0]:
+                return str(value)  # quoted, block or "!": text
+            if value and value[0] not in _NOT_ALWAYS_STR:
+                return str(value)  # what the resolver would say, without its cost
+            if _DECIMAL.fullmatch(value):
+                return int(value)
+            tag = self.yaml.resolver.resolve(ScalarNode, value, event.implicit)
+        return construct(str(tag), str(value))
 
-    def build(self, node: Node, path: Path, doc: Document, depth: int) -> Any:
-        self.nodes += 1
-        line = int(node.start_mark.line) + 1
+    def count(self, size: int, line: int) -> None:
+        self.nodes += size
         if self.nodes > MAX_NODES:
             raise _TooBig(line, f"the file expands to more than {MAX_NODES} values")
-        if depth > MAX_DEPTH:
-            raise _TooBig(line, f"the document is nested deeper than {MAX_DEPTH} levels")
-        if isinstance(node, ScalarNode):
-            return self.scalar(node)
-        if isinstance(node, SequenceNode):
-            items: list[Any] = []
-            for index, item in enumerate(node.value):
-                doc.lines.setdefault((*path, index), int(item.start_mark.line) + 1)
-                items.append(self.build(item, (*path, index), doc, depth + 1))
-            return items
-        if isinstance(node, MappingNode):
-            return self.mapping(node, path, doc, depth)
-        return None
 
-    def mapping(self, node: MappingNode, path: Path, doc: Document, depth: int) -> Any:
-        result: dict[Any, Any] = {}
-        merged: list[dict[Any, Any]] = []
-        for key_node, value_node in node.value:
-            key_line = int(key_node.start_mark.line) + 1
-            if key_node.tag == _MERGE_TAG:
-                source = self.build(value_node, path, doc, depth + 1)
-                sources = source if isinstance(source, list) else [source]
-                merged.extend(s for s in sources if isinstance(s, dict))
-                continue
-            key = self.build(key_node, path, doc, depth + 1)
-            if isinstance(key, (dict, list)):
-                key = str(key)
-            if key in result:
-                first = doc.lines.get((*path, key), key_line)
-                self.problems.append(
-                    Problem(key_line, f"duplicate key '{key}' (first defined at line {first})")
-                )
-                continue
-            doc.lines[(*path, key)] = key_line
-            result[key] = self.build(value_node, (*path, key), doc, depth + 1)
-        for source in merged:  # explicit keys win, then earlier merges
-            for key, value in source.items():
-                result.setdefault(key, value)
-        return result
+    def add(self, value: Any, line: int, size: int) -> None:
+        assert self.doc is not None
+        if not self.stack:
+            self.doc.data, self.doc.line = value, line
+            return
+        frame = self.stack[-1]
+        frame.size += size
+        container = frame.container
+        if isinstance(container, list):
+            self.doc.lines.setdefault((*frame.path, len(container)), line)
+            container.append(value)
+            return
+        if not frame.has_key:
+            key = str(value) if isinstance(value, (dict, list)) else value
+            frame.key, frame.key_line, frame.has_key = key, line, True
+            return
+        frame.has_key = False
+        key = frame.key
+        if key is _MERGE:
+            sources = value if isinstance(value, list) else [value]
+            frame.merges.extend(s for s in sources if isinstance(s, dict))
+        elif key in container:
+            first = self.doc.lines.get((*frame.path, key), frame.key_line)
+            self.problems.append(
+                Problem(frame.key_line, f"duplicate key '{key}' (first defined at line {first})")
+            )
+        else:
+            self.doc.lines[(*frame.path, key)] = frame.key_line
+            container[key] = value
+
+    def start(self, container: dict[Any, Any] | list[Any], event: Any) -> None:
+        if len(self.stack) >= MAX_DEPTH:
+            raise _TooBig(_line(event), f"the document is nested deeper than {MAX_DEPTH} levels")
+        path: Path = ()
+        if self.stack:
+            parent = self.stack[-1]
+            if isinstance(parent.container, list):
+                path = (*parent.path, len(parent.container))
+            else:
+                path = (*parent.path, parent.key if parent.has_key else "<key>")
+        self.stack.append(_Frame(container, path, event.anchor, _line(event)))
+        self.count(1, _line(event))
+
+    def end(self) -> None:
+        frame = self.stack.pop()
+        if isinstance(frame.container, dict):
+            for source in frame.merges:  # explicit keys win, then earlier merges
+                for key, value in source.items():
+                    frame.container.setdefault(key, value)
+        if frame.anchor:
+            self.anchors[frame.anchor] = (frame.container, frame.size)
+        self.add(frame.container, frame.line, frame.size)
+
+    def feed(self, event: Any) -> None:
+        if isinstance(event, DocumentStartEvent):
+            self.doc = Document(data=None, line=_line(event))
+            self.anchors = {}
+        elif isinstance(event, DocumentEndEvent):
+            if self.doc is not None and self.doc.data is not None:
+                self.documents.append(self.doc)  # an empty document ("---" alone) holds nothing
+            self.doc = None
+        elif isinstance(event, ScalarEvent):
+            value = self.scalar(event)
+            if event.anchor:
+                self.anchors[event.anchor] = (value, 1)
+            self.count(1, _line(event))
+            is_merge_key = (
+                self.stack and isinstance(self.stack[-1].container, dict)
+                and not self.stack[-1].has_key and event.value == "<<"
+                and event.tag is None and event.implicit[0]
+            )
+            self.add(_MERGE if is_merge_key else value, _line(event), 1)
+        elif isinstance(event, AliasEvent):
+            if event.anchor not in self.anchors:
+                raise _TooBig(_line(event), f"alias '*{event.anchor}' has no anchor before it")
+            value, size = self.anchors[event.anchor]
+            self.count(size, _line(event))
+            self.add(value, _line(event), size)
+        elif isinstance(event, MappingStartEvent):
+            self.start({}, event)
+        elif isinstance(event, SequenceStartEvent):
+            self.start([], event)
+        elif isinstance(event, (MappingEndEvent, SequenceEndEvent)):
+            self.end()
+
+
+class _MergeKey:
+    def __repr__(self) -> str:
+        return "<<"
+
+
+_MERGE = _MergeKey()
 
 
 def parse_documents(text: str) -> Parsed:
     """Every document of ``text`` with line positions, or the problems that stop parsing."""
-    yaml = YAML(typ="safe")
-    builder = _Builder(yaml)
-    documents: list[Document] = []
+    builder = _Builder(_YAML)
     try:
-        for node in yaml.compose_all(text):
-            if node is None:
-                continue
-            doc = Document(data=None, line=int(node.start_mark.line) + 1)
-            doc.data = builder.build(node, (), doc, 0)
-            if doc.data is not None:  # an empty document ("---" alone) holds nothing
-                documents.append(doc)
+        for event in _YAML.parse(text):
+            builder.feed(event)
     except _TooBig as exc:
         builder.problems.append(Problem(exc.line, exc.message))
     except MarkedYAMLError as exc:
@@ -151,4 +262,4 @@ def parse_documents(text: str) -> Parsed:
         )
     except YAMLError as exc:
         builder.problems.append(Problem(1, f"YAML does not parse: {exc}"))
-    return Parsed(documents, builder.problems)
+    return Parsed(builder.documents, builder.problems)

@@ -2,9 +2,10 @@
 
 The layout (which paths exist, files or directories) comes from one recursive git tree; when
 GitHub truncates that (above 100,000 entries) each directory needed is listed through the
-contents API instead. File texts come through the contents API (`get_file`). A commit never
-changes, so layouts and listings are kept process-wide, as `get_file` keeps files, and
-concurrent readers of one directory share a single request.
+contents API instead (the root through the commit's own tree). File texts come through the
+contents API (`get_file`). A commit never changes, so layouts and listings are kept
+process-wide, as `get_file` keeps files, and concurrent readers of one directory share a
+single request.
 """
 
 from __future__ import annotations
@@ -96,6 +97,12 @@ class RepoView:
         return await self._once(("dir", directory), lambda: self._list(directory))
 
     async def _list(self, directory: str) -> Listing | None:
+        if not directory:  # the root: the commit's own tree, one level deep
+            async with self._limit:
+                data = await self.gh.getitem(f"/repos/{self.repo}/git/trees/{quote(self.sha)}")
+            result: Listing | None = layout_of(list(data.get("tree") or []))[""]
+            _listings[(self.repo.lower(), self.sha, directory)] = result
+            return result
         url = f"/repos/{self.repo}/contents/{content_path(directory)}?ref={quote(self.sha)}"
         async with self._limit:
             try:

@@ -173,8 +173,9 @@ async def _including_kustomizations(view: RepoView, changed: list[str],
     directories = sorted({d for path in changed for d in _ancestors(path)})[:MAX_DIRECTORIES]
     candidates = await asyncio.gather(*(_find_kustomization(view, d) for d in directories))
     result: dict[str, Document] = {}
-    for path in sorted({c for c in candidates if c is not None and c not in known}):
-        read = await _read(view, path)
+    paths = sorted({c for c in candidates if c is not None and c not in known})
+    reads = await asyncio.gather(*(_read(view, path) for path in paths))
+    for path, read in zip(paths, reads, strict=True):
         if not isinstance(read, RepoFile):
             continue
         parsed = parse_documents(read.text)
@@ -257,6 +258,7 @@ async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha
             report.add(path, [(1, str(read))])
         elif read is not None:  # None: removed in this change
             documents[path] = check_text(report, policy, path, read.text)
+            await asyncio.sleep(0)  # CPU-bound: let the webhook endpoint answer in between
     kustomizations = {path: docs[0] for path, docs in documents.items()
                       if kustomize.is_kustomization(path) and docs}
     kustomizations.update(await _including_kustomizations(view, changed, documents))
