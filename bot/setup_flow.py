@@ -148,7 +148,8 @@ def write_env(path: Path, text: str, *, force: bool) -> None:
     except FileExistsError:
         raise SetupError(f"{path} exists; run again with --force to replace it") from None
     with os.fdopen(handle, "w", encoding="utf-8") as out:
-        os.fchmod(out.fileno(), 0o600)
+        if hasattr(os, "fchmod"):  # a replaced file keeps its old mode otherwise (not Windows)
+            os.fchmod(out.fileno(), 0o600)
         out.write(text)
 
 
