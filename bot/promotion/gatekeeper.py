@@ -151,7 +151,7 @@ class GateService:
             ) for name in envs
         }
         now = ctx.clock()
-        held, hold_url = await self._hold(gh, repo.full_name, facts)
+        held, hold_url = await self._hold(ctx, gh, repo.full_name, facts)
         return evaluate_gate(GateInput(
             changes=tuple(changes), rules=rules, evidence=evidence, rollback=rollback,
             reviews=tuple(await self._reviews(gh, repo, policy, facts, envs)),
@@ -285,15 +285,17 @@ class GateService:
         self._approvers[key] = result
         return result
 
-    async def _hold(self, gh: GitHubAPI, repo: str, facts: PullFacts
+    async def _hold(self, ctx: Context, gh: GitHubAPI, repo: str, facts: PullFacts
                     ) -> tuple[str | None, str | None]:
         if HOLD_LABEL not in facts.labels:
             return None, None
         reason, url = "", None
         async for item in gh.getiter(f"/repos/{repo}/issues/{facts.number}/comments?per_page=100"):
             body = item.get("body") or ""
-            # Only Conveyor writes the marker; the reason is the rest of the marker's line.
-            if HOLD_MARKER in body and is_bot(item.get("user")):
+            # Only Conveyor's own comments count; the reason is the rest of the marker's line.
+            user = item.get("user") or {}
+            own = user.get("login") == ctx.bot_login if ctx.bot_login else is_bot(user)
+            if HOLD_MARKER in body and own:
                 reason = body.split(HOLD_MARKER, 1)[1].split("\n", 1)[0].strip()
                 reason = reason.removeprefix("Reason:").strip()
                 url = item.get("html_url")
