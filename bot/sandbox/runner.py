@@ -12,7 +12,7 @@ import logging
 import secrets
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -123,13 +123,12 @@ async def start_sandbox(*, clock: SandboxClock | None = None, workers: int = 4) 
         await runner.cleanup()
         await emulator.stop()
         raise
-    server = site._server
-    sockets = getattr(server, "sockets", None) or []
-    if not sockets:
+    addresses = runner.addresses
+    if not addresses:
         await runner.cleanup()
         await emulator.stop()
         raise SandboxError("the bot's server did not open a socket")
-    port = int(sockets[0].getsockname()[1])
+    port = int(addresses[0][1])
     webhook_url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
     emulator.webhook_url = webhook_url
     return Sandbox(emulator, runtime_of(app), clock, secret, webhook_url, runner)
@@ -162,11 +161,3 @@ def image_parts(image: str) -> tuple[str, str, str]:
     if not registry or not owner or not package:
         raise SandboxError(f"{image}: expected REGISTRY/OWNER/NAME")
     return registry, owner, package
-
-
-def seed_payload_dir(payloads: Mapping[str, str]) -> Path:
-    """A fresh temporary folder holding the given files (example webhook payloads)."""
-    folder = Path(tempfile.mkdtemp(prefix="conveyor-payloads-"))
-    for name, text in payloads.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
