@@ -84,15 +84,20 @@ class BotProcess:
         self.process.wait(10)
         self._log.close()
 
-    def stop(self) -> None:
+    async def stop(self, within: float = 15) -> int | None:
+        """SIGTERM, then wait without blocking the loop (the emulator runs on it, and the
+        draining bot may still be talking to it); SIGKILL after `within` seconds."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
-                self.process.wait(15)
+                await asyncio.to_thread(self.process.wait, within)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5)
+                self._log.close()
+                return None
         self._log.close()
+        return self.process.returncode
 
 
 @pytest.fixture
@@ -165,8 +170,10 @@ async def test_sigkill_mid_flow_then_restart_finishes_every_promotion(workdir: P
                     else "charts/api/values-staging.yaml")
             text = emulator.file(DEPLOY_REPO, path)
             assert text is not None and digest in text
+        # A graceful stop: in-flight work drains and the process exits cleanly.
+        assert await second.stop() == 0, second.log_path.read_text()[-2000:]
     finally:
         for process in (first, second):
             if process is not None and process.process.poll() is None:
-                process.stop()
+                await process.stop()
         await emulator.stop()

@@ -21,10 +21,14 @@ import aiohttp
 import pytest
 from gidgethub import sansio
 
+from bot.domain.gate import Verdict
 from bot.domain.policy import PolicyError, load_policy
 from bot.domain.tags import MAX_TAG_LENGTH, TagPolicy
 from bot.logs import configure_logging
+from bot.promotion import gatekeeper
+from bot.promotion.gatekeeper import PullFacts
 from bot.promotion.marker import PromotionMarker
+from bot.promotion.policies import DeploymentRepo
 from bot.promotion.resync import resync_all
 from bot.sandbox.demo import DEMO_POLICY, DEPLOY_REPO, digest_of
 from tests.harness import SECRET, World, pinned_kustomization
@@ -303,3 +307,36 @@ async def test_a_forged_marker_on_a_conveyor_named_branch_is_never_merged_by_the
     assert forged["state"] == "open" and not forged["merged"]
     text = world.emulator.file(DEPLOY_REPO, staging)
     assert text is not None and digest not in text
+
+
+async def test_only_prs_opened_by_conveyor_auto_merge_when_their_gate_passes(
+    rworld: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = rworld
+    ctx = world.runtime.ctx
+    assert ctx.bot_login  # learned from GET /app at start-up
+    merged: list[int] = []
+
+    async def record(_ctx: object, _gh: object, _repo: str, number: int, *args: object
+                     ) -> bool:
+        merged.append(number)
+        return True
+
+    monkeypatch.setattr(gatekeeper, "merge_promotion", record)
+    policy = load_policy(DEMO_POLICY.replace("    merge_method: squash\n",
+                                             "    merge_method: squash\n    auto_merge: true\n"),
+                         ".github/conveyor.yml")
+    assert policy.environments["production"].gated
+    repo = DeploymentRepo(DEPLOY_REPO, policy=policy)
+    digest = digest_of("web:6.6.6")
+    marker = PromotionMarker(service="web", environment="production", digest=digest,
+                             tag="6.6.6", version="6.6.6", paths=(PROD,),
+                             source_repo="acme/web", commit="a" * 40)
+    passed = Verdict(status="completed", conclusion="success", title="ok", conditions=(),
+                     recheck_at=None)
+    gh = await ctx.clients.installation(world.demo.installation_id)
+    for number, author in ((1, "carol"), (2, ctx.bot_login)):
+        facts = PullFacts(number=number, head_sha="a" * 40, base_sha="b" * 40, author=author,
+                          labels=(), marker=marker, html_url="", state="open")
+        await ctx.gates._auto_merge(ctx, gh, repo, facts, passed)
+    assert merged == [2]
