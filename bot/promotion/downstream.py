@@ -58,7 +58,7 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
         result = await opener.open(candidate, env, provenance=provenance,
                                    explicit=environments is not None, upstream_pr=upstream_pr)
         log.info("downstream promotion %s", result.action,
-                 extra={"env": env, "pull": result.number, "message": result.message})
+                 extra={"env": env, "pull": result.number, "detail": result.message})
         results.append((env, result))
     return results
 
