@@ -393,6 +393,11 @@ def reply_to(sandbox: Sandbox, repo: str, number: int, comment_id: int) -> str |
     return None
 
 
+def failed(reply: str) -> bool:
+    """A reply that reports an error (Conveyor marks those ❌ or ⚠️)."""
+    return "❌" in reply or "⚠" in reply
+
+
 def dashboard_rows(body: str) -> list[str]:
     """The tables of the dashboard issue, aligned for a console."""
     out: list[str] = []
@@ -516,6 +521,8 @@ class Story:
             raise StoryFailed(f'no "{title}" was opened, {seen} ({self.see_log()})')
         say.said(f'Conveyor opened #{pr["number"]} "{title}"; '
                  f"{gate_text(gate_of(self.sandbox, self.repo, pr))}")
+        if reply is not None and failed(reply):
+            say.problem(f"Conveyor replied: {reply}")
         return pr
 
     async def deployed(self, pr: dict[str, Any], gated: Environment) -> None:
@@ -617,6 +624,8 @@ class Story:
             say.problem(f"no rollback PR was opened; {seen}")
             return
         back = opened[-1]
+        if reply is not None and failed(reply):
+            say.problem(f"Conveyor replied: {reply}")
         version, digest = plan.previous
         say.said(f'Conveyor opened #{back["number"]} "{back["title"]}" (back to '
                  f"{version or 'the untagged image'} {short(digest)}); "
