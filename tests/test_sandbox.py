@@ -104,6 +104,7 @@ async def test_demo_story_plays_every_step(tmp_path: Path) -> None:
     assert f"Conveyor's log: {log}" in text
     records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert records and all("message" in record for record in records)
+    assert not [r for r in records if r["level"] in ("error", "critical")], records
 
 
 async def test_custom_config_plays_what_applies(tmp_path: Path) -> None:

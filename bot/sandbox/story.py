@@ -665,6 +665,19 @@ class Story:
         await self.dashboard()
 
 
+def logged_errors(path: Path) -> list[str]:
+    """The messages of the records at level error or above in the bot's JSON log."""
+    found: list[str] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("level") in ("error", "critical"):
+            found.append(f"{record.get('logger')}: {record.get('message')}")
+    return found
+
+
 # -- the `--keep` example: a later release, for `python -m bot receive` ----------------------------
 async def prepare_release_payload(sandbox: Sandbox, plan: Plan, folder: Path
                                   ) -> tuple[Path, str] | None:
@@ -786,7 +799,9 @@ async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path
                       f"(sandbox clock {sandbox.clock.start:%H:%M} → {sandbox.clock():%H:%M} "
                       f"UTC): {len(em.deliveries)} webhooks delivered, "
                       f"{len(em.requests.entries)} GitHub API requests by Conveyor.")
-        narrator.line(f"Conveyor's log: {log_path}")
+        errors = logged_errors(log_path)
+        narrator.line(f"Conveyor's log: {log_path}"
+                      + (f" ({len(errors)} error(s) logged, first: {errors[0]})" if errors else ""))
         if options.keep:
             await keep_serving(sandbox, plan, narrator, log_path, stop)
         return 0 if ok else 1
