@@ -236,3 +236,22 @@ async def test_keep_mode_serves_until_stopped(tmp_path: Path) -> None:
     stop.set()
     assert await asyncio.wait_for(task, 30) == 0
     assert out.getvalue().endswith("sandbox stopped\n")
+
+
+async def test_freeze_window_is_waited_out_and_auto_merge_merges(tmp_path: Path) -> None:
+    policy = CUSTOM_POLICY.replace("    promote: auto\n", "    promote: manual\n").replace(
+        "    merge_method: merge\n",
+        '    merge_method: merge\n    freeze: ["Mon 09:00 - Mon 12:00 UTC"]\n'
+        "    auto_merge: true\n    soak: 1h\n    evidence: [merged, deployed]\n",
+    ).replace("    evidence: [merged]\n", "")
+    config = write_config(tmp_path / "repo", policy, {
+        "envs/dev/shop.yaml": HELM_VALUES, "envs/prod/shop.yaml": HELM_VALUES})
+    status, text = await play(tmp_path, config)
+    assert status == 0, text
+    assert "4. Argo CD records a successful deployment to dev of main@" in text
+    assert "5. 1 hour passes (the sandbox clock moves from 10:00 to 11:00 UTC" in text
+    assert "   gate: in_progress — frozen until 2026-11-30T12:00:00Z" in text
+    assert "8. frozen until 2026-11-30T12:00:00Z: time passes (the sandbox clock moves from " \
+        "11:00 to 12:00 UTC)" in text
+    assert "9. Conveyor merges #2 itself (prod has auto_merge)" in text
+    assert "source deployment recorded in example/shop (prod)" in text

@@ -45,7 +45,7 @@ from .runner import Sandbox, SandboxError, image_parts, logs_to_file, start_sand
 
 POLICY_PATH = ".github/conveyor.yml"
 GATE = "conveyor/promotion-gate"
-REQUESTERS = ("alice", "carol", "erin")
+REQUESTERS = ("alice", "erin", "grace")  # write access; carol only reads
 TEAM_MEMBERS = ("bob", "dave", "frank")
 PEOPLE = {"alice": "Alice Dev", "bob": "Bob SRE", "carol": "Carol Reader", "dave": "Dave SRE",
           "erin": "Erin Dev", "frank": "Frank SRE"}
@@ -156,8 +156,9 @@ def _semver_guesses(policies: Sequence[TagPolicy]) -> list[str]:
 
 def choose_tags(policy: Policy, service: Service, entry: Environment,
                 gated: Environment | None, previous: str | None = None) -> list[str]:
-    """Release tags the story may use, one per version, oldest first: those admitted into
-    both environments (else into the entry one), and newer than `previous` when it can be."""
+    """Release tags the story may use, one per version, best first: admitted into both
+    environments (else into the entry one), newer than `previous` when it can be, and then
+    a newer one for the `--keep` example."""
     into_entry = policy.tag_policy_for(service.name, entry.name)
     everywhere = into_entry + (policy.tag_policy_for(service.name, gated.name)[1:]
                                if gated is not None else [])
@@ -170,11 +171,14 @@ def choose_tags(policy: Policy, service: Service, entry: Environment,
                 chosen.append(tag)
         if chosen:
             break
-    chosen.sort(key=lambda tag: sort_key(tag) or (0, 0, 0, (0,)))
     if previous is not None:
         chosen = [tag for tag in chosen if version_from_tag(tag) != version_from_tag(previous)]
         newer = [tag for tag in chosen if (compare_versions(tag, previous) or 0) > 0]
-        chosen = newer or chosen
+        chosen = sorted(newer, key=lambda tag: sort_key(tag) or (0, 0, 0, (0,))) or chosen
+    if chosen:  # a later release (for `--keep`) comes after the story's own
+        first, rest = chosen[0], chosen[1:]
+        later = [tag for tag in rest if (compare_versions(tag, first) or 0) > 0]
+        chosen = [first, *later, *(tag for tag in rest if tag not in later)]
     return chosen
 
 
@@ -558,7 +562,9 @@ class Story:
         before = self.sandbox.clock()
         fired = await self.sandbox.pass_time(delta)
         after = self.sandbox.clock()
-        say.step(f"{spoken(gated.soak)} pass (the sandbox clock moves from "
+        verb = "passes" if spoken(gated.soak).startswith("1 ") and " " not in \
+            spoken(gated.soak)[2:] else "pass"
+        say.step(f"{spoken(gated.soak)} {verb} (the sandbox clock moves from "
                  f"{before:%H:%M} to {after:%H:%M} UTC; {fired} timer(s) of Conveyor fire)")
         run = gate_of(self.sandbox, self.repo, pr)
         say.said(gate_text(run))
@@ -581,8 +587,33 @@ class Story:
             await self.sandbox.settle()
             say.said(gate_text(gate_of(self.sandbox, self.repo, pr)))
 
+    def merged(self, pr: dict[str, Any]) -> bool:
+        return bool(next(p for p in self.sandbox.emulator.pulls(self.repo, state="all")
+                         if p["number"] == pr["number"])["merged"])
+
+    async def wait_out(self, pr: dict[str, Any]) -> None:
+        """While the gate is `in_progress` (a freeze window, a soak), move the clock to when
+        Conveyor's timer for this PR says it passes."""
+        for _ in range(3):
+            run = gate_of(self.sandbox, self.repo, pr)
+            if gate_state(run) != "in_progress" or self.merged(pr):
+                return
+            due = [when for key, when in self.sandbox.runtime.ctx.scheduler.pending().items()
+                   if key.endswith(f"#{pr['number']}")]
+            if not due:
+                return
+            title = str(run["output"].get("title") or "the gate waits") if run else ""
+            before = self.sandbox.clock()
+            await self.sandbox.pass_time(max(min(due) - before, timedelta(0))
+                                         + timedelta(seconds=1))
+            self.narrator.step(f"{title[:1].lower() + title[1:]}: time passes (the sandbox "
+                               f"clock moves from {before:%H:%M} to "
+                               f"{self.sandbox.clock():%H:%M} UTC)")
+            self.narrator.said(gate_text(gate_of(self.sandbox, self.repo, pr)))
+
     async def merge(self, pr: dict[str, Any], gated: Environment) -> None:
         plan, em, say = self.plan, self.sandbox.emulator, self.narrator
+        await self.wait_out(pr)
         run = gate_of(self.sandbox, self.repo, pr)
         state = next(p for p in em.pulls(self.repo, state="all") if p["number"] == pr["number"])
         if state["merged"]:
