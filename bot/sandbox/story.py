@@ -233,9 +233,10 @@ def plan_demo() -> Plan:
         files[path] = _pin_previous(files[path], service.image, PREVIOUS_VERSION, previous)
     teams = {"acme/sre": ("bob", "dave")}
     gated = policy.environments["production"]
+    # None (the rollback is skipped, and says why) if the demo's files changed shape
+    running = _pinned(files, policy.path_for("web", gated.name), service.image)
     return Plan(DEPLOY_REPO, files, policy, service, policy.environments["staging"], gated,
-                "v1.1.0", "1.1.0", "v1.2.0", _cast(gated, teams),
-                (PREVIOUS_VERSION, previous), teams, demo=True)
+                "v1.1.0", "1.1.0", "v1.2.0", _cast(gated, teams), running, teams, demo=True)
 
 
 def plan_from_config(config: Path, narrator: Narrator) -> Plan | None:
