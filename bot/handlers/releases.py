@@ -7,6 +7,7 @@ import logging
 from gidgethub import routing, sansio
 
 from ..context import Context
+from ..domain.tags import tag_prefix
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.flows import promote_to_entry_environments, release_candidate
 
@@ -28,9 +29,14 @@ async def on_release_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: 
     if not targets:
         log.info("no service is fed by this repository", extra={"repository": source})
         return
+    prefix = tag_prefix(release["tag_name"])
     for repo, service in targets:
         assert repo.policy is not None
-        if not repo.policy.services[service].tags.admits(release["tag_name"]):
+        tags = repo.policy.services[service].tags
+        if prefix is not None and tags.kind != "regexp" and prefix.lower() != service.lower():
+            # A monorepo release (api-v1.5.0) feeds the service it names, not its siblings.
+            continue
+        if not tags.admits(release["tag_name"]):
             log.info("release tag not admitted by the service's tag policy",
                      extra={"service": service, "tag": release["tag_name"]})
             continue

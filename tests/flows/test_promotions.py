@@ -170,3 +170,19 @@ async def test_refusal_is_reported_on_the_source_commit() -> None:
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+async def test_monorepo_release_feeds_only_the_service_it_names() -> None:
+    policy = DEMO_POLICY.replace("    source: acme/api\n", "    source: acme/web\n")
+    world = await make_world(files={**DEMO_FILES, ".github/conveyor.yml": policy})
+    try:
+        digest = digest_of("api-1.5.0")
+        await world.emulator.publish_container("acme", "api", digest, ["1.5.0"],
+                                               source_repo="acme/web", emit=False)
+        await world.emulator.create_tag("acme/web", "api-v1.5.0")
+        await world.emulator.publish_release("acme/web", "api-v1.5.0", author="alice")
+        await world.settle()
+        assert [pr["title"] for pr in prs(world)] == ["Promote api 1.5.0 to staging"]
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
