@@ -149,3 +149,27 @@ async def test_remaining_read_routes(emulator: Emulator, gh: GitHubAPI,
     closed = [p async for p in gh.getiter(R + "/pulls?state=closed&base=main&sort=updated")]
     assert [p["number"] for p in closed] == [n]
     assert em.violations == []
+
+
+async def test_token_permissions_are_enforced(emulator: Emulator,
+                                              session: aiohttp.ClientSession) -> None:
+    from .conftest import token_for
+
+    em = emulator
+    inst = em.install("acme")
+    token = await token_for(em, session, inst, permissions={"contents": "read",
+                                                             "metadata": "read"})
+    gh = GitHubAPI(session, "t", oauth_token=token, base_url=em.base_url)
+    assert (await gh.getitem(R + "/contents/README.md"))["path"] == "README.md"
+    with pytest.raises(BadRequest) as err:
+        await gh.post(R + "/issues", data={"title": "x"})
+    assert err.value.status_code == 403
+    assert "Resource not accessible by integration" in str(err.value)
+    with pytest.raises(BadRequest) as write:
+        await gh.put(R + "/contents/a.txt", data={"message": "m", "content": "eA=="})
+    assert write.value.status_code == 403
+    with pytest.raises(BadRequest) as escalate:
+        await token_for(em, session, em.install("acme", ["web"],
+                                                 permissions={"contents": "read"}),
+                        permissions={"contents": "write"})
+    assert escalate.value.status_code == 422

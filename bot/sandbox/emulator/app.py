@@ -12,6 +12,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from . import (
+    permissions,
     routes_app,
     routes_checks,
     routes_deployments,
@@ -105,6 +106,8 @@ class Dispatcher:
                 return self._finish(request, route, template, reply, rate_key, installation_id,
                                     count=False, exhausted=True)
             self._scope(ctx, route)
+            if ctx.token is not None:
+                permissions.check(ctx.token, request.method, route.template)
             if em.validator is not None:
                 em.violations.extend(em.validator.check_request(
                     request.method, route.template, params, dict(request.query), body))
