@@ -12,7 +12,7 @@ from .metrics import Metrics
 from .promotion.candidates import PackageLookup
 from .promotion.gatekeeper import GateService
 from .promotion.policies import PolicyIndex
-from .queue import KeyedLocks
+from .queue import KeyedLocks, RepoLocks
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -27,7 +27,7 @@ class Context:
     clients: GitHubClients
     metrics: Metrics
     scheduler: Scheduler
-    locks: KeyedLocks = field(default_factory=KeyedLocks)
+    locks: RepoLocks = field(default_factory=KeyedLocks)
     clock: Callable[[], datetime] = utc_now
     policies: PolicyIndex = field(default_factory=PolicyIndex)
     packages: PackageLookup = field(default_factory=PackageLookup)

@@ -1,7 +1,8 @@
 """The intake queue and the worker pool behind the webhook endpoint.
 
-`DeliveryQueue` is the seam for other transports (a durable stream for several replicas): the
-server only calls `offer`, the workers only call `take` and `done`.
+`DeliveryQueue` is the seam for other transports (the Redis stream of `bot.redisq` for several
+replicas): the server only calls `offer`, the workers only call `take` and `done`. `RepoLocks`
+is the seam for the per-repository lock (`ctx.locks`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -23,15 +25,24 @@ class Job:
     event: str
     payload: dict[str, Any]
     received_at: float = field(default_factory=time.monotonic)
+    # The queue's own handle for the job (a durable queue's entry id); empty in memory.
+    receipt: str = ""
+
+
+# What became of an offered job: stored; already stored under the same delivery id (by any
+# replica); refused because the queue is full, or because its store cannot be reached. The
+# last two are answered 503 so that GitHub records a failure and the delivery is sent again.
+Offered = Literal["accepted", "duplicate", "full", "unavailable"]
 
 
 class DeliveryQueue(Protocol):
-    def offer(self, job: Job) -> bool:
-        """Store the job; False when the queue is full (the caller answers 503)."""
+    async def offer(self, job: Job) -> Offered:
+        """Store the job before the delivery is acknowledged."""
 
     async def take(self) -> Job: ...
 
-    def done(self, job: Job) -> None: ...
+    async def done(self, job: Job, *, ok: bool = True) -> None:
+        """The job's work is over; `ok=False` when it raised (a durable queue retries it)."""
 
     def depth(self) -> int: ...
 
@@ -44,17 +55,17 @@ class MemoryQueue:
     def __init__(self, maxsize: int) -> None:
         self._queue: asyncio.Queue[Job] = asyncio.Queue(maxsize=maxsize)
 
-    def offer(self, job: Job) -> bool:
+    async def offer(self, job: Job) -> Offered:
         try:
             self._queue.put_nowait(job)
         except asyncio.QueueFull:
-            return False
-        return True
+            return "full"
+        return "accepted"
 
     async def take(self) -> Job:
         return await self._queue.get()
 
-    def done(self, job: Job) -> None:
+    async def done(self, job: Job, *, ok: bool = True) -> None:
         self._queue.task_done()
 
     def depth(self) -> int:
@@ -62,6 +73,11 @@ class MemoryQueue:
 
     async def join(self) -> None:
         await self._queue.join()
+
+
+class RepoLocks(Protocol):
+    def hold(self, key: str) -> AbstractAsyncContextManager[None]:
+        """Exclusive use of `key` (a repository) until the block ends."""
 
 
 class KeyedLocks:
@@ -118,13 +134,15 @@ class WorkerPool:
             job = await self.queue.take()
             self._busy += 1
             self._idle.clear()
+            ok = False
             try:
                 await self._handle(job)
+                ok = True
             except Exception:
                 log.exception("job failed", extra={"delivery_id": job.delivery_id})
             finally:
                 self._busy -= 1
-                self.queue.done(job)
+                await self.queue.done(job, ok=ok)
                 if self._busy == 0 and self.queue.depth() == 0:
                     self._idle.set()
 

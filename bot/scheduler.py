@@ -24,15 +24,20 @@ class Scheduler:
         self._queue = queue
         self._clock = clock
         self._timers: dict[str, tuple[datetime, asyncio.TimerHandle, str, dict[str, Any]]] = {}
+        self._offers: set[asyncio.Task[None]] = set()
 
-    def enqueue(self, event: str, payload: dict[str, Any]) -> bool:
+    def enqueue(self, event: str, payload: dict[str, Any]) -> None:
+        """Offer an internal job to the queue (from a timer callback, so in a task)."""
         job = Job(delivery_id=f"internal-{uuid.uuid4()}", event=INTERNAL_PREFIX + event,
                   payload=payload)
-        accepted = self._queue.offer(job)
-        if not accepted:
+        task = asyncio.get_running_loop().create_task(self._offer(job))
+        self._offers.add(task)
+        task.add_done_callback(self._offers.discard)
+
+    async def _offer(self, job: Job) -> None:
+        if await self._queue.offer(job) not in ("accepted", "duplicate"):
             log.warning("queue full, internal job dropped until the next resync",
                         extra={"event": job.event})
-        return accepted
 
     def at(self, key: str, when: datetime, event: str, payload: dict[str, Any]) -> None:
         """Enqueue `event` at `when`; a later call with the same key replaces the timer."""

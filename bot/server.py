@@ -67,9 +67,17 @@ def create_app(
         metrics=metrics,
         retry=retry,
     )
+    scaleout = None
+    if queue is None and settings.redis_url:
+        from .redisq import ScaleOut  # imported only here: the default needs no Redis client
+
+        scaleout = ScaleOut.connect(settings, metrics, clock)
+        queue = scaleout.queue
     intake: DeliveryQueue = queue or MemoryQueue(settings.queue_size)
     ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
                   clock=clock)
+    if scaleout is not None:  # shared by the replicas instead of per process
+        ctx.scheduler, ctx.locks = scaleout.scheduler, scaleout.locks
     runtime = Runtime(
         settings=settings,
         router=router,
@@ -87,6 +95,8 @@ def create_app(
     app.router.add_get("/metrics", metrics_endpoint)
 
     async def on_startup(_app: web.Application) -> None:
+        if scaleout is not None:
+            scaleout.start()
         runtime.pool.start()
         runtime.ready = True
         await learn_bot_login(runtime)
@@ -99,9 +109,13 @@ def create_app(
             task.cancel()
         await asyncio.gather(*runtime.background, return_exceptions=True)
         runtime.ctx.scheduler.cancel_all()
+        if scaleout is not None:
+            scaleout.pause()
         finished = await runtime.pool.drain(settings.shutdown_grace)
         if not finished:
             log.warning("shutdown: in-flight work did not finish; the resync will redo it")
+        if scaleout is not None:
+            await scaleout.close()
         await clients.close()
 
     app.on_startup.append(on_startup)
@@ -166,11 +180,20 @@ async def webhook(request: web.Request) -> web.Response:
     if delivery_id in runtime.seen_deliveries:
         metrics.deliveries.labels(event_name, "duplicate").inc()
         return _answer(202, "duplicate delivery, already accepted")
-    if not runtime.queue.offer(Job(delivery_id, event_name, payload)):
+    offered = await runtime.queue.offer(Job(delivery_id, event_name, payload))
+    if offered == "full":
         metrics.deliveries.labels(event_name, "queue_full").inc()
         log.warning("queue full, delivery refused", extra={"delivery_id": delivery_id})
         return _answer(503, "queue full, retry later")
+    if offered == "unavailable":
+        metrics.deliveries.labels(event_name, "store_unavailable").inc()
+        log.warning("delivery store unreachable, delivery refused",
+                    extra={"delivery_id": delivery_id})
+        return _answer(503, "delivery store unavailable, retry later")
     runtime.seen_deliveries[delivery_id] = True
+    if offered == "duplicate":
+        metrics.deliveries.labels(event_name, "duplicate").inc()
+        return _answer(202, "duplicate delivery, already accepted")
     metrics.deliveries.labels(event_name, "accepted").inc()
     metrics.queue_depth.set(runtime.queue.depth())
     return _answer(202, "accepted")

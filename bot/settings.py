@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,9 @@ class Settings:
     queue_size: int = 10_000
     workers: int = 8
     shutdown_grace: float = 25.0
+    # Scale-out: empty keeps everything in process memory (one replica, or independent ones).
+    redis_url: str = field(default="", repr=False)
+    redis_claim_timeout: float = 30.0
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -134,6 +138,27 @@ def _api_url(env: Mapping[str, str]) -> str:
     return url.rstrip("/")
 
 
+def _redis_url(env: Mapping[str, str]) -> str:
+    url = env.get("CONVEYOR_REDIS_URL", "").strip()
+    if not url:
+        return ""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise SettingsError("CONVEYOR_REDIS_URL must be a redis:// or rediss:// URL") from None
+    path = parts.path.strip("/")
+    if (parts.scheme not in ("redis", "rediss") or not parts.hostname or port == 0
+            or (path and not path.isdigit())):
+        # The URL may hold a password: never echo it.
+        raise SettingsError("CONVEYOR_REDIS_URL must be a redis:// or rediss:// URL "
+                            "(redis://[:password@]host[:port][/db])")
+    if importlib.util.find_spec("redis") is None:
+        raise SettingsError("CONVEYOR_REDIS_URL is set but the redis client is not installed: "
+                            "pip install 'conveyor-bot[redis]'")
+    return url
+
+
 def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None = None) -> Settings:
     """Build Settings; raises SettingsError naming the first bad variable."""
     env = merged_environment(environ, dotenv)
@@ -160,4 +185,6 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         max_body_bytes=int(_number(env, "CONVEYOR_MAX_BODY_BYTES", 25 * 1024 * 1024, integer=True)),
         queue_size=max(1, int(_number(env, "CONVEYOR_QUEUE_SIZE", 10_000, integer=True))),
         workers=max(1, int(_number(env, "CONVEYOR_WORKERS", 8, integer=True))),
+        redis_url=_redis_url(env),
+        redis_claim_timeout=max(0.5, _number(env, "CONVEYOR_REDIS_CLAIM_TIMEOUT", 30.0)),
     )

@@ -1,0 +1,53 @@
+"""Scale-out on Redis: the delivery queue, the repository locks and the timers that several
+replicas share. Used only when `CONVEYOR_REDIS_URL` is set; needs the `redis` extra
+(`pip install 'conveyor-bot[redis]'`). Installation tokens, ETag caches and the policy cache
+stay in each process's memory: nothing secret is ever written to Redis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from redis.asyncio import Redis
+
+from ..metrics import Metrics
+from ..settings import Settings
+from .client import Keys, connect
+from .locks import RedisLocks
+from .stream import RedisQueue
+from .timers import RedisScheduler
+
+__all__ = ["Keys", "RedisLocks", "RedisQueue", "RedisScheduler", "ScaleOut"]
+
+
+@dataclass
+class ScaleOut:
+    redis: Redis
+    queue: RedisQueue
+    locks: RedisLocks
+    scheduler: RedisScheduler
+
+    @classmethod
+    def connect(cls, settings: Settings, metrics: Metrics,
+                clock: Callable[[], datetime]) -> ScaleOut:
+        """Builds the clients; nothing is sent to Redis until the server starts."""
+        redis = connect(settings.redis_url)
+        queue = RedisQueue(redis, metrics, maxsize=settings.queue_size,
+                           claim_timeout=settings.redis_claim_timeout)
+        return cls(redis, queue, RedisLocks(redis), RedisScheduler(queue, clock))
+
+    def start(self) -> None:
+        self.queue.start()
+        self.scheduler.start()
+
+    def pause(self) -> None:
+        """Shutdown begins: take no new deliveries, fire no timers (other replicas will)."""
+        self.queue.pause()
+        self.scheduler.cancel_all()
+
+    async def close(self) -> None:
+        await self.scheduler.close()
+        await self.queue.close()
+        await self.redis.aclose()
