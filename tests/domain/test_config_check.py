@@ -122,6 +122,17 @@ def test_deployment_errors_are_on_their_lines(edit: tuple[str, str], line: int,
     assert outcome.findings == ((line, message),)
 
 
+@pytest.mark.parametrize(("value", "found"), [
+    ("8080", ()), ("http", ()), ("null", ()),
+    ("[80]", ((7, "Service web: spec.ports[0].targetPort: expected string or integer, got "
+                  "list (Kubernetes 1.31)"),)),
+])
+def test_int_or_string_takes_either_and_null(value: str, found: tuple[object, ...]) -> None:
+    service = one("apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ports:\n"
+                  f"    - port: 80\n      targetPort: {value}\n")
+    assert check_resource(service, "1.31").findings == found
+
+
 def test_an_unknown_core_kind_is_an_error_with_a_suggestion() -> None:
     outcome = check_resource(one("apiVersion: apps/v1\nkind: Deploymnet\n"), "1.31")
     assert outcome.findings == ((2, "unknown kind 'Deploymnet' for apiVersion apps/v1 in "

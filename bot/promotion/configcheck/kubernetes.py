@@ -89,6 +89,14 @@ def link(definitions: dict[str, Any]) -> None:
         if id(node) in seen:
             continue
         seen.add(id(node))
+        if isinstance(node, dict) and _types_only(node.get("oneOf")):
+            # int-or-string and quantities: {"oneOf": [{"type": [string, null]}, {"type":
+            # [integer, null]}]} refuses null (it matches both); one type list does not
+            types: list[str] = []
+            for option in node.pop("oneOf"):
+                kinds = option["type"] if isinstance(option["type"], list) else [option["type"]]
+                types += [kind for kind in kinds if kind not in types]
+            node["type"] = types
         if isinstance(node, dict):
             for key, value in node.items():
                 node[key] = target(value)
@@ -97,6 +105,12 @@ def link(definitions: dict[str, Any]) -> None:
             for index, value in enumerate(node):
                 node[index] = target(value)
                 pending.append(node[index])
+
+
+def _types_only(options: Any) -> bool:
+    return isinstance(options, list) and bool(options) and all(
+        isinstance(option, dict) and set(option) == {"type"} for option in options
+    )
 
 
 @functools.lru_cache(maxsize=4)
