@@ -4,6 +4,8 @@ kustomizations, Helm values, the summary, and the policy's `kubernetes_version`.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.domain.policy import PolicyError, load_policy
 from bot.domain.policy.kubernetes import latest_kubernetes_version, supported_kubernetes_versions
@@ -343,3 +345,23 @@ def test_an_unsupported_kubernetes_version_is_an_error_on_its_line(value: str,
     issue, = caught.value.issues
     assert issue.line == DEMO_POLICY.count("\n") + 1 and issue.column == 21
     assert issue.message.startswith(message), issue.message
+
+
+# -- never a crash --------------------------------------------------------------------------
+
+PIECES = [*"ab:-[]{}&*<!|>'\"#%@`,? \n\t01.~", "apiVersion: v1\n", "kind: Pod\n",
+          "kind: List\n", "items:\n", "  - ", "spec:\n", "images:\n", "resources:\n", "---\n",
+          "<<: *a\n", "&a ", "newTag: sha256:x\n"]
+YAMLISH = st.lists(st.sampled_from(PIECES), max_size=80).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=YAMLISH)
+def test_any_text_gives_findings_never_an_exception(text: str) -> None:
+    report = Report(kubernetes_version="1.31")
+    for path in ("apps/a.yaml", "k/kustomization.yaml", "charts/c/values.yaml"):
+        for doc in check_text(report, None, path, text):
+            if isinstance(doc.data, dict):
+                references(doc, "k")
+                image_findings(doc)
+    assert all(f.line >= 1 for f in report.findings)
