@@ -139,6 +139,14 @@ def catalogue(version: str) -> Catalogue | None:
                      groups=frozenset(groups))
 
 
+def prepare(version: str) -> None:
+    """Load jsonschema and the schemas of ``version`` (about a second, once per process):
+    called in a worker thread so that the event loop keeps answering meanwhile."""
+    import jsonschema  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
+
+    catalogue(version)
+
+
 @functools.lru_cache(maxsize=512)
 def _validator(version: str, definition: str) -> Validate:
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]

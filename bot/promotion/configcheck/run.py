@@ -27,7 +27,7 @@ from ...manifests import ManifestError, find_all_images
 from ..policies import POLICY_PATH
 from . import helm, kustomize
 from .documents import Document, parse_documents
-from .kubernetes import check_resource, is_kustomize, is_resource
+from .kubernetes import check_resource, is_kustomize, is_resource, prepare
 from .repoview import RepoView
 
 if TYPE_CHECKING:
@@ -109,6 +109,11 @@ def is_checked(path: str) -> bool:
     return path.endswith((".yaml", ".yml")) or kustomize.is_kustomization(path)
 
 
+def may_hold_resources(path: str) -> bool:
+    return not (path == POLICY_PATH or helm.is_values_file(path)
+                or kustomize.is_kustomization(path))
+
+
 def is_helm_template(path: str, text: str) -> bool:
     return "/templates/" in f"/{path}" and "{{" in text
 
@@ -129,7 +134,7 @@ def check_text(report: Report, policy: Policy | None, path: str, text: str) -> l
     report.documents += len(parsed.documents)
     if policy is not None:
         report.findings += image_findings(policy, path, text)
-    if helm.is_values_file(path) or kustomize.is_kustomization(path):
+    if not may_hold_resources(path):
         return parsed.documents  # not Kubernetes resources
     for doc in parsed.documents:
         if not is_resource(doc.data) or is_kustomize(doc.data):
@@ -252,6 +257,8 @@ async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha
     changed = changed_paths[:MAX_FILES]
     checked = [path for path in changed if is_checked(path)]
     reads = await asyncio.gather(*(_read(view, path) for path in checked))
+    if any(may_hold_resources(path) for path in checked) and version:
+        await asyncio.to_thread(prepare, version)
     documents: dict[str, list[Document]] = {}
     for path, read in zip(checked, reads, strict=True):
         if isinstance(read, FileTooLarge):
