@@ -141,16 +141,18 @@ class Opener:
             )
             if not rollback:
                 await self._supersede(candidate, environment, branch, number, pulls, explicit)
+            merged = False
+            if env.auto_merge and not env.gated:
+                # Still under the repository's lock: a newer promotion of the same service is
+                # opened after this merge, from the new base, so the two PRs never conflict.
+                from .merger import merge_promotion
+
+                merged = await merge_promotion(self.ctx, self.gh, repo, number, head_sha,
+                                               env.merge_method)
         self.ctx.metrics.promotions.labels(environment, "opened").inc()
         log.info("promotion opened", extra={"repository": repo, "pull": number,
                                             "service": candidate.service, "env": environment,
                                             "digest": candidate.digest})
-        merged = False
-        if env.auto_merge and not env.gated:
-            from .merger import merge_promotion
-
-            merged = await merge_promotion(self.ctx, self.gh, repo, number, head_sha,
-                                           env.merge_method)
         return OpenResult("opened", "opened", number, url, merged=merged)
 
     def _newer_than_candidate(self, candidate: Candidate, live_tag: str | None,

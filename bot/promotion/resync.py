@@ -4,13 +4,15 @@ For each deployment repository: the newest admitted release of every service is 
 the entry environments (idempotent: an open or live promotion costs only conditional reads),
 work a failed job left half done is finished (an auto-merge that did not happen, an older PR
 left open beside a newer one, a `promote: auto` environment whose upstream merge event was
-lost), the gate of every open PR is re-evaluated (restoring soak and freeze timers), and the
-dashboard is refreshed. An idle resync makes only requests that GitHub answers with `304`.
+lost, a promotion branch without an open PR), the gate of every open PR is re-evaluated
+(restoring soak and freeze timers), and the dashboard is refreshed. An idle resync makes only
+requests that GitHub answers with `304`.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -24,7 +26,7 @@ from .downstream import promote_downstream, reevaluate_open_pulls
 from .flows import promote_to_entry_environments, release_candidate
 from .marker import PromotionMarker, branch_prefix, parse_marker
 from .merger import merge_promotion
-from .opener import close_superseded, open_pulls
+from .opener import close_superseded, find_pull_for_branch, open_pulls
 from .policies import DeploymentRepo
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECENT_RELEASES = 10
+_PROMOTION_BRANCH = re.compile(r"conveyor/(?:rollback/)?[^/]+/[^/]+-[0-9a-f]{12}")
 
 
 async def resync_all(ctx: Context) -> int:
@@ -90,11 +93,20 @@ async def finish_interrupted_promotions(ctx: Context, gh: GitHubAPI, repo: Deplo
     - an open PR of an ungated `auto_merge` environment still at Conveyor's commit: merged
       (the merge right after opening failed), unless its file already pins a newer version.
     """
+    # Under the repository's lock, like the opener: a promotion opened meanwhile by a webhook
+    # never races with these merges and closes.
+    async with ctx.locks.hold(repo.full_name):
+        await _finish_interrupted(ctx, gh, repo)
+
+
+async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
     policy = repo.policy
     assert policy is not None
     newest: dict[tuple[str, str], tuple[dict[str, Any], PromotionMarker]] = {}
     ours: list[tuple[dict[str, Any], PromotionMarker]] = []
-    for pr in await open_pulls(gh, repo.full_name):
+    pulls = await open_pulls(gh, repo.full_name)
+    await _delete_stray_branches(gh, repo.full_name, {str(pr["head"]["ref"]) for pr in pulls})
+    for pr in pulls:
         marker = parse_marker(pr.get("body"))
         if marker is None or marker.kind != "promotion" or not _by_conveyor(ctx, pr) or not str(
                 pr["head"]["ref"]).startswith(branch_prefix(marker.environment, marker.service)):
@@ -128,6 +140,30 @@ async def finish_interrupted_promotions(ctx: Context, gh: GitHubAPI, repo: Deplo
                  extra={"repository": repo.full_name, "pull": pr["number"]})
         await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), str(marker.commit),
                               env.merge_method)
+
+
+async def _delete_stray_branches(gh: GitHubAPI, repo: str, open_heads: set[str]) -> None:
+    """Promotion branches live as long as their PR is open: delete those of merged or closed
+    PRs (a superseded PR whose branch deletion failed) and those no PR was ever opened for (a
+    job that failed between creating the branch and opening the PR). Only names in Conveyor's
+    own `conveyor/<env>/<service>-<12 hex>` namespace are touched."""
+    stray = []
+    async for ref in gh.getiter(f"/repos/{repo}/git/matching-refs/heads/conveyor/"):
+        branch = str(ref.get("ref", "")).removeprefix("refs/heads/")
+        if branch not in open_heads and _PROMOTION_BRANCH.fullmatch(branch):
+            stray.append(branch)
+    for branch in stray:
+        pull = await find_pull_for_branch(gh, repo, branch)
+        if pull is not None and pull.get("state") == "open":
+            continue
+        log.info("resync: deleting a promotion branch without an open PR",
+                 extra={"repository": repo, "branch": branch,
+                        "pull": pull.get("number") if pull else None})
+        try:
+            await gh.delete(f"/repos/{repo}/git/refs/heads/{quote(branch, safe='/')}")
+        except gidgethub.BadRequest as exc:
+            if exc.status_code not in (404, 422):
+                raise
 
 
 async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:

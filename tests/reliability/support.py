@@ -150,7 +150,9 @@ def assert_no_half_made_branches(emulator: Emulator, repo: str = DEPLOY_REPO) ->
     owned = {pr["head"]["ref"] for pr in emulator.pulls(repo, state="all")
              if pr["state"] == "open" or pr.get("merged")}
     orphans = [b for b in emulator.branches(repo) if b.startswith("conveyor/") and b not in owned]
-    assert not orphans, f"branches without an open or merged PR: {orphans}"
+    closed = {pr["head"]["ref"]: (pr["number"], pr["state"]) for pr in emulator.pulls(
+        repo, state="all") if pr["head"]["ref"] in orphans}
+    assert not orphans, f"branches without an open or merged PR: {orphans}; closed: {closed}"
 
 
 def metric_samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from tests.harness import World, close_world
+from bot.sandbox.emulator.auth import generate_private_key
+from bot.settings import load_settings
+from tests.harness import SECRET, World, close_world
 from tests.reliability.support import build_world, metric_samples, post_signed
 
 BURST = 1000
@@ -85,7 +88,12 @@ async def test_a_burst_of_1000_deliveries_is_answered_in_time_and_fully_accounte
 
 
 async def test_a_full_queue_answers_503_and_never_drops_silently() -> None:
-    world = await build_world(queue_size=3, workers=1)
+    configured = load_settings({"GITHUB_APP_ID": "1", "GITHUB_WEBHOOK_SECRET": SECRET,
+                                "GITHUB_PRIVATE_KEY": generate_private_key()[0],
+                                "CONVEYOR_QUEUE_SIZE": "3", "CONVEYOR_WORKERS": "1"},
+                               dotenv=Path("/nonexistent/.env"))
+    assert (configured.queue_size, configured.workers) == (3, 1)
+    world = await build_world(queue_size=configured.queue_size, workers=configured.workers)
     try:
         world.emulator.faults.latency = 0.05  # every job makes a few slow API requests
         deploy = {"id": 1, "full_name": world.repo, "name": "deploy",

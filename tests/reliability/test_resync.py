@@ -161,3 +161,25 @@ async def test_resync_closes_an_older_promotion_left_open_beside_a_newer_one(
     text = world.emulator.file(world.repo, "apps/web/overlays/staging/kustomization.yaml")
     assert text is not None and newer in text
     assert_no_half_made_branches(world.emulator)
+
+
+async def test_resync_deletes_promotion_branches_without_an_open_pr(rworld: World) -> None:
+    world = rworld
+    emulator = world.emulator
+    merged_digest = await world.release("web", "1.0.0")  # staging PR merged, branch left
+    half_made = f"conveyor/production/api-{digest_of('api:7.7.7')[7:19]}"
+    await emulator.create_branch(world.repo, half_made)  # the job died before the PR
+    await emulator.create_branch(world.repo, "conveyor/notes")  # not Conveyor's naming
+    assert f"conveyor/staging/web-{merged_digest[7:19]}" in emulator.branches(world.repo)
+
+    await resync_all(world.runtime.ctx)
+    await world.settle()
+    branches = emulator.branches(world.repo)
+    assert half_made not in branches
+    assert f"conveyor/staging/web-{merged_digest[7:19]}" not in branches
+    assert "conveyor/notes" in branches
+    # once the deletions are read back, an idle resync is `304`s only again
+    await resync_all(world.runtime.ctx)
+    emulator.reset_counters()
+    await resync_all(world.runtime.ctx)
+    assert {e.status for e in emulator.requests.entries} == {304}
