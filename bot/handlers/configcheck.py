@@ -37,6 +37,7 @@ async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> N
     if repo is None:
         return
     paths = sorted({path for commit in event.data.get("commits") or []
-                    for key in ("added", "modified") for path in commit.get(key) or []})
+                    for key in ("added", "modified", "removed")
+                    for path in commit.get(key) or []})
     if paths:
         await run_config_check(ctx, gh, repo.full_name, repo.policy, event.data["after"], paths)
