@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -627,9 +626,6 @@ class Emulator:
         self.world.tokens[value] = Token(value, inst.id, None, dict(inst.permissions),
                                          time.time() + self.token_ttl)
         return value
-
-    def b64(self, text: str) -> str:
-        return base64.b64encode(text.encode()).decode()
 
     def reset_counters(self) -> None:
         self.requests.reset()
