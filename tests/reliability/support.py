@@ -10,7 +10,6 @@ import json
 import re
 from collections import Counter
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -177,7 +176,3 @@ async def wait_for(predicate: Any, *, within: float, interval: float = 0.05) -> 
             return True
         await asyncio.sleep(interval)
     return bool(predicate())
-
-
-def utc(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
