@@ -36,7 +36,9 @@ class ScaleOut:
         redis = connect(settings.redis_url)
         queue = RedisQueue(redis, metrics, maxsize=settings.queue_size,
                            claim_timeout=settings.redis_claim_timeout)
-        return cls(redis, queue, RedisLocks(redis), RedisScheduler(queue, clock))
+        # A dead replica's locks expire when its deliveries may be claimed: after the timeout.
+        locks = RedisLocks(redis, ttl=settings.redis_claim_timeout)
+        return cls(redis, queue, locks, RedisScheduler(queue, clock))
 
     def start(self) -> None:
         self.queue.start()
