@@ -58,3 +58,6 @@ class Keys:
 
     def fence(self, key: str) -> str:
         return f"{self.prefix}:fence:{key}"
+
+    def wanted(self, key: str) -> str:
+        return f"{self.prefix}:wanted:{key}"

@@ -5,8 +5,10 @@ replica's lock frees itself. The fence is a counter per key, increased on every 
 each holder gets a larger number than the one before (a fencing token). Only the holder whose
 exact token is in the key may renew or release it, so a replica that stalled past the expiry
 cannot release the lock its successor now holds. While a block runs, the lock is renewed every
-third of its expiry. Inside one process an asyncio lock queues the waiters first, so a replica
-polls Redis once per key, not once per waiting task.
+third of its expiry. A free lock goes to a replica already waiting for it before a newcomer
+(the releasing replica's next task is one), so replicas take turns. Inside one process an
+asyncio lock queues the waiters first, so a replica polls Redis once per key, not once per
+waiting task.
 """
 
 from __future__ import annotations
@@ -26,8 +28,13 @@ from .client import REDIS_ERRORS, Keys
 
 log = logging.getLogger(__name__)
 
+# A caller that is not waiting yet leaves a free lock to those who are (the `wanted` mark,
+# refreshed by every waiter's poll): otherwise the replica that just released it would take
+# it again at once for its next local task, and the other replicas could wait for minutes.
 ACQUIRE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
+if redis.call('EXISTS', KEYS[1]) == 1
+    or (ARGV[3] == '0' and redis.call('EXISTS', KEYS[3]) == 1) then
+  redis.call('SET', KEYS[3], '1', 'PX', ARGV[4])
   return false
 end
 local fence = redis.call('INCR', KEYS[2])
@@ -95,10 +102,12 @@ class RedisLocks:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait_limit
         attempt = f"{self.owner}-{uuid.uuid4().hex[:8]}"
+        waiting = 0
         while True:
             try:
-                fence = await self._acquire(keys=[self.keys.lock(key), self.keys.fence(key)],
-                                            args=[attempt, int(self.ttl * 1000)])
+                fence = await self._acquire(
+                    keys=[self.keys.lock(key), self.keys.fence(key), self.keys.wanted(key)],
+                    args=[attempt, int(self.ttl * 1000), waiting, int(self.poll * 4000)])
             except REDIS_ERRORS as exc:
                 if loop.time() >= deadline:
                     raise LockUnavailable(f"lock {key}: {exc}") from exc
@@ -108,6 +117,7 @@ class RedisLocks:
                 return Lease(key, int(fence), f"{int(fence)}:{attempt}")
             if loop.time() >= deadline:
                 raise LockUnavailable(f"lock {key} held elsewhere for {self.wait_limit:.0f} s")
+            waiting = 1
             await asyncio.sleep(self.poll * (0.5 + random.random()))
 
     async def renew(self, lease: Lease) -> bool:
