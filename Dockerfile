@@ -6,8 +6,9 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 # every dependency has wheels for CPython 3.11 on Linux: no compiler needed. pip compiles the
-# bytecode here, so the read-only runtime never writes any.
-RUN python -m pip install --prefix=/install .
+# bytecode here, so the read-only runtime never writes any. The `redis` extra (a small pure
+# Python client) lets the same image run alone or as replicas sharing CONVEYOR_REDIS_URL.
+RUN python -m pip install --prefix=/install ".[redis]"
 
 FROM python:3.11-slim
 LABEL org.opencontainers.image.title="conveyor" \
