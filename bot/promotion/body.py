@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..domain.commands import HELP_TEXT
+from ..domain.durations import format_duration
 from ..domain.policy import Environment
 from ..domain.provenance import Provenance
 from .candidates import Candidate
@@ -96,7 +97,8 @@ def pr_body(
         for kind in environment.evidence:
             lines.append(f"- [ ] {kind} in {environment.after}")
         if environment.soak:
-            lines.append(f"- [ ] soaked for {environment.soak} since that evidence")
+            lines.append(f"- [ ] soaked for {format_duration(environment.soak)} since that "
+                         "evidence")
         if environment.approvals:
             lines.append(f"- [ ] {environment.approvals} approving review(s) by "
                          f"{', '.join(environment.approvers) or 'a maintainer'}")

@@ -158,12 +158,18 @@ def package_event_facts(payload: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def source_from_labels(labels: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(owner/repo, revision) from OCI labels `org.opencontainers.image.source`/`.revision`."""
-    source = str(labels.get("org.opencontainers.image.source") or "")
+    """(owner/repo, revision) from the OCI labels of a package event.
+
+    GitHub puts the image's labels under `container_metadata.labels.all_labels` and repeats
+    `source`/`revision` flat beside it; both spellings are read.
+    """
+    every = labels.get("all_labels")
+    merged = {**labels, **(every if isinstance(every, dict) else {})}
+    source = str(merged.get("org.opencontainers.image.source") or merged.get("source") or "")
     repo = None
     if source:
         path = source.split("://", 1)[-1].split("/", 1)[-1].removesuffix(".git").strip("/")
         if path.count("/") == 1:
             repo = path
-    revision = labels.get("org.opencontainers.image.revision")
+    revision = merged.get("org.opencontainers.image.revision") or merged.get("revision")
     return repo, (str(revision) if revision else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gidgethub.abc import GitHubAPI
@@ -11,7 +12,7 @@ from .candidates import Candidate
 from .marker import PromotionMarker
 from .opener import Opener, OpenResult, open_pulls
 from .policies import DeploymentRepo
-from .provenance import gather_provenance
+from .provenance import LazyProvenance
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -51,7 +52,11 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
         "upstream" if environments is None else "command",
         requester if requester is not None else marker.requester,
     )
-    provenance = await gather_provenance(gh, candidate, ctx.web_url)
+    package = await ctx.packages.find_by_digest(gh, candidate.image, candidate.digest)
+    if package is not None:
+        candidate = replace(candidate, package_url=package.url,
+                            published_at=package.created_at)
+    provenance = LazyProvenance(gh, candidate, ctx.web_url)
     opener = Opener(ctx, gh, repo)
     results = []
     for env in targets:

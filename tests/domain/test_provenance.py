@@ -153,3 +153,14 @@ def test_compare_text(ahead: int | None, behind: int | None, expected: str) -> N
 def test_link_markdown() -> None:
     assert Link("v1.4.2", "https://x/r").markdown() == "[v1.4.2](https://x/r)"
     assert Link("v1.4.2").markdown() == "v1.4.2"
+
+
+def test_source_from_labels_reads_githubs_all_labels_and_flat_keys() -> None:
+    from bot.promotion.candidates import source_from_labels
+
+    nested = {"all_labels": {"org.opencontainers.image.source": "https://github.com/acme/web",
+                             "org.opencontainers.image.revision": "a" * 40}}
+    assert source_from_labels(nested) == ("acme/web", "a" * 40)
+    flat = {"source": "https://github.com/acme/web.git", "revision": "b" * 40}
+    assert source_from_labels(flat) == ("acme/web", "b" * 40)
+    assert source_from_labels({}) == (None, None)
