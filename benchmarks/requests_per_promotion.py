@@ -98,13 +98,18 @@ async def open_production_pr(stage: Stage, version: str) -> dict[str, Any]:
 
 
 async def idle_resync(stage: Stage) -> tuple[Tally, int]:
-    """A resync to settle, then the measured one; (its requests, services)."""
+    """Resyncs until nothing changes, then the measured one; (its requests, services).
+
+    The first resync may still change things (it deletes the branches of merged promotions,
+    which moves the repository's `pushed_at`), so two settle before the one measured.
+    """
     assert stage.bot is not None
     ctx = stage.bot.runtime.ctx
     installation_id = stage.demo.installation_id
     gh = await ctx.clients.installation(installation_id)
-    await resync_installation(ctx, gh, installation_id)
-    await stage.quiesce()
+    for _ in range(2):
+        await resync_installation(ctx, gh, installation_id)
+        await stage.quiesce()
     stage.emulator.reset_counters()
     await resync_installation(ctx, gh, installation_id)
     idle = await measure_quiet(stage)
