@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -20,6 +21,9 @@ def run_server() -> int:
     configure_logging(settings.log_level)
     register_secret(settings.webhook_secret)
     register_secret(settings.private_key.strip())
+    redis_password = urlsplit(settings.redis_url).password if settings.redis_url else None
+    if redis_password:
+        register_secret(redis_password)
     app = create_app(settings, build_router(), background=background_tasks)
     log.info(
         "conveyor listening",

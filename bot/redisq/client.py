@@ -7,6 +7,7 @@ several keys at once, also run on a Redis Cluster (all keys in one slot).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 from typing import Any, cast
 
@@ -37,6 +38,13 @@ def connect(url: str) -> Redis:
 async def wait(result: Awaitable[Any] | Any) -> Any:
     """Await a redis-py command: its stubs describe the sync and async clients at once."""
     return await cast(Awaitable[Any], result)
+
+
+def stop_requested() -> bool:
+    """True once the running task was cancelled. A loop that catches connection errors checks
+    it, so that a cancellation surfacing as a connection or timeout error is never retried."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 class Keys:

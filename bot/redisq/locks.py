@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from ..queue import KeyedLocks
-from .client import REDIS_ERRORS, Keys
+from .client import REDIS_ERRORS, Keys, stop_requested
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,8 @@ class RedisLocks:
                     keys=[self.keys.lock(key), self.keys.fence(key), self.keys.wanted(key)],
                     args=[attempt, int(self.ttl * 1000), waiting, int(self.poll * 4000)])
             except REDIS_ERRORS as exc:
+                if stop_requested():
+                    raise asyncio.CancelledError from exc
                 if loop.time() >= deadline:
                     raise LockUnavailable(f"lock {key}: {exc}") from exc
                 await asyncio.sleep(0.2)
@@ -139,5 +141,7 @@ class RedisLocks:
                               "work on it too", extra={"repository": lease.key})
                     return
             except REDIS_ERRORS as exc:
+                if stop_requested():
+                    raise asyncio.CancelledError from exc
                 log.warning("could not renew a repository lock",
                             extra={"repository": lease.key, "error": str(exc)})

@@ -28,7 +28,7 @@ from redis.exceptions import ResponseError
 
 from ..metrics import Metrics
 from ..queue import Job, Offered
-from .client import REDIS_ERRORS, Keys, wait
+from .client import REDIS_ERRORS, Keys, stop_requested, wait
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +116,7 @@ class RedisQueue:
         self._claim_cursor = "0-0"
         self._paused = asyncio.Event()
         self._settled = asyncio.Event()
+        self._closed = False
         self._tasks: list[asyncio.Task[None]] = []
         self._last_warning = 0.0
 
@@ -131,6 +132,7 @@ class RedisQueue:
         self._paused.set()
 
     async def close(self) -> None:
+        self._closed = True
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -177,6 +179,8 @@ class RedisQueue:
                 await asyncio.sleep(0.5)
                 continue
             except REDIS_ERRORS as exc:
+                if stop_requested():
+                    raise asyncio.CancelledError from exc
                 self._warn("redis unreachable, waiting to read deliveries", exc)
                 await asyncio.sleep(0.5)
                 continue
@@ -279,7 +283,7 @@ class RedisQueue:
 
     async def _keep_alive(self) -> None:
         """Reset the idle time of the entries in work here, so no replica claims them."""
-        while True:
+        while not self._closed:
             await asyncio.sleep(max(0.05, self.claim_timeout / 3))
             held: list[str | bytes | int | memoryview[int]] = [
                 *self._held, *(job.receipt for job in self._claimed)]
@@ -289,12 +293,14 @@ class RedisQueue:
                 await wait(self.redis.xclaim(self.keys.stream, self.keys.group, self.consumer,
                                              min_idle_time=0, message_ids=held, justid=True))
             except REDIS_ERRORS as exc:
+                if stop_requested():
+                    raise asyncio.CancelledError from exc
                 self._warn("could not renew the entries in work", exc)
 
     async def _watch(self) -> None:
         """Queue gauges every `stats_interval`; consumers of long-gone replicas are removed."""
         next_cleanup = time.monotonic() + 60
-        while True:
+        while not self._closed:
             with contextlib.suppress(*REDIS_ERRORS):
                 length = int(await wait(self.redis.xlen(self.keys.stream)))
                 pending = 0
@@ -307,6 +313,8 @@ class RedisQueue:
                 if self._group_ready and time.monotonic() >= next_cleanup:
                     next_cleanup = time.monotonic() + 60
                     await self._forget_idle_consumers()
+            if stop_requested():
+                raise asyncio.CancelledError
             await asyncio.sleep(self.stats_interval)
 
     async def _forget_idle_consumers(self) -> None:

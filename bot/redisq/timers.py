@@ -19,7 +19,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from ..scheduler import INTERNAL_PREFIX, Scheduler
-from .client import REDIS_ERRORS, wait
+from .client import REDIS_ERRORS, stop_requested, wait
 from .stream import RedisQueue
 
 log = logging.getLogger(__name__)
@@ -52,11 +52,13 @@ class RedisScheduler(Scheduler):
         self._known: dict[str, datetime] = {}  # timers set by this replica, for `pending`
         self._writes: set[asyncio.Task[Any]] = set()
         self._poller: asyncio.Task[None] | None = None
+        self._stopped = False
 
     def start(self) -> None:
         self._poller = asyncio.create_task(self._poll(), name="conveyor-timers")
 
     async def close(self) -> None:
+        self._stopped = True
         if self._poller is not None:
             self._poller.cancel()
             await asyncio.gather(self._poller, return_exceptions=True)
@@ -107,18 +109,21 @@ class RedisScheduler(Scheduler):
 
     def cancel_all(self) -> None:
         """Shutdown: stop polling here; the timers stay in Redis for the other replicas."""
+        self._stopped = True
         if self._poller is not None:
             self._poller.cancel()
         self._known.clear()
 
     async def _poll(self) -> None:
-        while True:
+        while not self._stopped:
             await self._fire_quietly()
             await asyncio.sleep(self.poll)
 
     async def _fire_quietly(self) -> None:
         with contextlib.suppress(*REDIS_ERRORS):
             await self.fire_due_now()
+        if stop_requested():
+            raise asyncio.CancelledError
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

@@ -7,8 +7,6 @@ import pytest
 
 from tests.redis.support import REDIS_MISSING, RedisServer, redis_binary
 
-pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
-
 
 @pytest.fixture
 def redis_server(tmp_path: Path) -> Iterator[RedisServer]:

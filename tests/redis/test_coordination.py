@@ -7,6 +7,10 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
+pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
+
 from bot.metrics import Metrics
 from bot.queue import Job
 from bot.redisq import RedisLocks, RedisQueue, RedisScheduler

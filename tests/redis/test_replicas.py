@@ -13,6 +13,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
+
 from bot.redisq.client import Keys, connect
 from bot.sandbox.demo import DEPLOY_REPO, digest_of, seed
 from bot.sandbox.emulator import Emulator

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -29,6 +30,8 @@ def test_unset_means_in_memory(base_env: dict[str, str], tmp_path: Path) -> None
     assert settings.redis_url == "" and settings.redis_claim_timeout == 30.0
 
 
+@pytest.mark.skipif(importlib.util.find_spec("redis") is None,
+                    reason="the redis client is not installed (pip install -e '.[test]')")
 @pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "rediss://:pw@redis.internal:6380",
                                  "redis://redis"])
 def test_valid_urls(base_env: dict[str, str], tmp_path: Path, url: str) -> None:
