@@ -146,6 +146,11 @@ class WorkerPool:
                 if self._busy == 0 and self.queue.depth() == 0:
                     self._idle.set()
 
+    @property
+    def idle(self) -> bool:
+        """No job runs and none waits."""
+        return self._busy == 0 and self.queue.depth() == 0
+
     async def wait_idle(self) -> None:
         """Until the queue is empty and no job runs (used by tests and the sandbox)."""
         while True:

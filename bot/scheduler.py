@@ -34,6 +34,11 @@ class Scheduler:
         self._offers.add(task)
         task.add_done_callback(self._offers.discard)
 
+    @property
+    def offering(self) -> int:
+        """Internal jobs handed to the queue but not stored yet (tests wait for zero)."""
+        return len(self._offers)
+
     async def _offer(self, job: Job) -> None:
         if await self._queue.offer(job) not in ("accepted", "duplicate"):
             log.warning("queue full, internal job dropped until the next resync",

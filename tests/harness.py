@@ -52,15 +52,12 @@ class World:
             await self.emulator.settle()
             await self.runtime.pool.wait_idle()
             await asyncio.sleep(0.01)
-            busy = self.runtime.queue.depth() or self.emulator_busy()
+            busy = (not self.runtime.pool.idle or self.runtime.ctx.scheduler.offering
+                    or self.emulator.pending_deliveries())
             quiet = 0 if busy else quiet + 1
             if quiet >= 2:
                 return
         raise AssertionError("the world did not settle")
-
-    def emulator_busy(self) -> bool:
-        pending = getattr(self.emulator, "pending_deliveries", None)
-        return bool(pending() if callable(pending) else 0)
 
     async def release(self, service: str, version: str, *, publish_image: bool = True,
                       author: str = "alice", prerelease: bool = False,

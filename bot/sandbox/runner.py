@@ -81,7 +81,8 @@ class Sandbox:
             await self.emulator.settle()
             await self.runtime.pool.wait_idle()
             await asyncio.sleep(0.005)
-            busy = self.runtime.queue.depth() or self.emulator.pending_deliveries()
+            busy = (not self.runtime.pool.idle or self.runtime.ctx.scheduler.offering
+                    or self.emulator.pending_deliveries())
             quiet = 0 if busy else quiet + 1
             if quiet >= 2:
                 return
