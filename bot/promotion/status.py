@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import cachetools
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
@@ -29,6 +30,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NONE = "—"
+
+# What a file said at a given blob: its text (or why it has none) and its last change. A
+# refresh reads the branch's tree once and only re-reads the files whose blob changed, so a
+# policy of hundreds of services costs a handful of requests per refresh, not two per file.
+_by_blob: cachetools.LRUCache[tuple[str, str, str], tuple[str | None, str | None, _Since]] = (
+    cachetools.LRUCache(maxsize=20_000))
+# The package page of each digest, once found.
+_package_urls: cachetools.LRUCache[tuple[str, str], str] = cachetools.LRUCache(maxsize=20_000)
 
 
 @dataclass(frozen=True)
@@ -92,16 +101,16 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
     if policy is None:
         return []
     pulls = await open_pulls(gh, repo.full_name)
+    blobs = await _blob_shas(gh, repo)
     files: dict[str, tuple[str | None, str | None]] = {}  # path → (text, problem)
     history: dict[str, _Since] = {}
     merged_by: dict[str, tuple[int, str] | None] = {}  # commit sha → (PR number, url)
     rows: list[StatusRow] = []
     for service in policy.services.values():
-        packages: dict[str, str] | None = None  # read only when a file pins a digest
         for environment in policy.environments:
             path = policy.path_for(service.name, environment)
             if path not in files:
-                files[path] = await _read(gh, repo, path)
+                await _load(ctx, gh, repo, path, blobs.get(path), files, history, merged_by)
             text, problem = files[path]
             version = digest = None
             if text is not None:
@@ -113,20 +122,55 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
                     version, digest = found[0].tag, found[0].digest
                 elif problem is None:
                     problem = f"{service.image} not found in `{path}`"
-            if path not in history and text is not None:
-                history[path] = await _since(ctx, gh, repo.full_name, path, merged_by)
             since = history.get(path) or _Since(None, None, None, None, None)
-            if digest and packages is None:
-                packages = await _package_pages(ctx, gh, service.image)
             rows.append(StatusRow(
                 service=service.name, environment=environment, path=path, version=version,
-                digest=digest, package_url=packages.get(digest) if digest and packages else None,
+                digest=digest,
+                package_url=await _package_url(ctx, gh, service.image, digest) if digest
+                else None,
                 since=since.when, since_commit=since.sha, since_url=since.url,
                 pull_number=since.pull_number, pull_url=since.pull_url,
                 open_pulls=open_promotions_for(pulls, environment, service.name),
                 problem=problem,
             ))
     return rows
+
+
+async def _load(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, path: str, blob: str | None,
+                files: dict[str, tuple[str | None, str | None]], history: dict[str, _Since],
+                merged_by: dict[str, tuple[int, str] | None]) -> None:
+    """A file's text and last change, from the blob cache when the file did not change."""
+    key = (repo.full_name.lower(), path, blob or "")
+    cached = _by_blob.get(key) if blob else None
+    if cached is not None:
+        files[path], history[path] = (cached[0], cached[1]), cached[2]
+        return
+    files[path] = await _read(gh, repo, path)
+    if files[path][0] is not None:
+        history[path] = await _since(ctx, gh, repo.full_name, path, merged_by)
+    if blob:
+        _by_blob[key] = (*files[path], history.get(path) or _Since(None, None, None, None, None))
+
+
+async def _blob_shas(gh: GitHubAPI, repo: DeploymentRepo) -> dict[str, str]:
+    """path → blob sha of the default branch, in one request (empty when GitHub truncates)."""
+    try:
+        tree = await gh.getitem(f"/repos/{repo.full_name}/git/trees/"
+                                f"{quote(repo.default_branch, safe='')}?recursive=1")
+    except gidgethub.BadRequest:
+        return {}
+    if tree.get("truncated"):
+        return {}
+    return {str(item["path"]): str(item["sha"]) for item in tree.get("tree") or []
+            if item.get("type") == "blob"}
+
+
+async def _package_url(ctx: Context, gh: GitHubAPI, image: str, digest: str) -> str | None:
+    key = (image.lower(), digest)
+    if key not in _package_urls:
+        for found, url in (await _package_pages(ctx, gh, image)).items():
+            _package_urls[(image.lower(), found)] = url
+    return _package_urls.get(key)
 
 
 async def _read(gh: GitHubAPI, repo: DeploymentRepo, path: str) -> tuple[str | None, str | None]:
