@@ -222,7 +222,7 @@ async def process_job(runtime: Runtime, job: Job) -> None:
         installation = job.payload.get("installation")
         installation_id = installation.get("id") if isinstance(installation, dict) else None
         if not isinstance(installation_id, int):
-            log.info("event without an installation, nothing to do", extra={"event": job.event})
+            log.debug("event without an installation, nothing to do", extra={"event": job.event})
             return
         try:
             gh = await ctx.clients.installation(installation_id)

@@ -29,11 +29,11 @@ _recent: cachetools.TTLCache[tuple[str, str, str], bool] = cachetools.TTLCache(
 async def on_package_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
     facts = package_event_facts(event.data)
     if facts is None:
-        log.info("not a tagged container image, ignored")
+        log.debug("not a tagged container image, ignored")
         return
     key = (facts["image"], facts["digest"], facts["tag"])
     if key in _recent:
-        log.info("same image already handled from its twin event")
+        log.debug("same image already handled from its twin event")
         return
     _recent[key] = True
     installation_id = event.data["installation"]["id"]

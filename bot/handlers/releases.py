@@ -27,7 +27,7 @@ async def on_release_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: 
     installation_id = event.data["installation"]["id"]
     targets = await ctx.policies.services_for_source(gh, installation_id, source)
     if not targets:
-        log.info("no service is fed by this repository", extra={"repository": source})
+        log.debug("no service is fed by this repository", extra={"repository": source})
         return
     prefix = tag_prefix(release["tag_name"])
     for repo, service in targets:
