@@ -33,7 +33,11 @@ async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Conte
 @router.register("pull_request", action="edited")
 @router.register("pull_request", action="labeled")
 @router.register("pull_request", action="unlabeled")
+@router.register("pull_request_review", action="submitted")
+@router.register("pull_request_review", action="edited")
+@router.register("pull_request_review", action="dismissed")
 async def on_pull_changed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    """A change to the PR or its reviews: re-evaluate its gate with the PR from the payload."""
     repo = await deployment_repo(event, gh, ctx)
     if repo is None:
         return
@@ -55,33 +59,16 @@ async def on_pull_closed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Contex
     await reevaluate_open_pulls(ctx, gh, repo)
 
 
-@router.register("pull_request_review", action="submitted")
-@router.register("pull_request_review", action="edited")
-@router.register("pull_request_review", action="dismissed")
-async def on_review(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await deployment_repo(event, gh, ctx)
-    if repo is None:
-        return
-    pr = event.data["pull_request"]
-    await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]), pr)
-
-
 @router.register("check_run", action="rerequested")
 @router.register("check_run", action="requested_action")
-async def on_check_run_rerun(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await deployment_repo(event, gh, ctx)
-    if repo is None:
-        return
-    for pr in event.data["check_run"].get("pull_requests") or []:
-        await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]))
-
-
 @router.register("check_suite", action="rerequested")
-async def on_check_suite_rerun(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_check_rerun(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+    """The checks UI's "Re-run": re-evaluate the gate of the PRs of that commit."""
     repo = await deployment_repo(event, gh, ctx)
     if repo is None:
         return
-    for pr in event.data["check_suite"].get("pull_requests") or []:
+    check = event.data.get("check_run") or event.data.get("check_suite") or {}
+    for pr in check.get("pull_requests") or []:
         await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]))
 
 
