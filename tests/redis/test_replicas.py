@@ -18,8 +18,9 @@ pytest.importorskip("redis", reason="the redis client is not installed (pip inst
 from bot.redisq.client import Keys, connect
 from bot.sandbox.demo import DEPLOY_REPO, digest_of, seed
 from bot.sandbox.emulator import Emulator
+from tests.botprocess import BotProcess
 from tests.harness import SECRET
-from tests.redis.support import BotProcess, RedisServer
+from tests.redis.support import RedisServer, redis_bot
 from tests.reliability.support import (
     assert_no_half_made_branches,
     assert_one_pr_per_promotion,
@@ -48,7 +49,7 @@ async def emulator() -> AsyncIterator[Emulator]:
 
 async def start_bots(emulator: Emulator, workdir: Path, redis: RedisServer, count: int,
                      **options: Any) -> list[BotProcess]:
-    bots = [BotProcess(emulator, workdir, f"bot{i}", redis.url, **options) for i in range(count)]
+    bots = [redis_bot(emulator, workdir, f"bot{i}", redis.url, **options) for i in range(count)]
     await asyncio.gather(*(bot.wait_healthy() for bot in bots))
     return bots
 

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from bot.settings import SettingsError, load_settings
-from tests.redis.support import REPO_ROOT
+from tests.botprocess import REPO_ROOT
 
 
 @pytest.fixture(scope="module")

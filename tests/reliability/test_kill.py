@@ -7,19 +7,14 @@ latency on every API request so that work is in flight when the process dies.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from bot.sandbox.demo import DEPLOY_REPO, digest_of, seed
 from bot.sandbox.emulator import Emulator
+from tests.botprocess import BotProcess
 from tests.harness import SECRET
 from tests.reliability.support import (
     assert_no_half_made_branches,
@@ -28,76 +23,7 @@ from tests.reliability.support import (
     wait_for,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("web", "api")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class BotProcess:
-    def __init__(self, emulator: Emulator, workdir: Path, name: str) -> None:
-        self.port = free_port()
-        self.log_path = workdir / f"{name}.log"
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "PYTHONPATH": str(REPO_ROOT),
-            "GITHUB_APP_ID": str(emulator.app_id),
-            "GITHUB_PRIVATE_KEY": emulator.app_private_key_pem.replace("\n", "\\n"),
-            "GITHUB_WEBHOOK_SECRET": SECRET,
-            "GITHUB_API_URL": emulator.base_url,
-            "HOST": "127.0.0.1",
-            "PORT": str(self.port),
-            "CONVEYOR_RESYNC_INTERVAL": "3600",  # one resync at start-up, then none in the test
-            "LOG_LEVEL": "INFO",
-        }
-        self._log = self.log_path.open("wb")
-        # The working directory holds no `.env`: only the variables above configure the bot.
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "bot", "serve"], cwd=workdir, env=env,
-            stdout=self._log, stderr=subprocess.STDOUT)
-
-    @property
-    def webhook_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/api/github/webhooks"
-
-    async def wait_healthy(self, within: float = 20) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
-        async with aiohttp.ClientSession() as session:
-            while loop.time() < deadline:
-                assert self.process.poll() is None, self.log_path.read_text()
-                try:
-                    async with session.get(f"http://127.0.0.1:{self.port}/healthz") as resp:
-                        if resp.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.05)
-        raise AssertionError(f"bot did not start: {self.log_path.read_text()}")
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
-        self._log.close()
-
-    async def stop(self, within: float = 15) -> int | None:
-        """SIGTERM, then wait without blocking the loop (the emulator runs on it, and the
-        draining bot may still be talking to it); SIGKILL after `within` seconds."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.to_thread(self.process.wait, within)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-                self._log.close()
-                return None
-        self._log.close()
-        return self.process.returncode
 
 
 @pytest.fixture
@@ -126,7 +52,8 @@ async def test_sigkill_mid_flow_then_restart_finishes_every_promotion(workdir: P
     seed(emulator)
     first = second = None
     try:
-        first = BotProcess(emulator, workdir, "first")
+        # resync 3600: one at start-up, then none during the test
+        first = BotProcess(emulator, workdir, "first", resync=3600)
         await first.wait_healthy()
         await wait_for(lambda: emulator.requests.count("GET", "/app/installations") > 0,
                        within=10)
@@ -147,7 +74,7 @@ async def test_sigkill_mid_flow_then_restart_finishes_every_promotion(workdir: P
 
         emulator.faults.latency = 0.0
         emulator.reset_counters()
-        second = BotProcess(emulator, workdir, "second")
+        second = BotProcess(emulator, workdir, "second", resync=3600)
         await second.wait_healthy()
         emulator.webhook_url = second.webhook_url
 
@@ -171,9 +98,9 @@ async def test_sigkill_mid_flow_then_restart_finishes_every_promotion(workdir: P
             text = emulator.file(DEPLOY_REPO, path)
             assert text is not None and digest in text
         # A graceful stop: in-flight work drains and the process exits cleanly.
-        assert await second.stop() == 0, second.log_path.read_text()[-2000:]
+        assert await second.stop_async() == 0, second.log_path.read_text()[-2000:]
     finally:
         for process in (first, second):
             if process is not None and process.process.poll() is None:
-                await process.stop()
+                await process.stop_async()
         await emulator.stop()

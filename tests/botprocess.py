@@ -1,0 +1,112 @@
+"""`python -m bot serve` as a real subprocess against the in-process emulator."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import aiohttp
+
+from bot.sandbox.emulator import Emulator
+from tests.harness import SECRET
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class BotProcess:
+    """The bot configured by environment variables only (the working directory has no `.env`)."""
+
+    def __init__(self, emulator: Emulator, workdir: Path, name: str, *,
+                 resync: float = 0, extra_env: Mapping[str, str] | None = None) -> None:
+        self.name = name
+        self.port = free_port()
+        self.log_path = workdir / f"{name}.log"
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(REPO_ROOT),
+            "GITHUB_APP_ID": str(emulator.app_id),
+            "GITHUB_PRIVATE_KEY": emulator.app_private_key_pem.replace("\n", "\\n"),
+            "GITHUB_WEBHOOK_SECRET": SECRET,
+            "GITHUB_API_URL": emulator.base_url,
+            "HOST": "127.0.0.1",
+            "PORT": str(self.port),
+            "CONVEYOR_RESYNC_INTERVAL": str(resync),
+            "LOG_LEVEL": "INFO",
+            **(extra_env or {}),
+        }
+        self._log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bot", "serve"], cwd=workdir, env=env,
+            stdout=self._log, stderr=subprocess.STDOUT)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def webhook_url(self) -> str:
+        return f"{self.base_url}/api/github/webhooks"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    async def wait_healthy(self, within: float = 20) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        async with aiohttp.ClientSession() as session:
+            while loop.time() < deadline:
+                assert self.process.poll() is None, self.log()
+                try:
+                    async with session.get(f"{self.base_url}/healthz") as resp:
+                        if resp.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.05)
+        raise AssertionError(f"bot {self.name} did not start: {self.log()}")
+
+    async def metrics(self) -> str:
+        async with aiohttp.ClientSession() as session, \
+                session.get(f"{self.base_url}/metrics") as resp:
+            return await resp.text()
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+        self._close_log()
+
+    def stop(self, within: float = 15) -> int | None:
+        """SIGTERM; SIGKILL after `within` seconds. The exit code, or None when killed."""
+        code: int | None = None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                code = self.process.wait(within)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        else:
+            code = self.process.returncode
+        self._close_log()
+        return code
+
+    async def stop_async(self, within: float = 15) -> int | None:
+        """`stop` without blocking the loop (the emulator runs on it, and the draining bot may
+        still be talking to it)."""
+        return await asyncio.to_thread(self.stop, within)
+
+    def _close_log(self) -> None:
+        if not self._log.closed:
+            self._log.close()
