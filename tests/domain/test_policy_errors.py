@@ -41,7 +41,7 @@ CASES: list[tuple[str, str, list[tuple[int, int, str]]]] = [
                 10,
                 1,
                 "colour: unknown key (expected one of: version, allowed_images, services, "
-                "environments, kubernetes_version)",
+                "environments, kubernetes_version, groups)",
             )
         ],
     ),
@@ -565,6 +565,84 @@ environments:
                 "units d, h, m, s in that order, such as 45s, 30m, 1h30m or 2d",
             ),
         ],
+    ),
+]
+
+
+GROUPS_HEAD = HEAD.replace(
+    "environments:", "  api:\n    image: ghcr.io/acme/api\n    source: acme/api\nenvironments:"
+)  # lines 1-12; group cases append from line 13 on
+
+CASES += [
+    (
+        "group with an unknown service, a duplicate and a non-string",
+        GROUPS_HEAD + "groups:\n  storefront: [wbe, api, api, 3]\n",
+        [
+            (14, 16, "groups.storefront[0]: unknown service 'wbe' (did you mean 'web'?)"),
+            (14, 26, "groups.storefront[2]: service 'api' is listed twice"),
+            (14, 31, "groups.storefront[3]: expected a service name, got integer"),
+        ],
+    ),
+    (
+        "empty group, in both forms",
+        GROUPS_HEAD + "groups:\n  storefront: []\n  checkout:\n    services: []\n",
+        [
+            (14, 15, "groups.storefront: a group needs at least one service"),
+            (16, 15, "groups.checkout.services: a group needs at least one service"),
+        ],
+    ),
+    (
+        "group named like a service, and the reserved name all",
+        GROUPS_HEAD + "groups:\n  Web: [api]\n  all: [web]\n",
+        [
+            (
+                14,
+                3,
+                "groups.Web: 'Web' is also the name of service 'web'; /rollback and /promote "
+                "could not tell them apart, so rename the group",
+            ),
+            (15, 3, "groups.all: 'all' is reserved (/promote <env> --all promotes every service)"),
+        ],
+    ),
+    (
+        "group names differing only in case",
+        GROUPS_HEAD + "groups:\n  shop: [web]\n  Shop: [api]\n",
+        [(15, 3, "groups.Shop: duplicate group (differs from 'shop' only in case)")],
+    ),
+    (
+        "group of the wrong shape, mapping form with a typo and a wrong together",
+        GROUPS_HEAD
+        + "groups:\n  a: web\n  b: {servics: [web]}\n  c: {services: [web], together: yes}\n",
+        [
+            (
+                14,
+                6,
+                "groups.a: expected a list of services or a mapping with services and "
+                "together, got string",
+            ),
+            (15, 6, "groups.b: missing required key 'services'"),
+            (15, 7, "groups.b.servics: unknown key (did you mean 'services'?)"),
+            (16, 34, "groups.c.together: expected true or false, got string"),
+        ],
+    ),
+    (
+        "a service in two together groups",
+        GROUPS_HEAD
+        + "groups:\n  a: {services: [web, api], together: true}\n"
+        + "  b: {services: [api], together: true}\n  c: [web, api]\n",
+        [
+            (
+                15,
+                18,
+                "groups.b.services[0]: service 'api' is already in group 'a' with together: "
+                "true; a service can wait for one group only",
+            )
+        ],
+    ),
+    (
+        "groups must be a mapping",
+        GROUPS_HEAD + "groups: [web, api]\n",
+        [(13, 9, "groups: expected a mapping of group name to services, got list")],
     ),
 ]
 

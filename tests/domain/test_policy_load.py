@@ -290,3 +290,28 @@ def test_documented_example_loads() -> None:
     assert policy.services["api"].tags.admits("api-v1.2.3")
     assert not policy.services["api"].tags.admits("worker-v1.2.3")
     assert policy.environments["production"].require_attestation
+
+
+def test_groups_in_both_forms() -> None:
+    text = MINIMAL + (
+        "groups:\n"
+        "  storefront: [web, api]\n"
+        "  checkout:\n"
+        "    services: [api]\n"
+        "    together: true\n"
+    )
+    policy = load_policy(text)
+    assert list(policy.groups) == ["storefront", "checkout"]
+    storefront, checkout = policy.groups["storefront"], policy.groups["checkout"]
+    assert (storefront.services, storefront.together) == (("web", "api"), False)
+    assert storefront.line == 26
+    assert (checkout.services, checkout.together, checkout.line) == (("api",), True, 27)
+    assert [g.name for g in policy.groups_of("api")] == ["storefront", "checkout"]
+    assert policy.together_group_of("api") == checkout
+    assert policy.together_group_of("web") is None
+
+
+def test_groups_default_to_none() -> None:
+    policy = load_policy(MINIMAL)
+    assert dict(policy.groups) == {}
+    assert policy.groups_of("web") == []

@@ -2,12 +2,13 @@
 
 from bot.domain.policy.issues import PolicyError, PolicyIssue
 from bot.domain.policy.loader import DEFAULT_PATH, MAX_FILE_BYTES, check_config_file, load_policy
-from bot.domain.policy.model import Environment, Policy, Service
+from bot.domain.policy.model import Environment, Group, Policy, Service
 
 __all__ = [
     "DEFAULT_PATH",
     "MAX_FILE_BYTES",
     "Environment",
+    "Group",
     "Policy",
     "PolicyError",
     "PolicyIssue",

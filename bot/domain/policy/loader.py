@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any
 
 from bot.domain.policy.environments import parse_environments
+from bot.domain.policy.groups import parse_groups
 from bot.domain.policy.issues import PolicyError, PolicyIssue
 from bot.domain.policy.kubernetes import latest_kubernetes_version, parse_kubernetes_version
 from bot.domain.policy.model import Policy
@@ -19,7 +20,7 @@ DEFAULT_PATH = ".github/conveyor.yml"
 MAX_FILE_BYTES = 256 * 1024
 SUPPORTED_VERSION = 1
 REQUIRED_KEYS = ("version", "allowed_images", "services", "environments")
-TOP_KEYS = (*REQUIRED_KEYS, "kubernetes_version")
+TOP_KEYS = (*REQUIRED_KEYS, "kubernetes_version", "groups")
 
 
 def _version(reader: Reader, root: dict[Any, Any]) -> None:
@@ -65,6 +66,8 @@ def _validate(reader: Reader, text: str) -> Policy | None:
         if "services" in root
         else {}
     )
+    # membership is checked against the services only when there are some to check against
+    groups = parse_groups(reader, root, services) if "groups" in root and services else {}
     if reader.issues:
         return None
     return Policy(
@@ -73,6 +76,7 @@ def _validate(reader: Reader, text: str) -> Policy | None:
         services=MappingProxyType(services),
         environments=MappingProxyType(environments),
         kubernetes_version=kubernetes_version,
+        groups=MappingProxyType(groups),
     )
 
 

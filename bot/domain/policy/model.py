@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from types import MappingProxyType
 
 from bot.domain.freeze import FreezeWindow
 from bot.domain.policy.kubernetes import latest_kubernetes_version
@@ -50,6 +51,16 @@ class Environment:
 
 
 @dataclass(frozen=True)
+class Group:
+    """Services promoted together as one release train."""
+
+    name: str
+    services: tuple[str, ...]
+    together: bool  # entry environments wait for every service's image, then open one train
+    line: int
+
+
+@dataclass(frozen=True)
 class Policy:
     version: int
     allowed_images: tuple[str, ...]
@@ -57,6 +68,7 @@ class Policy:
     environments: Mapping[str, Environment]
     # "major.minor" of the Kubernetes API that manifests are validated against
     kubernetes_version: str = field(default_factory=latest_kubernetes_version)
+    groups: Mapping[str, Group] = field(default_factory=lambda: MappingProxyType({}))
     _by_path: Mapping[str, tuple[tuple[str, str], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -95,6 +107,14 @@ class Policy:
             if service.image.casefold() == wanted:
                 return service
         return None
+
+    def groups_of(self, service: str) -> list[Group]:
+        """The groups that list ``service``, in file order."""
+        return [group for group in self.groups.values() if service in group.services]
+
+    def together_group_of(self, service: str) -> Group | None:
+        """The ``together: true`` group of ``service`` (validation allows at most one)."""
+        return next((g for g in self.groups_of(service) if g.together), None)
 
     def tag_policy_for(self, service: str, env: str) -> list[TagPolicy]:
         """Every policy a tag must satisfy to be promoted into ``env``."""
