@@ -718,3 +718,60 @@ def test_deep_nesting_is_refused_without_recursion() -> None:
 
 def test_recursive_alias() -> None:
     assert issues_of("version: 1\nservices: &s [*s]\n") == [(2, 15, "alias '*s' refers to itself")]
+
+
+def test_environments_sharing_a_file_for_one_service_point_at_the_later_path() -> None:
+    # no override is involved: the error belongs to the environment's own `path`
+    text = HEAD + "  - name: qa\n    path: apps/web/staging.yaml\n"
+    assert issues_of(text) == [
+        (11, 11, "environments[1].path: 'apps/web/staging.yaml' is also the file of environment "
+                 "'staging' for service 'web'; each environment needs its own file"),
+    ]
+    # an override of another environment does not move the blame onto a key that is not there
+    overridden = HEAD.replace(
+        "    source: acme/web\n",
+        "    source: acme/web\n    paths:\n      production: apps/web/prod.yaml\n",
+    ) + ("  - name: qa\n    path: apps/web/staging.yaml\n"
+         "  - name: production\n    path: p.yaml\n")
+    assert issues_of(overridden) == [
+        (13, 11, "environments[1].path: 'apps/web/staging.yaml' is also the file of environment "
+                 "'staging' for service 'web'; each environment needs its own file"),
+    ]
+
+
+def test_an_invalid_approvals_count_is_reported_once() -> None:
+    text = HEAD + ("  - name: production\n    path: p.yaml\n    after: staging\n"
+                   "    approvals: 11\n    approvers: [alice]\n")
+    assert issues_of(text) == [(13, 16, "environments[1].approvals: must be between 0 and 10, "
+                                        "not 11")]
+
+
+def test_an_invalid_allowed_images_entry_hides_no_other_image_error() -> None:
+    text = HEAD.replace('["ghcr.io/acme/"]', '["ghcr.io/acme/", "Not An Image!"]').replace(
+        "image: ghcr.io/acme/web", "image: ghcr.io/other/web")
+    assert issues_of(text) == [
+        (2, 35, "allowed_images[1]: invalid image prefix 'Not An Image!': expected a registry "
+                "and optional path, such as ghcr.io/acme/"),
+        (5, 12, "services.web.image: 'ghcr.io/other/web' is not under any prefix of "
+                "allowed_images (ghcr.io/acme/); add its prefix there or fix the name"),
+    ]
+
+
+@pytest.mark.parametrize(("prefix", "image"), [
+    ("docker.io/weaveworksdemos/", "weaveworksdemos/carts"),
+    ("docker.io/library/", "nginx"),
+    ("index.docker.io/library/", "docker.io/nginx"),
+    ("GHCR.io/Acme/", "ghcr.io/acme/web"),
+    ("ghcr.io/acme/", "ghcr.io/Acme/Web"),
+])
+def test_allowed_images_compare_like_image_names(prefix: str, image: str) -> None:
+    text = HEAD.replace('["ghcr.io/acme/"]', f'["{prefix}"]').replace(
+        "image: ghcr.io/acme/web", f"image: {image}")
+    assert load_policy(text).services["web"].image == image
+
+
+def test_allowed_images_still_refuse_a_neighbour() -> None:
+    text = HEAD.replace('["ghcr.io/acme/"]', '["docker.io/weaveworksdemos/"]').replace(
+        "image: ghcr.io/acme/web", "image: weaveworksdemos-evil/carts")
+    [(_line, _column, message)] = issues_of(text)
+    assert message.startswith("services.web.image: 'weaveworksdemos-evil/carts' is not under")

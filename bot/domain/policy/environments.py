@@ -127,7 +127,8 @@ class _EnvParser:
         soak = self._soak(raw, where) if "soak" in raw and gated else timedelta(0)
         approvals = self._approvals(raw, where) if "approvals" in raw and gated else 0
         approvers = self._approvers(raw, where) if "approvers" in raw and gated else ()
-        self._check_approvers_fit(raw, where, approvals, approvers)
+        if approvals is not None:  # an invalid count is reported once, not again here
+            self._check_approvers_fit(raw, where, approvals, approvers)
         allow_self = self._bool(raw, "allow_self_approval", where) if gated else False
         context = self._deployed_context(raw, where, evidence) if gated else None
         return Environment(
@@ -139,7 +140,7 @@ class _EnvParser:
             evidence=evidence,
             soak=soak,
             tags=self._tags(raw, where),
-            approvals=approvals,
+            approvals=approvals or 0,
             approvers=approvers,
             allow_self_approval=allow_self,
             deployed_context=context,
@@ -216,16 +217,17 @@ class _EnvParser:
             self.reader.error(pos, f"{where}.soak: {exc}")
             return timedelta(0)
 
-    def _approvals(self, raw: dict[Any, Any], where: str) -> int:
+    def _approvals(self, raw: dict[Any, Any], where: str) -> int | None:
+        """The count, or None when it is invalid (the error is reported here)."""
         value = self.reader.typed(raw, "approvals", int, "an integer", where)
         if value is None:
-            return 0
+            return None
         if not 0 <= value <= MAX_APPROVALS:
             self.reader.error(
                 self.reader.value_pos(raw, "approvals"),
                 f"{where}.approvals: must be between 0 and {MAX_APPROVALS}, not {value}",
             )
-            return 0
+            return None
         return int(value)
 
     def _approvers(self, raw: dict[Any, Any], where: str) -> tuple[str, ...]:

@@ -59,10 +59,9 @@ def _validate(reader: Reader, text: str) -> Policy | None:
     )
     tag_cache: dict[str, TagPolicy] = {}
     allowed = parse_allowed_images(reader, root) if "allowed_images" in root else ()
-    allowed_ok = bool(allowed) and len(allowed) == len(root.get("allowed_images") or ())
     environments = parse_environments(reader, root, tag_cache) if "environments" in root else {}
     services = (
-        parse_services(reader, root, allowed if allowed_ok else None, environments, tag_cache)
+        parse_services(reader, root, allowed or None, environments, tag_cache)
         if "services" in root
         else {}
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+from bot.domain.images import image_allowed
 from bot.domain.policy.environments import check_template, parse_tags, suggest
 from bot.domain.policy.model import Environment, Service
 from bot.domain.policy.reader import Reader, type_name
@@ -12,7 +13,6 @@ from bot.domain.policy.syntax import (
     fill_template,
     image_prefix_problem,
     image_problem,
-    image_under,
     name_problem,
     repository_problem,
 )
@@ -57,7 +57,7 @@ class _ServiceParser:
         tag_cache: dict[str, TagPolicy],
     ) -> None:
         self.reader = reader
-        self.allowed = allowed  # None when allowed_images itself is invalid
+        self.allowed = allowed  # None when allowed_images has no valid prefix
         self.env_names = env_names
         self.tag_cache = tag_cache
         self.images: dict[str, str] = {}
@@ -96,7 +96,7 @@ class _ServiceParser:
         if problem is not None:
             reader.error(pos, f"{where}.image: {problem}")
             return str(value)
-        if self.allowed is not None and not any(image_under(value, p) for p in self.allowed):
+        if self.allowed is not None and not image_allowed(value, self.allowed):
             reader.error(
                 pos,
                 f"{where}.image: '{value}' is not under any prefix of allowed_images "
@@ -135,11 +135,16 @@ class _ServiceParser:
 
 
 def _check_distinct_files(
-    reader: Reader, service: Service, raw: dict[Any, Any], environments: dict[str, Environment]
+    reader: Reader,
+    service: Service,
+    raw: dict[Any, Any],
+    environments: dict[str, Environment],
+    env_nodes: dict[str, tuple[int, dict[Any, Any]]],
 ) -> None:
-    """A path override must not send two environments of one service to the same file."""
-    if not service.paths:
-        return
+    """No two environments of one service may write the same file: a promotion into one would
+    change the other too. The error points at the key that makes them collide: the later
+    environment's override if it has one, else the earlier one's, else the later environment's
+    own `path`."""
     owner: dict[str, str] = {}
     for env_name, env in environments.items():
         template = service.paths.get(env_name, env.path)
@@ -149,14 +154,36 @@ def _check_distinct_files(
         other = owner.setdefault(path, env_name)
         if other == env_name:
             continue
-        overridden = env_name if env_name in service.paths else other
-        mapping = raw["paths"]
-        reader.error(
-            reader.value_pos(mapping, overridden),
-            f"services.{service.name}.paths.{overridden}: '{path}' is also the file of "
-            f"environment '{other if overridden == env_name else env_name}'; each environment "
-            "needs its own file",
-        )
+        detail = f"'{path}' is also the file of environment '{{}}'"
+        advice = "each environment needs its own file"
+        blamed = next((name for name in (env_name, other) if name in service.paths), None)
+        if blamed is not None:
+            mapping = raw["paths"]
+            partner = other if blamed == env_name else env_name
+            reader.error(reader.value_pos(mapping, blamed),
+                         f"services.{service.name}.paths.{blamed}: "
+                         f"{detail.format(partner)}; {advice}")
+        elif env_name in env_nodes and not _same_template(env, environments[other]):
+            index, node = env_nodes[env_name]
+            reader.error(reader.value_pos(node, "path"),
+                         f"environments[{index}].path: {detail.format(other)} for service "
+                         f"'{service.name}'; {advice}")
+
+
+def _same_template(first: Environment, second: Environment) -> bool:
+    """Whether the environments collide for every service (reported with the environments)."""
+    return (first.path.format(service="{service}", env=first.name)
+            == second.path.format(service="{service}", env=second.name))
+
+
+def _environment_nodes(root: dict[Any, Any]) -> dict[str, tuple[int, dict[Any, Any]]]:
+    """Environment name → (index, its mapping in the file), for positions."""
+    seq = root.get("environments")
+    nodes: dict[str, tuple[int, dict[Any, Any]]] = {}
+    for index, raw in enumerate(seq if isinstance(seq, list) else []):
+        if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+            nodes.setdefault(raw["name"], (index, raw))
+    return nodes
 
 
 def parse_services(
@@ -180,6 +207,7 @@ def parse_services(
         )
         return {}
     parser = _ServiceParser(reader, allowed, env_names, tag_cache)
+    env_nodes = _environment_nodes(root)
     services: dict[str, Service] = {}
     folded: dict[str, str] = {}
     for name, raw in mapping.items():
@@ -202,5 +230,5 @@ def parse_services(
         service = parser.parse(str(name), raw, key_pos[0])
         if problem is None:
             services[str(name)] = service
-            _check_distinct_files(reader, service, raw, environments)
+            _check_distinct_files(reader, service, raw, environments, env_nodes)
     return services

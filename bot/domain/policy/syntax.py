@@ -12,7 +12,8 @@ TEAM_RE = re.compile(rf"@(?P<org>{LOGIN_RE.pattern})/(?P<team>[A-Za-z0-9_-][A-Za
 REPO_RE = re.compile(rf"(?P<owner>{LOGIN_RE.pattern})/(?P<repo>[A-Za-z0-9_.-]{{1,100}})")
 _LABEL = r"(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])"
 _DOMAIN = rf"{_LABEL}(?:\.{_LABEL})*(?::[0-9]+)?"
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+# Upper case is accepted: names compare case-insensitively (GHCR owners are spelled either way).
+_COMPONENT = r"[A-Za-z0-9]+(?:(?:[._]|__|-+)[A-Za-z0-9]+)*"
 # An image name as in the distribution reference grammar, without tag or digest.
 IMAGE_RE = re.compile(rf"(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*")
 IMAGE_PREFIX_RE = re.compile(rf"{_DOMAIN}(?:/{_COMPONENT})*/?")
@@ -64,15 +65,6 @@ def image_prefix_problem(prefix: str) -> str | None:
             "such as ghcr.io/acme/"
         )
     return None
-
-
-def image_under(image: str, prefix: str) -> bool:
-    """A prefix ending in '/' matches by string prefix; otherwise it names a whole path
-    component, so ``ghcr.io/acme`` covers ``ghcr.io/acme/web`` but not ``ghcr.io/acme-x``."""
-    name, base = image.lower(), prefix.lower()
-    if base.endswith("/"):
-        return name.startswith(base)
-    return name == base or name.startswith(base + "/")
 
 
 def placeholder_problem(template: str) -> str | None:
