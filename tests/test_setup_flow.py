@@ -290,3 +290,47 @@ def test_command_line_serves_until_stopped(tmp_path: Path) -> None:
     assert process.returncode == 1
     assert "stopped before the app was registered; nothing was written" in err
     assert not (tmp_path / ".env").exists()
+
+
+async def convert(emulator: Emulator, manifest: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    code = emulator.issue_manifest_code(manifest)
+    async with aiohttp.ClientSession() as session, session.post(
+            f"{emulator.base_url}/app-manifests/{code}/conversions") as response:
+        return response.status, await response.json()
+
+
+async def test_the_shipped_manifest_is_accepted_by_the_manifest_flow(emulator: Emulator,
+                                                                      tmp_path: Path) -> None:
+    """What `python -m bot setup` posts: every event has the permission GitHub requires."""
+    from bot.setup_flow import manifest_for
+
+    status, body = await convert(emulator, manifest_for(config_for(emulator, tmp_path / ".e")))
+    assert status == 201, body
+    assert body["permissions"]["merge_queues"] == "read"
+    assert "merge_group" in body["events"]
+
+
+@pytest.mark.parametrize(("permissions", "events", "refused"), [
+    ({"contents": "write"}, ["push", "merge_group"], "merge_group"),
+    ({"contents": "read", "statuses": "read"}, ["status", "check_run"], "check_run"),
+    ({"metadata": "read"}, ["registry_package"], "registry_package"),
+])
+async def test_events_without_their_permission_are_refused(
+        emulator: Emulator, permissions: dict[str, str], events: list[str], refused: str
+) -> None:
+    status, body = await convert(emulator, {"name": "x", "default_permissions": permissions,
+                                            "default_events": events})
+    assert status == 422, body
+    assert "Default events are not supported by permissions" in body["message"]
+    assert body["message"].endswith(refused)
+
+
+def test_the_manifest_asks_for_no_more_than_the_bot_uses() -> None:
+    """Commit statuses are read (evidence), never written: `statuses: read`; and the
+    emulator's installations grant exactly what the manifest asks for, so a write the manifest
+    does not allow answers 403 in every behaviour test."""
+    from bot.sandbox.emulator.emulator import DEFAULT_PERMISSIONS
+
+    assert MANIFEST["default_permissions"]["statuses"] == "read"
+    assert MANIFEST["default_permissions"]["merge_queues"] == "read"
+    assert MANIFEST["default_permissions"] == DEFAULT_PERMISSIONS

@@ -9,6 +9,7 @@ import aiohttp
 from gidgethub.aiohttp import GitHubAPI
 
 from bot.sandbox.emulator import Emulator
+from bot.sandbox.emulator.emulator import DEFAULT_PERMISSIONS
 
 from .conftest import Receiver, app_jwt
 
@@ -24,7 +25,8 @@ async def collect(gh: GitHubAPI, url: str, **kw: Any) -> list[Any]:
 async def test_every_endpoint_once(emulator: Emulator, session: aiohttp.ClientSession,
                                    receiver: Receiver) -> None:
     em = emulator
-    inst = em.install("acme")
+    # the permissions of a CI app, which writes commit statuses as well
+    inst = em.install("acme", permissions={**DEFAULT_PERMISSIONS, "statuses": "write"})
     jwt = app_jwt(em)
     app_gh = GitHubAPI(session, "conveyor-tests", base_url=em.base_url)
     assert (await app_gh.getitem("/app", jwt=jwt))["id"] == em.app_id

@@ -8,6 +8,7 @@ import aiohttp
 import pytest
 
 from bot.sandbox.emulator import Emulator
+from bot.sandbox.emulator.emulator import DEFAULT_PERMISSIONS
 
 R = "/repos/acme/deploy"
 SHA0 = "0" * 40
@@ -76,7 +77,9 @@ CASES: list[tuple[str, str, Any, int]] = [
 async def test_error_answers(emulator: Emulator, session: aiohttp.ClientSession, method: str,
                              path: str, body: Any, status: int) -> None:
     em = emulator
-    token = em.installation_token(em.install("acme"))
+    # a CI app's permissions: it may write commit statuses, which Conveyor only reads
+    token = em.installation_token(em.install(
+        "acme", permissions={**DEFAULT_PERMISSIONS, "statuses": "write"}))
     em.add_user("alice")
     async with session.request(method, em.base_url + path, json=body,
                                headers={"Authorization": f"token {token}"}) as resp:

@@ -54,7 +54,8 @@ async def test_check_run_annotation_limit(emulator: Emulator, gh: GitHubAPI) -> 
 async def test_manifest_app_can_authenticate(emulator: Emulator,
                                              session: aiohttp.ClientSession) -> None:
     em = emulator
-    code = em.issue_manifest_code({"name": "Conveyor Lab", "default_events": ["push"]})
+    code = em.issue_manifest_code({"name": "Conveyor Lab", "default_events": ["push"],
+                                   "default_permissions": {"contents": "read"}})
     async with session.post(em.base_url + f"/app-manifests/{code}/conversions") as resp:
         created = await resp.json()
     assert created["slug"] == "conveyor-lab" and created["webhook_secret"]

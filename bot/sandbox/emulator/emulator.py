@@ -32,8 +32,8 @@ from .webhooks import Delivery, Webhooks, collect
 
 DEFAULT_PERMISSIONS = {
     "actions": "read", "attestations": "read", "checks": "write", "contents": "write",
-    "deployments": "write", "issues": "write", "members": "read", "metadata": "read",
-    "packages": "read", "pull_requests": "write", "statuses": "write",
+    "deployments": "write", "issues": "write", "members": "read", "merge_queues": "read",
+    "metadata": "read", "packages": "read", "pull_requests": "write", "statuses": "read",
 }
 DEFAULT_EVENTS = [
     "check_run", "check_suite", "deployment", "deployment_status", "issue_comment", "issues",

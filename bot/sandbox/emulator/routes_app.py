@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from . import shapes
+from . import manifests, shapes
 from .auth import generate_private_key
 from .ops import ApiError, not_found
 from .routing import Ctx, Reply, Router
@@ -179,6 +179,7 @@ async def manifest_conversion(ctx: Ctx) -> Reply:
     manifest = world.manifest_codes.pop(code, None)
     if manifest is None:
         raise not_found()
+    manifests.check(manifest)
     pem, public = generate_private_key()
     app_id = world.next_id()
     name = str(manifest.get("name") or "conveyor")
