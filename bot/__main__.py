@@ -6,8 +6,50 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
+from urllib.parse import urlsplit
 
 from .settings import SettingsError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors are one line (and exit 2, as argparse does), pointing at --help."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def port_number(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"a port is between 1 and 65535, got {port}")
+    return port
+
+
+def webhook_url(text: str) -> str:
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 -- raises ValueError for a port out of range
+    except ValueError:
+        parts = urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"expected an http(s) URL such as https://conveyor.example.com/api/github/webhooks, "
+            f"got {text!r}")
+    return text
+
+
+def log_folder(text: str) -> Path:
+    """An existing folder, or a new one whose parent exists (it is created)."""
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    if not path.exists() and not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{path.parent}: no such folder")
+    return path
 
 
 def _serve(_args: argparse.Namespace) -> int:
@@ -51,10 +93,10 @@ def _bump(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="conveyor", description="Conveyor: GitOps promotions through pull requests."
     )
-    commands = parser.add_subparsers(dest="command")
+    commands = parser.add_subparsers(dest="command", parser_class=OneLineParser)
     serve = commands.add_parser("serve", help="run the webhook server (the default)")
     serve.set_defaults(func=_serve)
 
@@ -66,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="your .github/conveyor.yml (manifests are read from around it)")
     sandbox.add_argument("--keep", action="store_true",
                          help="leave the emulator and the bot running after the story")
-    sandbox.add_argument("--log-dir", type=Path, metavar="DIR",
+    sandbox.add_argument("--log-dir", type=log_folder, metavar="DIR",
                          help="where to write the bot's log (default: a new temporary folder)")
     sandbox.set_defaults(func=_sandbox)
 
@@ -74,9 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
         "setup", help="register the GitHub App from app-manifest.yml and write .env"
     )
     setup.add_argument("--host", default="127.0.0.1", help="address of the local page")
-    setup.add_argument("--port", type=int, default=3000, help="port of the local page")
+    setup.add_argument("--port", type=port_number, default=3000, help="port of the local page")
     setup.add_argument("--org", help="register the app in this organisation (default: your user)")
-    setup.add_argument("--webhook-url",
+    setup.add_argument("--webhook-url", type=webhook_url,
                        help="public URL of your server's /api/github/webhooks (changeable later)")
     setup.add_argument("--manifest", type=Path, metavar="FILE",
                        help="the app manifest (default: ./app-manifest.yml, else the checkout's)")

@@ -24,6 +24,15 @@ def check_config(file_path: str) -> int:
     return 0
 
 
+def not_utf8(data: bytes, exc: UnicodeDecodeError) -> str:
+    """Where a file stops being UTF-8, as a person would look for it."""
+    before = data[: exc.start]
+    line = before.count(b"\n") + 1
+    column = exc.start - (before.rfind(b"\n") + 1) + 1
+    return (f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at line {line}, column {column}); "
+            "Conveyor edits UTF-8 files only")
+
+
 def _inside(root: Path, relative: str) -> Path | None:
     target = (root / relative).resolve()
     return target if target.is_relative_to(root.resolve()) else None
@@ -57,26 +66,33 @@ def bump(repo_dir: str, service: str, env: str, image: str, *, write: bool) -> i
     if not image_allowed(ref.name, policy.allowed_images):
         print(f"{ref.name} is not under allowed_images", file=sys.stderr)
         return 1
-    if ref.digest is None:
-        print("--image must carry a digest (NAME:TAG@sha256:...): a promotion always pins it",
-              file=sys.stderr)
+    if ref.digest is None or ref.tag is None:
+        # Offline there is no registry to read the tag of a bare digest from, and without the
+        # tag the tag policy cannot be checked and the file would keep its old tag.
+        missing = "a digest" if ref.digest is None else "a tag"
+        print(f"--image must carry {missing} (NAME:TAG@sha256:...): a promotion pins the "
+              "digest and writes the tag it was released as", file=sys.stderr)
         return 1
-    if ref.tag is not None:
-        for tag_policy in policy.tag_policy_for(service, env):
-            if not tag_policy.admits(ref.tag):
-                print(f"{ref.tag} is not admitted in {env} (tag policy `{tag_policy}`)",
-                      file=sys.stderr)
-                return 1
+    for tag_policy in policy.tag_policy_for(service, env):
+        if not tag_policy.admits(ref.tag):
+            print(f"{ref.tag} is not admitted in {env} (tag policy `{tag_policy}`)",
+                  file=sys.stderr)
+            return 1
     relative = policy.path_for(service, env)
     target = _inside(root, relative)
     if target is None:
         print(f"{relative}: outside the repository", file=sys.stderr)
         return 1
     try:
-        with open(target, encoding="utf-8", newline="") as handle:
-            text = handle.read()
+        with open(target, "rb") as handle:
+            data = handle.read()
     except OSError as exc:
         print(f"{relative}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        print(f"{relative}: {not_utf8(data, exc)}", file=sys.stderr)
         return 1
     try:
         edit = promote_image(text, image=wanted, tag=ref.tag, digest=ref.digest, path=relative)

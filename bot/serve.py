@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -10,10 +11,34 @@ from aiohttp import web
 from .handlers import build_router
 from .logs import configure_logging, register_secret
 from .server import create_app
-from .settings import load_settings
+from .settings import SettingsError, load_settings
 from .tasks import background_tasks
 
 log = logging.getLogger(__name__)
+
+LISTEN_BACKLOG = 128
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """Bind and listen before anything else starts, so that a bad HOST or a port in use is one
+    clear settings error instead of a traceback after the first GitHub calls."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        family, kind, proto, _name, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except (OSError, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise SettingsError(f"HOST {host!r} is not an address to listen on: {reason}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(LISTEN_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise SettingsError(f"HOST/PORT: cannot listen on {where}: {exc.strerror or exc}") \
+            from None
+    return sock
 
 
 def run_server() -> int:
@@ -24,15 +49,16 @@ def run_server() -> int:
     redis_password = urlsplit(settings.redis_url).password if settings.redis_url else None
     if redis_password:
         register_secret(redis_password)
-    app = create_app(settings, build_router(), background=background_tasks)
+    sock = listening_socket(settings.host, settings.port)
+    app = create_app(settings, build_router(), background=background_tasks,
+                     serve_while_starting=True)
     log.info(
         "conveyor listening",
-        extra={"host": settings.host, "port": settings.port, "api_url": settings.api_url},
+        extra={"host": settings.host, "port": sock.getsockname()[1], "api_url": settings.api_url},
     )
     web.run_app(
         app,
-        host=settings.host,
-        port=settings.port,
+        sock=sock,
         print=None,
         shutdown_timeout=settings.shutdown_grace + 5,
         access_log=None,

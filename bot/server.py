@@ -41,6 +41,7 @@ class Runtime:
     seen_deliveries: cachetools.TTLCache[str, bool]
     background: list[asyncio.Task[None]]
     ready: bool = False
+    starting: asyncio.Task[None] | None = None
 
 
 _RUNTIME: web.AppKey[Runtime] = web.AppKey("conveyor_runtime")
@@ -58,7 +59,11 @@ def create_app(
     retry: RetryPolicy | None = None,
     queue: DeliveryQueue | None = None,
     background: Callable[[Runtime], list[asyncio.Task[None]]] | None = None,
+    serve_while_starting: bool = False,
 ) -> web.Application:
+    """The application. With `serve_while_starting` the start-up work (the first GitHub call)
+    runs after the site opens, so that `/healthz` answers 503 meanwhile; otherwise it is done
+    before the runner returns, which is what in-process tests want."""
     metrics = Metrics()
     clients = GitHubClients(
         api_url=settings.api_url,
@@ -94,17 +99,26 @@ def create_app(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_endpoint)
 
-    async def on_startup(_app: web.Application) -> None:
+    async def start() -> None:
         if scaleout is not None:
             scaleout.start()
         runtime.pool.start()
-        runtime.ready = True
         await learn_bot_login(runtime)
+        runtime.ready = True
         if background is not None:
             runtime.background.extend(background(runtime))
 
+    async def on_startup(_app: web.Application) -> None:
+        if serve_while_starting:  # the socket answers (/healthz 503) during the first calls
+            runtime.starting = asyncio.create_task(start(), name="conveyor-start")
+        else:
+            await start()
+
     async def on_shutdown(_app: web.Application) -> None:
         runtime.ready = False
+        if runtime.starting is not None and not runtime.starting.done():
+            runtime.starting.cancel()
+            await asyncio.gather(runtime.starting, return_exceptions=True)
         for task in runtime.background:
             task.cancel()
         await asyncio.gather(*runtime.background, return_exceptions=True)

@@ -121,12 +121,18 @@ def _private_key(env: Mapping[str, str]) -> str:
         name = "GITHUB_PRIVATE_KEY_PATH"
     else:
         raise SettingsError("GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH is not set")
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
     try:
-        load_pem_private_key(key.strip().encode(), password=None)
-    except (ValueError, TypeError):
+        loaded = load_pem_private_key(key.strip().encode(), password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
         raise SettingsError(f"{name} is not a PEM private key") from None
+    if not isinstance(loaded, RSAPrivateKey):
+        # GitHub App keys are RSA: GitHub signs app JWTs with RS256 only
+        raise SettingsError(f"{name} is not an RSA private key (GitHub App keys are RSA; "
+                            "download a new one from the app's settings)")
     return key.strip() + "\n"
 
 

@@ -12,7 +12,12 @@ from .story import Options, run_sandbox
 
 def run(*, config: Path | None = None, keep: bool = False, log_dir: Path | None = None) -> int:
     if log_dir is not None:
-        log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            log_dir.mkdir(exist_ok=True)
+        except OSError as exc:
+            print(f"conveyor sandbox: --log-dir {log_dir}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 2
     try:
         return asyncio.run(run_sandbox(Options(config=config, keep=keep, log_dir=log_dir)))
     except BrokenPipeError:
