@@ -57,7 +57,7 @@ async def record_mix(stage: Stage, versions: int, chatter: int) -> list[Delivery
     for index in range(chatter):
         text = ("/status", "/help", "Looks good to me.", "/status web")[index % 4]
         await em.comment(stage.repo, int(issue["number"]), ("alice", "bob")[index % 2], text)
-        await em.set_status(stage.repo, head, "argocd/staging", "success")
+        await em.set_status(stage.repo, head, "argocd/web-staging", "success")
         if index % 4 == 0:
             await em.push_files(stage.repo, {"docs/notes.md": f"Note {index}\n"},
                                 message=f"Notes {index}", author="bob")

@@ -90,7 +90,7 @@ async def open_production_pr(stage: Stage, version: str) -> dict[str, Any]:
     em = stage.emulator
     staging = next(p for p in em.pulls(stage.repo, state="all")
                    if f" {version} to staging" in p["title"])
-    await em.set_status(stage.repo, staging["merge_commit_sha"], "argocd/staging", "success")
+    await em.set_status(stage.repo, staging["merge_commit_sha"], "argocd/web-staging", "success")
     await em.comment(stage.repo, staging["number"], "bob", "/promote production")
     await stage.quiesce()
     return next(p for p in em.pulls(stage.repo, state="open")

@@ -34,6 +34,8 @@ class Context:
     gates: GateService = field(default_factory=GateService)
     # The app's own login ("<slug>[bot]"), learned from GET /app at start-up.
     bot_login: str = ""
+    # The app's numeric id (GET /app): how its own check runs and deployments are recognised.
+    app_id: int | None = None
 
     @property
     def web_url(self) -> str:

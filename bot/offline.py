@@ -14,12 +14,14 @@ from .promotion.policies import POLICY_PATH
 
 
 def check_config(file_path: str) -> int:
-    _policy, issues = check_config_file(file_path)
+    policy, issues = check_config_file(file_path)
     for issue in issues:
         print(issue)
     if issues:
         print(f"{len(issues)} error(s)", file=sys.stderr)
         return 1
+    for notice in policy.notices if policy else ():
+        print(f"{notice.path}:{notice.line}:{notice.column}: notice: {notice.message}")
     print(f"{file_path}: ok")
     return 0
 

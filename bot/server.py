@@ -145,6 +145,7 @@ async def learn_bot_login(runtime: Runtime) -> None:
         log.warning("could not read the app's identity yet", extra={"error": str(exc)})
         return
     runtime.ctx.bot_login = f"{app_info['slug']}[bot]"
+    runtime.ctx.app_id = int(app_info["id"])
 
 
 def _answer(status: int, message: str, **extra: Any) -> web.Response:

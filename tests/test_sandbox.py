@@ -77,7 +77,7 @@ async def test_demo_story_plays_every_step(tmp_path: Path) -> None:
         '   Conveyor opened #1 "Promote web 1.1.0 to staging" and merged it (auto_merge)',
         '2. alice comments "/promote production" on #1',
         '   Conveyor opened #2 "Promote web 1.1.0 to production"; gate: failure — ',
-        "3. Argo CD reports argocd/staging success on main@",
+        "3. Argo CD reports argocd/web-staging success on main@",
         "   gate: action_required — needs 1 more approval",
         "4. 30 minutes pass (the sandbox clock moves from 10:00 to 10:30 UTC",
         "5. bob (@acme/sre) approves #2",

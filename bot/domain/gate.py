@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -114,6 +114,9 @@ class GateInput:
     freeze_until: Mapping[str, datetime | None]  # env -> end of the open freeze window
     now: datetime
     hold_url: str | None = None
+    # by digest: what the deployed search saw besides evidence (a newer failure, ignored
+    # reports and whose), shown on the digest's deployed condition
+    evidence_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -310,12 +313,15 @@ def _evidence_conditions(
                 gate.evidence.get(digest, ()), kind, digest, change, rules, rollback=gate.rollback
             )
         )
+        notes = gate.evidence_notes.get(digest, ()) if kind == "deployed" else ()
+        seen = "".join(f"; {note}" for note in notes)
         if earliest is None:
             complete = False
             found.append(
                 Condition(
                     ok=False,
-                    text=f"no {accepted} evidence from {rules.after} for {short_digest(digest)}",
+                    text=f"no {accepted} evidence from {rules.after} for {short_digest(digest)}"
+                    + seen,
                     subject=subject,
                 )
             )
@@ -326,7 +332,7 @@ def _evidence_conditions(
             Condition(
                 ok=True,
                 text=f"{earliest.kind} in {where} at {format_time(earliest.at)}: "
-                f"{earliest.description}",
+                f"{earliest.description}{seen}",
                 link=earliest.url or None,
                 subject=subject,
             )

@@ -7,6 +7,7 @@ from gidgethub import routing
 from . import (
     commands,
     configcheck,
+    deployments,
     installations,
     internal,
     packages,
@@ -21,6 +22,7 @@ def build_router() -> routing.Router:
     return routing.Router(
         commands.router,
         configcheck.router,
+        deployments.router,
         installations.router,
         internal.router,
         packages.router,

@@ -72,26 +72,6 @@ async def on_check_rerun(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Contex
         await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]))
 
 
-@router.register("deployment_status", action="created")
-@router.register("status")
-async def on_deployment_evidence(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
-                                 ) -> None:
-    """A deployment or a commit status may be the evidence a downstream gate waits for."""
-    if event.event == "status" and event.data.get("state") != "success":
-        return
-    if event.event == "deployment_status" and \
-            event.data["deployment_status"].get("state") != "success":
-        return
-    repo = await deployment_repo(event, gh, ctx)
-    if repo is None or repo.policy is None:
-        return
-    if event.event == "status":
-        contexts = {env.deployed_context for env in repo.policy.environments.values()}
-        if event.data.get("context") not in contexts:
-            return
-    await reevaluate_open_pulls(ctx, gh, repo)
-
-
 @router.register("merge_group", action="checks_requested")
 async def on_merge_group(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
     """Post the gate on the merge-queue commit, with the verdict of the queued PR."""

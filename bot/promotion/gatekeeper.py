@@ -30,7 +30,8 @@ from ..domain.policy import Policy
 from ..domain.provenance import attestation_problem
 from ..github.repos import get_file, is_bot, is_team_member, permission_of
 from ..manifests import ManifestError, find_images
-from .evidence import EvidenceFinder, parse_time
+from .deployed import parse_time
+from .evidence import EvidenceFinder
 from .marker import PromotionMarker, parse_marker
 from .merger import merge_promotion
 from .policies import DeploymentRepo
@@ -129,7 +130,8 @@ class GateService:
         changes = await self._changes(ctx, gh, repo, policy, facts)
         if not changes:
             return NO_GATED_CHANGE
-        finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, ctx.web_url)
+        finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, ctx.web_url,
+                                own_login=ctx.bot_login, own_app_id=ctx.app_id)
         rollback = facts.marker is not None and facts.marker.kind == "rollback"
         evidence: dict[str, tuple[Evidence, ...]] = {}
         for change in changes:
@@ -154,6 +156,7 @@ class GateService:
         held, hold_url = await self._hold(ctx, gh, repo.full_name, facts)
         return evaluate_gate(GateInput(
             changes=tuple(changes), rules=rules, evidence=evidence, rollback=rollback,
+            evidence_notes=dict(finder.notes),
             reviews=tuple(await self._reviews(gh, repo, policy, facts, envs)),
             head_sha=facts.head_sha, pr_author=facts.author,
             requester=facts.marker.requester if facts.marker else None,

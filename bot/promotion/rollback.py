@@ -21,7 +21,8 @@ from ..domain.policy import Policy
 from ..domain.tags import version_from_tag
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
-from .evidence import MAX_HISTORY_COMMITS, parse_time
+from .deployed import parse_time
+from .evidence import MAX_HISTORY_COMMITS
 
 __all__ = [
     "MAX_HISTORY_COMMITS",

@@ -46,7 +46,8 @@ environments:
     soak: 30m
     approvals: 1
     approvers: ["@acme/sre"]
-    deployed_context: argocd/staging
+    deployed_context: argocd/{service}-{env}   # Argo CD labels its statuses per Application
+    deployed_by: ["argocd[bot]"]
     merge_method: squash
 """
 

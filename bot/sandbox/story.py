@@ -27,6 +27,7 @@ from typing import Any, TextIO
 
 import nodesemver
 
+from ..domain.deployed import fill_context
 from ..domain.durations import format_duration
 from ..domain.policy import (
     Environment,
@@ -540,13 +541,16 @@ class Story:
         default = em.world.repo_by_name(self.repo).default_branch
         head = em.commit(self.repo, default)["sha"]
         if gated.deployed_context:
-            say.step(f"Argo CD reports {gated.deployed_context} success on {default}@{head[:7]}")
-            await em.set_status(self.repo, head, gated.deployed_context, "success",
+            context = fill_context(gated.deployed_context, self.plan.service.name, upstream)
+            reporter = gated.deployed_by[0] if gated.deployed_by else "argocd[bot]"
+            say.step(f"Argo CD reports {context} success on {default}@{head[:7]}")
+            await em.set_status(self.repo, head, context, "success", user=reporter,
                                 description=f"synced to {head[:7]}")
         else:
             say.step(f"Argo CD records a successful deployment to {upstream} of "
                      f"{default}@{head[:7]}")
-            await em.create_deployment(self.repo, head, upstream)
+            await em.create_deployment(self.repo, head, upstream, user=(
+                gated.deployed_by[0] if gated.deployed_by else "argocd[bot]"))
         await self.sandbox.settle()
         run = gate_of(self.sandbox, self.repo, pr)
         say.said(gate_text(run))

@@ -15,7 +15,7 @@ async def staged(world: World, version: str = "1.0.0") -> str:
 
 async def deploy_staging(world: World) -> None:
     head = world.emulator.commit(world.repo, "main")["sha"]
-    await world.emulator.set_status(world.repo, head, "argocd/staging", "success")
+    await world.emulator.set_status(world.repo, head, "argocd/web-staging", "success")
     await world.settle()
 
 

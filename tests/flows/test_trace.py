@@ -57,7 +57,7 @@ async def built_release(world: World, version: str, sha: str, *,
 async def pass_production_gate(world: World, pr: dict[str, Any]) -> None:
     """Argo CD reports staging, an SRE approves, the soak runs out."""
     head = world.emulator.commit(world.repo, "main")["sha"]
-    await world.emulator.set_status(world.repo, head, "argocd/staging", "success")
+    await world.emulator.set_status(world.repo, head, "argocd/web-staging", "success")
     await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")
     await world.settle()
     world.clock.advance(minutes=31)
@@ -131,7 +131,7 @@ async def test_attestation_from_another_repository_cautions_and_fails_the_gate(
 async def pass_production_gate_attempt(world: World, pr: dict[str, Any]) -> None:
     """Everything else the gate asks for is there, so only provenance can fail it."""
     head = world.emulator.commit(world.repo, "main")["sha"]
-    await world.emulator.set_status(world.repo, head, "argocd/staging", "success")
+    await world.emulator.set_status(world.repo, head, "argocd/web-staging", "success")
     await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")
     world.clock.advance(minutes=31)
     await world.settle()

@@ -56,7 +56,8 @@ AUTO_POLICY = (
     .replace("promote: manual", "promote: auto")
     .replace("evidence: [merged, deployed]", "evidence: [merged]")
     .replace("soak: 30m", "soak: 0")
-    .replace("    deployed_context: argocd/staging\n", "")
+    .replace("    deployed_context: argocd/{service}-{env}   # Argo CD labels its statuses per "
+             "Application\n    deployed_by: [\"argocd[bot]\"]\n", "")
 )
 assert "acme/worker" in AUTO_POLICY and "promote: auto" in AUTO_POLICY
 

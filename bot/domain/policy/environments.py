@@ -13,9 +13,11 @@ from bot.domain.policy.reader import Pos, Reader, type_name
 from bot.domain.policy.syntax import (
     RESERVED_ENVIRONMENT_NAMES,
     approver_problem,
+    context_pattern_problem,
     name_problem,
     path_problem,
     placeholder_problem,
+    reporter_problem,
 )
 from bot.domain.tags import TagPolicy
 
@@ -23,15 +25,15 @@ MAX_ENVIRONMENTS = 20
 MAX_APPROVERS = 100
 MAX_FREEZE_WINDOWS = 50
 MAX_APPROVALS = 10
+MAX_REPORTERS = 20
 
 ENV_KEYS = (
     "name", "path", "from", "after", "promote", "evidence", "soak", "tags", "approvals",
-    "approvers", "allow_self_approval", "deployed_context", "freeze", "merge_method",
-    "auto_merge", "require_attestation",
+    "approvers", "allow_self_approval", "deployed_context", "deployed_by", "freeze",
+    "merge_method", "auto_merge", "require_attestation",
 )  # fmt: skip
 GATE_ONLY_KEYS = (
     "promote", "evidence", "soak", "approvals", "approvers", "allow_self_approval",
-    "deployed_context",
 )  # fmt: skip
 FROM_VALUES = ("release", "package", "any")
 PROMOTE_VALUES = ("manual", "auto")
@@ -130,7 +132,14 @@ class _EnvParser:
         if approvals is not None:  # an invalid count is reported once, not again here
             self._check_approvers_fit(raw, where, approvals, approvers)
         allow_self = self._bool(raw, "allow_self_approval", where) if gated else False
-        context = self._deployed_context(raw, where, evidence) if gated else None
+        context = self._deployed_context(raw, where, evidence, gated)
+        reporters = self._deployed_by(raw, where, evidence, gated)
+        if gated and "deployed" in evidence and not reporters:
+            reader.notice(
+                reader.key_pos(raw, "evidence"),
+                f"{where}.evidence: deployed evidence counts a report by anyone who can post "
+                "commit statuses or deployments; name your Argo CD or Flux login in deployed_by",
+            )
         return Environment(
             name=name,
             path=path,
@@ -144,6 +153,7 @@ class _EnvParser:
             approvers=approvers,
             allow_self_approval=allow_self,
             deployed_context=context,
+            deployed_by=reporters,
             freeze=self._freeze(raw, where),
             merge_method=(
                 _choice(reader, raw, "merge_method", where, MERGE_METHODS) or "squash"
@@ -259,7 +269,7 @@ class _EnvParser:
             )
 
     def _deployed_context(
-        self, raw: dict[Any, Any], where: str, evidence: tuple[str, ...]
+        self, raw: dict[Any, Any], where: str, evidence: tuple[str, ...], gated: bool
     ) -> str | None:
         if "deployed_context" not in raw:
             return None
@@ -270,13 +280,45 @@ class _EnvParser:
         if not value.strip() or len(value) > 255:
             self.reader.error(pos, f"{where}.deployed_context: must be 1 to 255 characters")
             return None
-        if "deployed" not in evidence:
-            self.reader.error(
-                pos,
-                f"{where}.deployed_context: only used with evidence: [deployed]; add "
-                "'deployed' to evidence",
-            )
+        problem = context_pattern_problem(value)
+        if problem is not None:
+            self.reader.error(pos, f"{where}.deployed_context: {problem}")
+            return None
+        self._needs_deployed_evidence(raw, "deployed_context", where, evidence, gated)
         return str(value)
+
+    def _deployed_by(
+        self, raw: dict[Any, Any], where: str, evidence: tuple[str, ...], gated: bool
+    ) -> tuple[str, ...]:
+        if "deployed_by" not in raw:
+            return ()
+        items = _string_list(self.reader, raw, "deployed_by", where, MAX_REPORTERS)
+        if not items and isinstance(raw["deployed_by"], list):
+            self.reader.error(
+                self.reader.value_pos(raw, "deployed_by"),
+                f"{where}.deployed_by: list at least one login, or leave deployed_by out",
+            )
+        result: list[str] = []
+        for item, pos in items:
+            problem = reporter_problem(item)
+            if problem is not None:
+                self.reader.error(pos, f"{where}.deployed_by: {problem}")
+            elif item.casefold() in (r.casefold() for r in result):
+                self.reader.error(pos, f"{where}.deployed_by: '{item}' is listed twice")
+            else:
+                result.append(item)
+        self._needs_deployed_evidence(raw, "deployed_by", where, evidence, gated)
+        return tuple(result)
+
+    def _needs_deployed_evidence(
+        self, raw: dict[Any, Any], key: str, where: str, evidence: tuple[str, ...], gated: bool
+    ) -> None:
+        # On an entry environment the keys describe its own deployment reports (on_failure).
+        if gated and "deployed" not in evidence:
+            self.reader.error(
+                self.reader.value_pos(raw, key),
+                f"{where}.{key}: only used with evidence: [deployed]; add 'deployed' to evidence",
+            )
 
     def _tags(self, raw: dict[Any, Any], where: str) -> TagPolicy | None:
         if "tags" not in raw:

@@ -76,6 +76,7 @@ def _validate(reader: Reader, text: str) -> Policy | None:
         environments=MappingProxyType(environments),
         kubernetes_version=kubernetes_version,
         groups=MappingProxyType(groups),
+        notices=tuple(sorted(reader.notices)),
     )
 
 

@@ -8,6 +8,7 @@ from datetime import timedelta
 from types import MappingProxyType
 
 from bot.domain.freeze import FreezeWindow
+from bot.domain.policy.issues import PolicyIssue
 from bot.domain.policy.kubernetes import latest_kubernetes_version
 from bot.domain.policy.syntax import fill_template
 from bot.domain.tags import TagPolicy
@@ -44,6 +45,8 @@ class Environment:
     auto_merge: bool
     require_attestation: bool
     line: int
+    # logins whose deployment reports count (apps as "<slug>[bot]"); empty: anyone but Conveyor
+    deployed_by: tuple[str, ...] = ()
 
     @property
     def gated(self) -> bool:
@@ -69,6 +72,8 @@ class Policy:
     # "major.minor" of the Kubernetes API that manifests are validated against
     kubernetes_version: str = field(default_factory=latest_kubernetes_version)
     groups: Mapping[str, Group] = field(default_factory=lambda: MappingProxyType({}))
+    # advice that does not make the policy invalid (check-config prints it)
+    notices: tuple[PolicyIssue, ...] = field(default=(), compare=False)
     _by_path: Mapping[str, tuple[tuple[str, str], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )

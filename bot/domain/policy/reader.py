@@ -38,9 +38,14 @@ class Reader:
     def __init__(self, path: str) -> None:
         self.path = path
         self.issues: list[PolicyIssue] = []
+        self.notices: list[PolicyIssue] = []
 
     def error(self, pos: Pos, message: str) -> None:
         self.issues.append(PolicyIssue(self.path, pos[0], pos[1], message))
+
+    def notice(self, pos: Pos, message: str) -> None:
+        """Advice: printed by check-config, never a reason to refuse the policy."""
+        self.notices.append(PolicyIssue(self.path, pos[0], pos[1], message))
 
     @staticmethod
     def node_pos(node: Any, fallback: Pos = ROOT) -> Pos:

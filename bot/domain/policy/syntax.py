@@ -83,6 +83,33 @@ def placeholder_problem(template: str) -> str | None:
     return None
 
 
+def context_pattern_problem(pattern: str) -> str | None:
+    """A ``deployed_context``: literal text, ``{service}``, ``{env}`` and ``*`` wildcards."""
+    try:
+        fields = list(string.Formatter().parse(pattern))
+    except ValueError as exc:
+        return f"invalid context {pattern!r}: {exc} (write literal braces as {{{{ }}}})"
+    for _, field_name, spec, conversion in fields:
+        if field_name is None:
+            continue
+        if field_name not in PLACEHOLDERS or spec or conversion:
+            return (
+                f"unknown placeholder {{{field_name}}} in {pattern!r}: only {{service}}, {{env}} "
+                "and * are allowed"
+            )
+    return None
+
+
+def reporter_problem(login: str) -> str | None:
+    """A user login, or a GitHub App written as ``<slug>[bot]``."""
+    if LOGIN_RE.fullmatch(login.removesuffix("[bot]")) is None:
+        return (
+            f"invalid login {login!r}: a GitHub user login, or an app as <app-slug>[bot] "
+            "(such as argocd-notifications[bot])"
+        )
+    return None
+
+
 def fill_template(template: str, service: str, env: str) -> str:
     return template.format(service=service, env=env)
 

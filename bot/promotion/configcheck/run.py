@@ -96,13 +96,14 @@ def image_findings(policy: Policy, path: str, text: str) -> list[Finding]:
     return findings
 
 
-def policy_findings(text: str) -> list[Finding]:
+def policy_findings(text: str) -> tuple[list[Finding], list[Finding]]:
+    """The policy's errors, and its notices (advice that does not fail the check)."""
     try:
-        load_policy(text, POLICY_PATH)
+        policy = load_policy(text, POLICY_PATH)
     except PolicyError as exc:
         return [Finding(POLICY_PATH, issue.line, f"{issue.column}: {issue.message}")
-                for issue in exc.issues]
-    return []
+                for issue in exc.issues], []
+    return [], [Finding(POLICY_PATH, notice.line, notice.message) for notice in policy.notices]
 
 
 def is_checked(path: str) -> bool:
@@ -122,7 +123,9 @@ def check_text(report: Report, policy: Policy | None, path: str, text: str) -> l
     """The checks that need nothing but the file itself; the documents, for the rest."""
     report.files += 1
     if path == POLICY_PATH:
-        report.findings += policy_findings(text)
+        errors, notices = policy_findings(text)
+        report.findings += errors
+        report.notes += notices
         return []
     if is_helm_template(path, text):
         report.notes.append(Finding(path, 1, "Helm template: checked once rendered, not here"))

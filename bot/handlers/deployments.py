@@ -1,0 +1,89 @@
+"""Deployment reports in deployment repositories: commit statuses, check runs and deployment
+statuses that may be the evidence (or take it away) for a gate downstream."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from gidgethub import routing, sansio
+
+from ..context import Context
+from ..domain.deployed import (
+    FINAL_STATES,
+    Report,
+    ReportKind,
+    Trust,
+    check_run_state,
+    deployment_state,
+    may_match,
+)
+from ..domain.policy import Policy
+from ..github.client import ConveyorGitHubAPI
+from ..promotion.downstream import reevaluate_open_pulls
+from .pulls import deployment_repo
+
+log = logging.getLogger(__name__)
+router = routing.Router()
+
+
+def report_of(event: sansio.Event) -> Report | None:
+    """The report a webhook carries, in the shape the evidence search reads it."""
+    data: dict[str, Any] = event.data
+    kind: ReportKind
+    now = datetime.now(UTC)
+    if event.event == "status":
+        kind, name, state = "status", str(data.get("context") or ""), str(data.get("state"))
+        reporter, app_id, sha = (data.get("sender") or {}).get("login", ""), None, data["sha"]
+    elif event.event == "check_run":
+        run = data["check_run"]
+        app = run.get("app") or {}
+        kind, name = "check_run", str(run.get("name") or "")
+        state = check_run_state(run.get("status"), run.get("conclusion"))
+        reporter, app_id, sha = f"{app.get('slug', '')}[bot]", app.get("id"), run["head_sha"]
+    else:
+        status, deployment = data["deployment_status"], data["deployment"]
+        app = status.get("performed_via_github_app") or {}
+        kind, name = "deployment", str(deployment.get("environment") or "")
+        state = deployment_state(str(status.get("state") or ""))
+        reporter = (status.get("creator") or {}).get("login", "")
+        app_id, sha = app.get("id"), deployment["sha"]
+    if state not in FINAL_STATES:
+        return None
+    return Report(kind=kind, name=name, state=state, at=now, reporter=reporter, sha=sha, url="",
+                  app_id=app_id)
+
+
+def concerns_a_gate(policy: Policy, report: Report, own_login: str, own_app_id: int | None
+                    ) -> bool:
+    """Whether some gated environment reads this report as deployed evidence."""
+    for environment in policy.environments.values():
+        upstream = environment.after
+        if upstream is None or "deployed" not in environment.evidence:
+            continue
+        if not may_match(report.kind, environment.deployed_context, upstream, report.name):
+            continue
+        if Trust(environment.deployed_by, own_login, own_app_id).refusal(report) is None:
+            return True
+    return False
+
+
+@router.register("status")
+@router.register("check_run", action="completed")
+@router.register("deployment_status", action="created")
+async def on_deployment_report(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+                               ) -> None:
+    """A final report (success, failure, error) by a trusted reporter re-evaluates the gates:
+    it may be the evidence one waits for, or a failure that takes evidence away."""
+    report = report_of(event)
+    if report is None:
+        return
+    repo = await deployment_repo(event, gh, ctx)
+    if repo is None or repo.policy is None:
+        return
+    if not concerns_a_gate(repo.policy, report, ctx.bot_login, ctx.app_id):
+        log.debug("a deployment report no gate reads", extra={
+            "repository": repo.full_name, "report": report.describe()})
+        return
+    await reevaluate_open_pulls(ctx, gh, repo)

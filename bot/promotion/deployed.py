@@ -1,0 +1,235 @@
+"""The search for `deployed` evidence in the deployment repository.
+
+Which commits: every default-branch commit at which the upstream file pins the digest, from the
+commit that set it (found in the file's own history) up to the commit that replaced it, or the
+branch head while it still stands, however many commits later the report came. Which reports:
+every page of each commit's commit statuses, its check runs (by name when the context has no
+wildcard) and its deployments, plus deployments of the environment whose payload names the
+digest. Every list is bounded, and every request is conditional (the client's ETag cache), so
+an unchanged repository answers with ``304``s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from gidgethub.abc import GitHubAPI
+
+from ..domain.deployed import (
+    Judgement,
+    Report,
+    Trust,
+    check_run_state,
+    context_pattern,
+    deployment_state,
+    judge,
+)
+
+# Bounds of one search.
+MAX_FILE_HISTORY = 300  # commits touching the upstream file
+MAX_RANGE_COMMITS = 300  # default-branch commits searched for reports
+MAX_REPORTS_PER_LIST = 1000  # statuses, check runs or deployments of one commit (10 pages)
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Where the digest stood: the commit that set it and the one that replaced it (None while
+    it still stands)."""
+
+    setting: dict[str, Any]
+    replaced_by: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the reports are about: one service's file in one environment, and how its
+    reports are named."""
+
+    service: str
+    environment: str
+    path: str
+    context: str | None  # the deployed_context template
+
+    def matches(self, kind: str, name: str) -> bool:
+        if kind == "deployment" and name == self.environment:
+            return True
+        if self.context is None:
+            return False
+        return context_pattern(self.context, self.service, self.environment).fullmatch(
+            name) is not None
+
+    @property
+    def exact_name(self) -> str | None:
+        """The one check-run name the context can mean, when it has no wildcard."""
+        if self.context is None or "*" in self.context:
+            return None
+        return self.context.replace("{service}", self.service).replace(
+            "{env}", self.environment).replace("{{", "{").replace("}}", "}")
+
+
+@dataclass
+class DeployedSearch:
+    gh: GitHubAPI
+    repo: str
+    default_branch: str
+    # whether the target's file pins the digest at a commit
+    pinned_at: Callable[[str], Awaitable[bool]]
+
+    async def judge(self, target: Target, digest: str, trust: Trust) -> Judgement:
+        interval = await self.interval(target)
+        if interval is None:
+            return Judgement(None, None, ())
+        shas = await self.commits(interval)
+        reports: list[Report] = []
+        for sha in shas:
+            reports += await self._statuses(sha, target)
+            reports += await self._check_runs(sha, target)
+        reports += await self._deployments(shas, target, digest, interval)
+        return judge(reports, trust)
+
+    async def interval(self, target: Target) -> Interval | None:
+        """The newest stretch of the file's history in which it pinned the digest."""
+        replaced_by: dict[str, Any] | None = None
+        setting: dict[str, Any] | None = None
+        async for commit in _bounded(self.gh.getiter(
+            f"/repos/{self.repo}/commits?sha={quote(self.default_branch)}"
+            f"&path={quote(target.path)}&per_page=100"
+        ), MAX_FILE_HISTORY):
+            if await self.pinned_at(commit["sha"]):
+                setting = commit
+            elif setting is not None:
+                break
+            else:
+                replaced_by = commit
+        return Interval(setting, replaced_by) if setting is not None else None
+
+    async def commits(self, interval: Interval) -> list[str]:
+        """The first-parent chain from the last commit that pins the digest back to the one
+        that set it, newest first."""
+        setting = interval.setting["sha"]
+        if interval.replaced_by is not None:
+            parents = interval.replaced_by.get("parents") or []
+            if not parents:
+                return [setting]
+            start = parents[0]["sha"]
+        else:
+            start = self.default_branch
+        shas: list[str] = []
+        expected: str | None = None
+        async for commit in _bounded(self.gh.getiter(
+            f"/repos/{self.repo}/commits?sha={quote(start)}&per_page=100"
+        ), MAX_RANGE_COMMITS):
+            if expected is not None and commit["sha"] != expected:
+                continue  # a commit of a merged branch, not of the default branch itself
+            shas.append(commit["sha"])
+            if commit["sha"] == setting:
+                return shas
+            parents = commit.get("parents") or []
+            if not parents:
+                break
+            expected = parents[0]["sha"]
+        return [*shas, setting]  # the bound was reached: the newest commits and the setting one
+
+    async def _statuses(self, sha: str, target: Target) -> list[Report]:
+        if target.context is None:
+            return []
+        found = []
+        async for status in _bounded(self.gh.getiter(
+            f"/repos/{self.repo}/commits/{sha}/statuses?per_page=100"
+        ), MAX_REPORTS_PER_LIST):
+            context = str(status.get("context") or "")
+            if not target.matches("status", context):
+                continue
+            found.append(Report(
+                kind="status", name=context, state=str(status.get("state") or "pending"),
+                at=parse_time(status.get("updated_at") or status["created_at"]),
+                reporter=(status.get("creator") or {}).get("login", ""), sha=sha,
+                url=status.get("target_url") or "",
+            ))
+        return found
+
+    async def _check_runs(self, sha: str, target: Target) -> list[Report]:
+        if target.context is None:
+            return []
+        name = target.exact_name
+        query = f"check_name={quote(name)}&" if name is not None else ""
+        found = []
+        async for run in _bounded(self.gh.getiter(
+            f"/repos/{self.repo}/commits/{sha}/check-runs?{query}filter=all&per_page=100",
+            iterable_key="check_runs",
+        ), MAX_REPORTS_PER_LIST):
+            if not target.matches("check_run", str(run.get("name") or "")):
+                continue
+            app = run.get("app") or {}
+            at = run.get("completed_at") or run.get("started_at")
+            if not at:
+                continue
+            found.append(Report(
+                kind="check_run", name=str(run["name"]),
+                state=check_run_state(run.get("status"), run.get("conclusion")),
+                at=parse_time(at), reporter=f"{app.get('slug', '')}[bot]", sha=sha,
+                url=run.get("html_url") or "", app_id=app.get("id"),
+            ))
+        return found
+
+    async def _deployments(self, shas: list[str], target: Target, digest: str,
+                           interval: Interval) -> list[Report]:
+        seen: set[int] = set()
+        found: list[Report] = []
+        for sha in shas:
+            async for deployment in _bounded(self.gh.getiter(
+                f"/repos/{self.repo}/deployments?sha={sha}&per_page=100"
+            ), MAX_REPORTS_PER_LIST):
+                if deployment["id"] not in seen and target.matches(
+                        "deployment", str(deployment.get("environment") or "")):
+                    seen.add(deployment["id"])
+                    found += await self._deployment_statuses(deployment, sha, target)
+        # A deployment made for another ref counts when its payload names the digest.
+        since = parse_time(interval.setting["commit"]["committer"]["date"])
+        async for deployment in _bounded(self.gh.getiter(
+            f"/repos/{self.repo}/deployments?environment={quote(target.environment)}"
+            "&per_page=100"
+        ), MAX_REPORTS_PER_LIST):
+            if parse_time(deployment["created_at"]) < since:
+                break  # newest first: the rest predate the digest
+            payload = deployment.get("payload")
+            if deployment["id"] in seen or not isinstance(payload, dict) or \
+                    payload.get("digest") != digest:
+                continue
+            seen.add(deployment["id"])
+            found += await self._deployment_statuses(deployment, str(deployment["sha"]), target)
+        return found
+
+    async def _deployment_statuses(self, deployment: dict[str, Any], sha: str, target: Target
+                                   ) -> list[Report]:
+        found = []
+        async for status in _bounded(self.gh.getiter(
+            f"/repos/{self.repo}/deployments/{deployment['id']}/statuses?per_page=100"
+        ), MAX_REPORTS_PER_LIST):
+            app = status.get("performed_via_github_app") or {}
+            found.append(Report(
+                kind="deployment", name=str(deployment.get("environment") or target.environment),
+                state=deployment_state(str(status.get("state") or "")),
+                at=parse_time(status["created_at"]),
+                reporter=(status.get("creator") or {}).get("login", ""), sha=sha,
+                url=status.get("log_url") or status.get("target_url") or deployment.get("url", ""),
+                app_id=app.get("id"),
+            ))
+        return found
+
+
+async def _bounded(items: AsyncIterator[Any], limit: int) -> AsyncIterator[Any]:
+    count = 0
+    async for item in items:
+        yield item
+        count += 1
+        if count >= limit:
+            return
