@@ -1,10 +1,13 @@
 """Pure image-reference editing for deployment manifests.
 
-``find_images`` / ``find_all_images`` locate image references in a YAML file (Kustomize
-``images:`` entries, Helm values blocks, ``image:`` strings, Flux setter comments and Conveyor
-marker comments); ``promote_image`` rewrites one image's tag and digest by splicing text at the
-exact positions of the old values, re-parses the result and verifies that exactly the intended
-values changed. The formats are documented in ``docs/manifests.md`` and ``comments.py``.
+``find_all_images`` lists every image reference of a YAML file with the position of each of its
+values (``ImageOccurrence.spans``): Kustomize ``images:`` entries, Helm values blocks (also ones
+that merge others), ``image:`` strings and image volumes, Argo CD Application sources
+(``kustomize.images``, ``helm.parameters``, ``helm.valuesObject``) and argocd-image-updater
+write-back files, Flux setter comments and Conveyor marker comments. ``find_images`` keeps one
+image's. ``promote_image`` rewrites one image's tag and digest by splicing text at the exact
+positions of the old values, re-parses the result and verifies that exactly the intended values
+changed. The formats are documented in ``docs/manifests.md`` and ``comments.py``.
 """
 
 from bot.manifests.api import find_all_images, find_images, promote_image
@@ -16,7 +19,7 @@ from bot.manifests.errors import (
     VerificationError,
     YamlSyntaxError,
 )
-from bot.manifests.model import Edit, ImageOccurrence
+from bot.manifests.model import Edit, ImageOccurrence, ValueSpan
 
 __all__ = [
     "AmbiguousImageError",
@@ -25,6 +28,7 @@ __all__ = [
     "ImageOccurrence",
     "ManifestError",
     "UneditableImageError",
+    "ValueSpan",
     "VerificationError",
     "YamlSyntaxError",
     "find_all_images",

@@ -1,54 +1,91 @@
-"""The editor's entry points: find an image in a file, promote it to a new tag and digest."""
+"""The editor's entry points: list the image references of a file, promote one image."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping as AbstractMapping
+
 from bot.domain.images import canonical_image_name, is_digest, is_tag
 from bot.manifests.errors import AmbiguousImageError, ImageNotFoundError
-from bot.manifests.locate import Found, Locator, inherited_by, locate
-from bot.manifests.model import Edit, ImageOccurrence
-from bot.manifests.plan import Planner
+from bot.manifests.found import Found, slot_value
+from bot.manifests.locate import Added, Locator, locate
+from bot.manifests.model import Edit, ImageOccurrence, ValueSpan
+from bot.manifests.plan import Plan, Planner
 from bot.manifests.splice import apply_splices, changed_lines
-from bot.manifests.tree import Alias, Node, contains, parse_documents
+from bot.manifests.tree import Node, Scalar, parse_documents
 from bot.manifests.verify import verify
 
 
-def _occurrence(found: Found, aliases: list[Alias]) -> ImageOccurrence:
+def _spans(found: Found) -> tuple[ValueSpan, ...]:
+    slots: list[tuple[str, Scalar]] = [("ref", s) for s in found.refs]
+    slots += [("name", s) for s in found.names]
+    slots += [("tag", slot_value(s)) for s in found.tags]
+    slots += [("digest", slot_value(s)) for s in found.digests]
+    slots += [(part, pair[1]) for part, pair in found.inherited]
+    spans = [ValueSpan(part, s.line, s.column, s.start, s.end, s.value) for part, s in slots]
+    return tuple(sorted(spans, key=lambda span: span.start))
+
+
+def _occurrence(found: Found, located: Locator, added: Added = frozenset()) -> ImageOccurrence:
     return ImageOccurrence(
         line=found.line,
         shape=found.shape,
         name=found.name,
         tag=found.tag,
         digest=found.digest,
-        inherited_by=inherited_by(found, aliases),
+        inherited_by=located.inherited_by(found.edited_scalars(), added),
+        column=found.column,
+        spans=_spans(found),
+        match_names=found.match_names,
     )
 
 
-def _scan(text: str, path: str) -> Locator:
+def _tag_keys(tag_keys: AbstractMapping[str, str] | None) -> dict[str, str]:
+    return {canonical_image_name(image): key for image, key in (tag_keys or {}).items()}
+
+
+def _scan(text: str, path: str, tag_keys: AbstractMapping[str, str] | None) -> Locator:
     documents, index = parse_documents(text, path)
-    return locate(documents, index, path)
+    return locate(documents, index, path, _tag_keys(tag_keys))
 
 
-def find_all_images(text: str, *, path: str = "<file>") -> list[ImageOccurrence]:
-    """Every image reference recognised in ``text``, in file order."""
-    located = _scan(text, path)
-    return [_occurrence(f, located.aliases) for f in located.found]
+def find_all_images(
+    text: str, *, path: str = "<file>", tag_keys: AbstractMapping[str, str] | None = None
+) -> list[ImageOccurrence]:
+    """Every image reference recognised in ``text``, in file order, with the position of each
+    of its values (``ImageOccurrence.spans``).
+
+    ``tag_keys`` maps an image name to the key its Helm chart reads the tag from (a service's
+    ``tag_key``). Raises ManifestError (a subclass) when the file does not parse or a marker
+    contradicts its value.
+    """
+    located = _scan(text, path, tag_keys)
+    return [_occurrence(f, located) for f in located.found]
 
 
-def find_images(text: str, image: str, *, path: str = "<file>") -> list[ImageOccurrence]:
+def find_images(
+    text: str, image: str, *, path: str = "<file>", tag_key: str | None = None
+) -> list[ImageOccurrence]:
     """Occurrences of ``image`` (compared canonically) in ``text``, in file order."""
     canonical = canonical_image_name(image)
-    located = _scan(text, path)
-    return [_occurrence(f, located.aliases) for f in located.found if canonical in f.match_names]
+    located = _scan(text, path, {image: tag_key} if tag_key else None)
+    return [_occurrence(f, located) for f in located.found if canonical in f.match_names]
 
 
 def promote_image(
-    text: str, *, image: str, tag: str | None, digest: str, path: str = "<file>"
+    text: str,
+    *,
+    image: str,
+    tag: str | None,
+    digest: str,
+    path: str = "<file>",
+    tag_key: str | None = None,
 ) -> Edit:
-    """Set every occurrence of ``image`` in ``text`` to ``tag`` and ``digest`` (SPEC section 4).
+    """Set every occurrence of ``image`` in ``text`` to ``tag`` and ``digest``.
 
-    ``tag=None`` keeps each occurrence's current tag. Raises ManifestError (a subclass) when
-    the image is not found, is ambiguous, the file does not parse or the result fails
-    verification. When the file already pins exactly that, ``new_text == old_text``.
+    ``tag=None`` keeps each occurrence's current tag; ``tag_key`` names the key a Helm chart
+    reads the tag from when it is not ``tag``. Raises ManifestError (a subclass) when the image
+    is not found, is ambiguous, the file does not parse or the result fails verification. When
+    the file already pins exactly that, ``new_text == old_text``.
     """
     if not is_digest(digest):
         raise ValueError(f"invalid digest {digest!r}: expected sha256:<64 lowercase hex>")
@@ -56,18 +93,20 @@ def promote_image(
         raise ValueError(f"invalid tag {tag!r}")
     canonical = canonical_image_name(image)
     documents, index = parse_documents(text, path)
-    located = locate(documents, index, path)
+    located = locate(documents, index, path, {canonical: tag_key} if tag_key else {})
     matches = [f for f in located.found if canonical in f.match_names]
     if not matches:
         raise ImageNotFoundError(path, 1, _not_found_message(image, located.found))
-    _check_ambiguity(matches, located, path, image)
+    _check_entries(matches, path, image)
 
-    planner = Planner(index, path, tag, digest)
+    planner = Planner(index, path, tag, digest, located.merged)
     for found in matches:
         planner.add(found)
-    plan = planner.plan
-    occurrences = tuple(_occurrence(f, located.aliases) for f in matches)
-    notes = _anchor_notes(matches, located.aliases)
+    plan = planner.finish()
+    _check_shared(matches, located, plan, path, image)
+    added = plan.added_keys()
+    occurrences = tuple(_occurrence(f, located, added) for f in matches)
+    notes = _anchor_notes(plan.edited, located, added)
     if not plan.splices:
         return Edit(path, text, text, (), occurrences, notes)
     new_text = apply_splices(text, plan.splices)
@@ -78,8 +117,9 @@ def promote_image(
 
 def _not_found_message(image: str, found: list[Found]) -> str:
     message = (
-        f"image {image} not found (looked for Kustomize images entries, Helm image blocks, "
-        "image: strings, Flux setters and conveyor markers)"
+        f"image {image} not found (looked for Kustomize images entries, Helm image blocks and "
+        "parameters, image: strings and image volumes, Argo CD kustomize.images strings, Flux "
+        "setters and conveyor markers)"
     )
     names = list(dict.fromkeys(f.name for f in found))
     if names:
@@ -88,43 +128,56 @@ def _not_found_message(image: str, found: list[Found]) -> str:
     return message
 
 
-def _check_ambiguity(matches: list[Found], located: Locator, path: str, image: str) -> None:
-    entries = [f for f in matches if f.shape == "kustomize"]
-    if len(entries) > 1:
-        raise AmbiguousImageError(
-            path,
-            entries[1].line,
-            f"image {image} has {len(entries)} Kustomize images entries (lines "
-            + ", ".join(str(f.line) for f in entries)
-            + "); keep one",
-        )
-    edited = {id(s): f for f in matches for s in f.scalars() if s not in f.names}
+def _check_entries(matches: list[Found], path: str, image: str) -> None:
+    """One entry per image in a Kustomize ``images`` or Argo CD ``kustomize.images`` list."""
+    lists: dict[int, list[Found]] = {}
+    for found in matches:
+        if found.container is not None:
+            lists.setdefault(id(found.container), []).append(found)
+    for entries in lists.values():
+        if len(entries) > 1:
+            kind = "Kustomize images" if entries[0].shape == "kustomize" else "kustomize.images"
+            raise AmbiguousImageError(
+                path,
+                entries[1].line,
+                f"image {image} has {len(entries)} {kind} entries (lines "
+                + ", ".join(str(f.line) for f in entries)
+                + "); keep one",
+            )
+
+
+def _check_shared(
+    matches: list[Found], located: Locator, plan: Plan, path: str, image: str
+) -> None:
+    """Refuse an edit of a value that another image's reference renders too."""
     for other in located.found:
         if other in matches:
             continue
-        for scalar in other.scalars():
-            if id(scalar) in edited and scalar not in other.names:
+        shared = [(s, "shared (through an anchor) with") for s in other.scalars()]
+        shared += [(pair[1], "merged (<<) into the block of") for _, pair in other.inherited]
+        for scalar, how in shared:
+            if id(scalar) in plan.changes:
                 raise AmbiguousImageError(
                     path,
                     other.line,
-                    f"the value on line {scalar.line} is shared (through an anchor) with "
-                    f"{other.name}; promoting {image} would change it too",
+                    f"the value on line {scalar.line} is {how} {other.name}; promoting "
+                    f"{image} would change it too",
                 )
 
 
-def _anchor_notes(matches: list[Found], aliases: list[Alias]) -> tuple[str, ...]:
-    """One note per anchor whose node holds an edited value and is reused through aliases."""
-    edited = [s for f in matches for s in f.scalars() if s not in f.names]
+def _anchor_notes(edited: list[Node], located: Locator, added: Added) -> tuple[str, ...]:
+    """One note per anchor holding an edited value that aliases really inherit."""
     users: dict[int, tuple[Node, list[int]]] = {}
-    for alias in aliases:
+    for alias in located.aliases:
         target = alias.target
-        if target is not None and any(contains(target, s) for s in edited):
+        if target is not None and any(located.inherits(alias, n, added) for n in edited):
             users.setdefault(id(target), (target, []))[1].append(alias.line)
     notes: list[str] = []
     for target, lines in sorted(users.values(), key=lambda item: item[0].start):
-        used = ", ".join(str(line) for line in sorted(set(lines)))
+        used = sorted(set(lines))
         notes.append(
             f"the anchor &{target.anchor} on line {target.line} is also used on "
-            f"line{'s' if len(set(lines)) > 1 else ''} {used}; the change applies there too"
+            f"line{'s' if len(used) > 1 else ''} {', '.join(map(str, used))}; "
+            "the change applies there too"
         )
     return tuple(notes)

@@ -1,13 +1,9 @@
 """Finding image references in a parsed file.
 
-Shapes recognised (see ``docs/manifests.md``):
-
-- ``kustomize``: entries of an ``images:`` sequence (``name``/``newName``/``newTag``/``digest``);
-- ``helm``: a mapping with ``repository`` (and optional ``registry``) plus ``tag``/``digest``,
-  nested under any key;
-- ``image-string``: any ``image:`` key whose value is a string reference;
-- ``setter``: values carrying a Flux ``{"$imagepolicy": ...}`` comment;
-- ``marker``: values carrying a ``# conveyor: <image> [part]`` comment.
+Shapes recognised (see ``docs/manifests.md``): Kustomize entries, image strings and image
+volumes, Argo CD ``kustomize.images`` strings (``shapes.py``); Helm values blocks, also ones
+that merge others, and Argo CD ``helm.parameters`` (``helm.py``); values carrying a Flux
+``{"$imagepolicy": ...}`` setter or a ``# conveyor: <image> [part]`` marker (``comments.py``).
 
 A value that belongs to a structural shape is owned by it; a setter on such a value is redundant
 and a marker on it must agree with it.
@@ -15,12 +11,14 @@ and a marker on it must agree with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from bot.domain.images import ImageRef, canonical_image_name, is_digest, parse_image_ref
+from bot.domain.images import canonical_image_name, is_digest
 from bot.manifests.comments import Marker, Setter, parse_trailing_comment
 from bot.manifests.errors import AmbiguousImageError, UneditableImageError
-from bot.manifests.scalars import plain_is_string
+from bot.manifests.found import Found, Slot, reference, split_tag
+from bot.manifests.helm import TagKeys, helm_parameters, values_block
+from bot.manifests.shapes import argocd_image, image_string, image_volume, kustomize_entry
 from bot.manifests.tree import (
     Alias,
     Document,
@@ -30,162 +28,16 @@ from bot.manifests.tree import (
     Scalar,
     Sequence,
     contains,
+    effective_entry,
+    is_merge_key,
+    merge_pair,
     resolve,
 )
 
-Pair = tuple[Scalar, Scalar]  # (key, value) of a mapping entry whose value is a scalar
-
-
-@dataclass(eq=False)
-class Found:
-    """One image reference with the scalars that hold its parts."""
-
-    shape: str
-    name: str  # as written
-    match_names: tuple[str, ...]  # canonical names under which it is found
-    line: int
-    tag: str | None
-    digest: str | None
-    refs: list[Scalar] = field(default_factory=list)  # whole "name:tag@digest" values
-    names: list[Scalar] = field(default_factory=list)
-    tags: list[Pair | Scalar] = field(default_factory=list)
-    digests: list[Pair | Scalar] = field(default_factory=list)
-    mapping: Mapping | None = None  # kustomize / helm block, where keys may be added
-    anchor_pair: Pair | None = None  # pair after which new keys go
-    tag_key: str = "tag"
-    digest_key: str | None = None  # kustomize: always "digest"; helm: "digest" when present
-
-    def scalars(self) -> list[Scalar]:
-        out = list(self.refs) + list(self.names)
-        out += [p[1] if isinstance(p, tuple) else p for p in (*self.tags, *self.digests)]
-        return out
-
-
-def is_string(node: Scalar) -> bool:
-    if node.style is not None:
-        return True
-    if node.tag is not None:
-        return node.tag.endswith(":str")
-    return plain_is_string(node.value)
-
-
-def split_tag(value: str) -> tuple[str | None, str | None]:
-    """``1.4.2@sha256:..`` → (tag, digest); an empty tag is None."""
-    tag, _, digest = value.partition("@")
-    return (tag or None), (digest if is_digest(digest) else None)
-
-
-def _scalar_value(mapping: Mapping, key: str) -> Pair | None:
-    entry = mapping.get(key)
-    if entry is None:
-        return None
-    value = resolve(entry[1])
-    return (entry[0], value) if isinstance(value, Scalar) else None
-
-
-def _reference(node: Scalar) -> ImageRef | None:
-    if not node.value or not is_string(node):
-        return None
-    try:
-        return parse_image_ref(node.value)
-    except ValueError:
-        return None
-
-
-def _kustomize(entry: Mapping) -> Found | None:
-    name = _scalar_value(entry, "name")
-    if name is None or not name[1].value:
-        return None
-    new_name = _scalar_value(entry, "newName")
-    new_tag = _scalar_value(entry, "newTag")
-    digest = _scalar_value(entry, "digest")
-    match_names: list[str] = []
-    for pair in (name, new_name):
-        if pair is not None:
-            try:
-                match_names.append(canonical_image_name(pair[1].value))
-            except ValueError:
-                continue
-    if not match_names:
-        return None
-    effective = new_name if new_name is not None else name
-    tag = digest_value = None
-    if new_tag is not None:
-        tag, digest_value = split_tag(new_tag[1].value)
-    if digest is not None and is_digest(digest[1].value):
-        digest_value = digest[1].value
-    last_name_pair = max((p for p in (name, new_name) if p is not None), key=lambda p: p[0].start)
-    return Found(
-        shape="kustomize",
-        name=effective[1].value,
-        match_names=tuple(dict.fromkeys(match_names)),
-        line=effective[1].line,
-        tag=tag,
-        digest=digest_value,
-        names=[p[1] for p in (name, new_name) if p is not None],
-        tags=[new_tag] if new_tag is not None else [],
-        digests=[digest] if digest is not None else [],
-        mapping=entry,
-        anchor_pair=new_tag if new_tag is not None else last_name_pair,
-        tag_key="newTag",
-        digest_key="digest",
-    )
-
-
-def _helm(block: Mapping, parent_key: str | None) -> Found | None:
-    repository = _scalar_value(block, "repository")
-    if repository is None:
-        return None
-    tag = _scalar_value(block, "tag")
-    digest = _scalar_value(block, "digest")
-    if tag is None and digest is None and "image" not in (parent_key or "").lower():
-        return None
-    ref = _reference(repository[1])
-    if ref is None or ref.tag is not None or ref.digest is not None:
-        return None
-    registry = _scalar_value(block, "registry")
-    name = ref.name
-    if registry is not None and registry[1].value:
-        name = f"{registry[1].value.rstrip('/')}/{ref.name}"
-    try:
-        canonical = canonical_image_name(name)
-    except ValueError:
-        return None
-    tag_value = digest_value = None
-    if tag is not None:
-        tag_value, digest_value = split_tag(tag[1].value)
-    if digest is not None and is_digest(digest[1].value):
-        digest_value = digest[1].value
-    return Found(
-        shape="helm",
-        name=name,
-        match_names=(canonical,),
-        line=repository[1].line,
-        tag=tag_value,
-        digest=digest_value,
-        names=[repository[1]] + ([registry[1]] if registry is not None else []),
-        tags=[tag] if tag is not None else [],
-        digests=[digest] if digest is not None else [],
-        mapping=block,
-        anchor_pair=tag if tag is not None else repository,
-        tag_key="tag",
-        digest_key="digest" if digest is not None else None,
-    )
-
-
-def _image_string(node: Scalar) -> Found | None:
-    ref = _reference(node)
-    if ref is None:
-        return None
-    return Found(
-        shape="image-string",
-        name=ref.name,
-        match_names=(ref.canonical_name,),
-        line=node.line,
-        tag=ref.tag,
-        digest=ref.digest,
-        refs=[node],
-    )
+# id(alias) -> (mapping it is merged into, the merged mapping holding it, its key there or None
+# when the alias itself is merged)
+MergeLinks = dict[int, tuple[Mapping, Mapping, str | None]]
+Added = frozenset[tuple[int, str]]
 
 
 @dataclass
@@ -198,14 +50,19 @@ class _Annotated:
 class Locator:
     """Walks the documents once and collects every recognised image reference."""
 
-    def __init__(self, documents: list[Document], index: LineIndex, path: str) -> None:
+    def __init__(
+        self, documents: list[Document], index: LineIndex, path: str, tag_keys: TagKeys
+    ) -> None:
         self.index = index
         self.path = path
+        self.tag_keys = tag_keys
         self.found: list[Found] = []
         self.claimed: dict[int, Found] = {}
         self.seen: set[int] = set()
         self.annotated: list[_Annotated] = []
         self.aliases: list[Alias] = [a for d in documents for a in d.aliases]
+        self.merge_links: MergeLinks = {}
+        self.merged: set[int] = set()  # ids of mappings merged into others
         for document in documents:
             if document.root is not None:
                 self._walk(document.root)
@@ -242,18 +99,85 @@ class Locator:
                     stack.append((k, None))
 
     def _mapping(self, node: Mapping, key: Scalar | None) -> None:
-        self._add(_helm(node, key.value if key is not None else None))
+        parent_key = key.value if key is not None else None
+        self._merges(node)
+        self._add(values_block(node, parent_key, self.tag_keys))
         for k, v in node.pairs:
-            if not isinstance(k, Scalar):
+            if not isinstance(k, Scalar) or is_merge_key(k):
                 continue
             value = resolve(v)
             if k.value == "image" and isinstance(value, Scalar):
-                self._add(_image_string(value))
+                self._add(image_string(value))
+            elif k.value == "image" and isinstance(value, Mapping):
+                self._add(image_volume(value))
             elif k.value == "images" and isinstance(value, Sequence):
                 for item in value.items:
                     entry = resolve(item)
                     if isinstance(entry, Mapping):
-                        self._add(_kustomize(entry))
+                        self._add(kustomize_entry(entry, value))
+                    elif isinstance(entry, Scalar) and parent_key == "kustomize":
+                        self._add(argocd_image(entry, value))
+            elif k.value == "parameters" and isinstance(value, Sequence) and parent_key == "helm":
+                for found in helm_parameters(value, self.tag_keys):
+                    self._add(found)
+
+    def _merges(self, node: Mapping) -> None:
+        pair = merge_pair(node)
+        if pair is None:
+            return
+        value = pair[1]
+        items = value.items if isinstance(value, Sequence) else [value]
+        for item in items:
+            source = resolve(item)
+            if not isinstance(source, Mapping):
+                continue
+            self.merged.add(id(source))
+            if isinstance(item, Alias):
+                self.merge_links[id(item)] = (node, source, None)
+                continue
+            for k, v in source.pairs:  # an inline mapping merged: `<<: {image: *img}`
+                if isinstance(v, Alias) and isinstance(k, Scalar):
+                    self.merge_links[id(v)] = (node, source, k.value)
+
+    def inherits(self, alias: Alias, node: Node, added: Added = frozenset()) -> bool:
+        """Whether the place of ``alias`` renders ``node``, a value inside its anchor.
+
+        A merged mapping gives only the keys that the mapping merging it does not set itself
+        (``added``: keys an edit gives it, as (id(mapping), key)).
+        """
+        target = alias.target
+        if target is None or not contains(target, node):
+            return False
+        link = self.merge_links.get(id(alias))
+        if link is None:
+            return True
+        merged_into, source, key = link
+        if key is None:
+            key = next(
+                (
+                    k.value
+                    for k, v in source.pairs
+                    if isinstance(k, Scalar) and not is_merge_key(k) and contains(v, node)
+                ),
+                None,
+            )
+            if key is None:
+                return False  # it comes from the source's own merge: named through that alias
+        if (id(merged_into), key) in added:
+            return False
+        entry = effective_entry(merged_into, key)
+        return entry is not None and entry.provider is source
+
+    def inherited_by(
+        self, nodes: list[Scalar] | list[Node], added: Added = frozenset()
+    ) -> tuple[int, ...]:
+        """Lines of aliases whose place renders one of ``nodes``."""
+        lines = {
+            alias.line
+            for alias in self.aliases
+            if any(self.inherits(alias, n, added) for n in nodes)
+        }
+        return tuple(sorted(lines))
 
     def _comment(self, node: Scalar, key: Scalar | None) -> None:
         text = self.index.text
@@ -299,7 +223,7 @@ class Locator:
                 f"{owner.name} ({owner.shape})",
             )
         if item.note.part == "ref":
-            ref = _reference(item.scalar)
+            ref = reference(item.scalar)
             if ref is None:
                 raise UneditableImageError(
                     self.path, item.scalar.line, "conveyor marker is not on an image reference"
@@ -314,24 +238,24 @@ class Locator:
     def _group(self, shape: str, items: list[_Annotated]) -> Found | None:
         refs: list[Scalar] = []
         names: list[Scalar] = []
-        tags: list[Pair | Scalar] = []
-        digests: list[Pair | Scalar] = []
+        tags: list[Slot] = []
+        digests: list[Slot] = []
         name: str | None = None
         tag = digest = None
         owned = [i for i in items if id(i.scalar) in self.claimed]
         for item in owned:
             if item.note.part == "name":
                 name = name or item.scalar.value
-            elif item.note.part == "ref" and (ref := _reference(item.scalar)) is not None:
+            elif item.note.part == "ref" and (ref := reference(item.scalar)) is not None:
                 name = name or ref.name
         items = [i for i in items if id(i.scalar) not in self.claimed]
         if not items:
             return None
         for item in sorted(items, key=lambda i: i.scalar.start):
-            slot: Pair | Scalar = (item.key, item.scalar) if item.key else item.scalar
+            slot: Slot = (item.key, item.scalar) if item.key else item.scalar
             part = item.note.part
             if part == "ref":
-                ref = _reference(item.scalar)
+                ref = reference(item.scalar)
                 if ref is None:
                     continue
                 refs.append(item.scalar)
@@ -354,13 +278,15 @@ class Locator:
             canonical = canonical_image_name(name)
         except ValueError:
             return None
-        first = min((s for s in refs + names), key=lambda s: s.line, default=None)
-        line = first.line if first else min(i.scalar.line for i in items)
+        first = min((s for s in refs + names), key=lambda s: s.start, default=None)
+        at = first if first else min((i.scalar for i in items), key=lambda s: s.start)
         return Found(
             shape=shape,
+            edit="group",
             name=name,
             match_names=(canonical,),
-            line=line,
+            line=at.line,
+            column=at.column,
             tag=tag,
             digest=digest,
             refs=refs,
@@ -371,16 +297,7 @@ class Locator:
         )
 
 
-def locate(documents: list[Document], index: LineIndex, path: str) -> Locator:
-    return Locator(documents, index, path)
-
-
-def inherited_by(found: Found, aliases: list[Alias]) -> tuple[int, ...]:
-    """Lines of aliases whose anchored node contains one of the values of ``found``."""
-    scalars = found.scalars()
-    lines = {
-        alias.line
-        for alias in aliases
-        if alias.target is not None and any(contains(alias.target, s) for s in scalars)
-    }
-    return tuple(sorted(lines))
+def locate(
+    documents: list[Document], index: LineIndex, path: str, tag_keys: TagKeys | None = None
+) -> Locator:
+    return Locator(documents, index, path, tag_keys or {})

@@ -3,17 +3,36 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ValueSpan:
+    """Where one value of an image reference is written in the text."""
+
+    part: str  # "ref" (a whole name:tag@digest) | "name" | "tag" | "digest"
+    line: int  # 1-based
+    column: int  # 0-based
+    start: int  # offsets into the text: text[start:end] is the value as written
+    end: int
+    value: str  # the value as YAML reads it
 
 
 @dataclass(frozen=True)
 class ImageOccurrence:
+    """One image reference: what it names and, in ``spans``, where each of its values is."""
+
     line: int  # 1-based line of the value that names the image
-    shape: str  # "kustomize" | "helm" | "image-string" | "setter" | "marker"
-    name: str  # image name as written in the file
+    shape: str  # see docs/manifests.md: "kustomize", "helm", "image-string", "argocd-image", ...
+    name: str  # image name as written in the file (the name it deploys, after any NAME=)
     tag: str | None
     digest: str | None
-    inherited_by: tuple[int, ...] = ()  # lines of aliases that reuse this value (anchors)
+    inherited_by: tuple[int, ...] = ()  # lines of aliases that reuse the edited values
+    column: int = field(default=0, compare=False)  # 0-based column of the value on ``line``
+    # the values that name, tag and pin it, in file order; an inherited (merged or aliased)
+    # value is where it is written, which may be another block
+    spans: tuple[ValueSpan, ...] = field(default=(), compare=False)
+    match_names: tuple[str, ...] = field(default=(), compare=False)  # canonical names
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ruamel.yaml.resolver import VersionedResolver
 _TABLES: tuple[dict[Any, list[tuple[Any, Any]]], ...] = tuple(
     VersionedResolver(version=version).versioned_resolver for version in ((1, 1), (1, 2))
 )
-_PLAIN_SAFE_RE = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./:@+-]*")
+_PLAIN_SAFE_RE = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./:@+=-]*")  # "=": Argo CD NAME=NEWNAME
 
 
 @lru_cache(maxsize=4096)

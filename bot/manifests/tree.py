@@ -250,3 +250,65 @@ def _build(events: Any, index: LineIndex, documents: list[Document]) -> None:
             continue
         if anchor is not None:
             anchors[anchor] = node
+
+
+# -- merge keys (`<<: *base`) -------------------------------------------------------------------
+
+MAX_MERGE_DEPTH = 32  # an anchor merged into itself must not loop
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def is_merge_key(node: Node) -> bool:
+    """A plain ``<<`` key (or one tagged ``!!merge``): YAML's merge key."""
+    return (
+        isinstance(node, Scalar)
+        and node.value == "<<"
+        and node.style is None
+        and node.tag in (None, _MERGE_TAG)
+    )
+
+
+def merge_pair(mapping: Mapping) -> tuple[Scalar, Node] | None:
+    for key, value in mapping.pairs:
+        if is_merge_key(key):
+            assert isinstance(key, Scalar)
+            return key, value
+    return None
+
+
+def merge_sources(mapping: Mapping) -> list[Mapping]:
+    """The mappings merged into ``mapping``, in priority order (earlier ones win)."""
+    pair = merge_pair(mapping)
+    if pair is None:
+        return []
+    value = resolve(pair[1])
+    items = value.items if isinstance(value, Sequence) else [value]
+    return [m for m in (resolve(item) for item in items) if isinstance(m, Mapping)]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A key of a mapping as YAML's merge key resolves it: which mapping's own pair it is."""
+
+    key: Scalar
+    value: Node
+    provider: Mapping
+
+
+def own_entry(mapping: Mapping, key: str) -> Entry | None:
+    for k, v in mapping.pairs:
+        if isinstance(k, Scalar) and k.value == key and not is_merge_key(k):
+            return Entry(k, v, mapping)
+    return None
+
+
+def effective_entry(mapping: Mapping, key: str, depth: int = 0) -> Entry | None:
+    """``mapping[key]`` after merges: its own pair, else the first merged mapping's."""
+    found = own_entry(mapping, key)
+    if found is not None or depth >= MAX_MERGE_DEPTH:
+        return found
+    for source in merge_sources(mapping):
+        found = effective_entry(source, key, depth + 1)
+        if found is not None:
+            return found
+    return None

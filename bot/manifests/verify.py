@@ -9,7 +9,7 @@ plan put them, with the intended values).
 from __future__ import annotations
 
 from bot.manifests.errors import VerificationError, YamlSyntaxError
-from bot.manifests.locate import is_string
+from bot.manifests.found import is_string
 from bot.manifests.plan import Plan
 from bot.manifests.tree import (
     Alias,

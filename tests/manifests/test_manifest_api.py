@@ -10,6 +10,7 @@ from bot.manifests import (
     ImageOccurrence,
     ManifestError,
     UneditableImageError,
+    ValueSpan,
     VerificationError,
     YamlSyntaxError,
     find_all_images,
@@ -253,3 +254,33 @@ def test_large_multi_document_file() -> None:
     old_lines, new_lines = text.splitlines(), edit.new_text.splitlines()
     differing = [i + 1 for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
     assert tuple(differing) == edit.changed_lines
+
+
+def test_every_reference_comes_with_the_position_of_each_value() -> None:
+    text = "web:\n  image:\n    repository: ghcr.io/acme/web\n    tag: 1.4.1 # pinned\n"
+    (occurrence,) = find_all_images(text)
+    assert (occurrence.line, occurrence.column) == (3, 16)
+    assert occurrence.match_names == ("ghcr.io/acme/web",)
+    assert occurrence.spans == (
+        ValueSpan("name", 3, 16, text.index("ghcr"), text.index("\n    tag"), "ghcr.io/acme/web"),
+        ValueSpan("tag", 4, 9, text.index("1.4.1"), text.index(" # pinned"), "1.4.1"),
+    )
+    for span in occurrence.spans:
+        assert text[span.start : span.end] == span.value
+
+
+def test_a_merged_value_is_reported_where_it_is_written() -> None:
+    text = (
+        "base: &img\n  repository: ghcr.io/acme/web\n  tag: 1.0.0\n"
+        f"sidecar:\n  <<: *img\n  digest: {OLD}\n"
+    )
+    anchored, merging = find_all_images(text)
+    assert (merging.line, merging.tag, merging.digest) == (6, "1.0.0", OLD)
+    assert [(s.part, s.line) for s in merging.spans] == [("name", 2), ("tag", 3), ("digest", 6)]
+    assert anchored.inherited_by == (5,)  # the sidecar reuses the tag of line 3
+    edit = promote_image(text, image="ghcr.io/acme/web", tag="1.4.2", digest=DIGEST)
+    assert edit.new_text.endswith(f"  <<: *img\n  digest: {DIGEST}\n  tag: 1.4.2\n")
+    # the sidecar gets its own tag (it must not render 1.4.2@sha256:... beside its digest), so
+    # it no longer inherits what changes on line 3
+    assert [o.inherited_by for o in edit.occurrences] == [(), ()]
+    assert edit.notes == ()
