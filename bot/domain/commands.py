@@ -27,8 +27,10 @@ __all__ = [
     "Hold",
     "Promote",
     "PromoteExplicit",
+    "PromoteTrain",
     "Recheck",
     "Rollback",
+    "RollbackTrain",
     "Status",
     "Unhold",
     "parse_commands",
@@ -41,9 +43,12 @@ MAX_REASON = 1024
 
 COMMAND_NAMES = ("promote", "rollback", "hold", "unhold", "recheck", "status", "help")
 
+ALL_SERVICES = "--all"
+
 USAGE = {
-    "promote": "/promote <env> or /promote <service> <tag-or-digest> <env>",
-    "rollback": "/rollback <service> <env> [<tag-or-digest>]",
+    "promote": "/promote <env>, /promote <service> <tag-or-digest> <env>, "
+    "/promote <env> <group> or /promote <env> --all",
+    "rollback": "/rollback <service> <env> [<tag-or-digest>] or /rollback <group> <env>",
     "hold": "/hold [reason]",
     "unhold": "/unhold",
     "recheck": "/recheck",
@@ -58,6 +63,10 @@ HELP_TEXT = """\
 | `/promote <service> <tag-or-digest> <env>` | any issue or PR | opens that promotion |
 | `/rollback <service> <env> [<tag-or-digest>]` | any issue or PR | PR back to the previous \
 (or given) digest that was live in `<env>` |
+| `/promote <env> <group>`, `/promote <env> --all` | any issue or PR | one release-train PR \
+moving every service of the group (or every service) to the digest that holds evidence upstream |
+| `/rollback <group> <env>` | any issue or PR | one PR back to the group's previous \
+combination in `<env>` |
 | `/hold [reason]`, `/unhold` | on a promotion PR | the gate fails while held |
 | `/recheck` | on a PR | re-evaluates the gate now |
 | `/status [service]` | anywhere | replies with a table: environment → version, digest, since, \
@@ -96,6 +105,22 @@ class PromoteExplicit(Command):
     @property
     def is_digest(self) -> bool:
         return self.ref.startswith("sha256:")
+
+
+@dataclass(frozen=True)
+class PromoteTrain(Command):
+    """``/promote <env> <group>`` or ``/promote <env> --all`` (``group`` None)."""
+
+    environment: str
+    group: str | None
+
+
+@dataclass(frozen=True)
+class RollbackTrain(Command):
+    """``/rollback <group> <env>``: back to the group's previous combination."""
+
+    group: str
+    environment: str
 
 
 @dataclass(frozen=True)
@@ -151,7 +176,11 @@ _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 
 
 def parse_commands(
-    body: str, *, services: Sequence[str], environments: Sequence[str]
+    body: str,
+    *,
+    services: Sequence[str],
+    environments: Sequence[str],
+    groups: Sequence[str] = (),
 ) -> list[Command | CommandError]:
     """Every command line of ``body``, in order, parsed or with the reason it is wrong."""
     found: list[Command | CommandError] = []
@@ -168,7 +197,7 @@ def parse_commands(
                 )
             )
             break
-        found.append(_parse_line(number, text, services, environments))
+        found.append(_parse_line(number, text, services, environments, groups))
     return found
 
 
@@ -238,7 +267,11 @@ def _command_lines(body: str) -> list[tuple[int, str]]:
 
 
 def _parse_line(
-    number: int, text: str, services: Sequence[str], environments: Sequence[str]
+    number: int,
+    text: str,
+    services: Sequence[str],
+    environments: Sequence[str],
+    groups: Sequence[str],
 ) -> Command | CommandError:
     match = _COMMAND_RE.match(text)
     assert match is not None  # _command_lines kept only matching lines
@@ -246,7 +279,7 @@ def _parse_line(
     if word not in COMMAND_NAMES:
         return CommandError(number, text, _unknown_command(word))
     rest = text[match.end() :].strip()
-    line = _Line(word, tuple(rest.split()), rest, number, text, services, environments)
+    line = _Line(word, tuple(rest.split()), rest, number, text, services, environments, groups)
     outcome = _PARSERS[word](line)
     return CommandError(number, text, outcome) if isinstance(outcome, str) else outcome
 
@@ -260,6 +293,7 @@ class _Line:
     text: str
     services: Sequence[str]
     environments: Sequence[str]
+    groups: Sequence[str]
 
     def wrong_arity(self, expected: str) -> str:
         return f"/{self.word} takes {expected}: {USAGE[self.word]}"
@@ -272,6 +306,8 @@ def _parse_promote(line: _Line) -> Command | str:
         if problem:
             return problem
         return Promote(line.word, line.args, line.number, line.text, environment=environment)
+    if len(line.args) == 2:
+        return _parse_promote_train(line)
     if len(line.args) == 3:
         service, ref, environment = line.args
         problem = (
@@ -290,15 +326,57 @@ def _parse_promote(line: _Line) -> Command | str:
             ref=_normal_ref(ref),
             environment=environment,
         )
-    return line.wrong_arity("1 or 3 arguments")
+    return line.wrong_arity("1 to 3 arguments")
+
+
+def _parse_promote_train(line: _Line) -> Command | str:
+    environment, group = line.args
+    if environment in line.services and group in line.environments:
+        return line.wrong_arity("a tag or digest between service and environment")
+    if environment in line.groups and group in line.environments:
+        return f"the environment comes first: /promote {group} {environment}"
+    problem = _check_environment(environment, line.environments)
+    if problem:
+        return problem
+    if group == ALL_SERVICES:
+        return PromoteTrain(
+            line.word, line.args, line.number, line.text, environment=environment, group=None
+        )
+    if group in line.groups:
+        return PromoteTrain(
+            line.word, line.args, line.number, line.text, environment=environment, group=group
+        )
+    if group in line.services:
+        return (
+            f"{_quote(group)} is a service, not a group: promote it with "
+            f"/promote {group} <tag-or-digest> {environment}"
+        )
+    if group in line.environments:
+        return (
+            f"/promote <env> <group> names the environment first, then a group "
+            f"(or --all); {_quote(group)} is an environment"
+        )
+    return _unknown("group", "groups", group, line.groups) + " (or --all for every service)"
 
 
 def _parse_rollback(line: _Line) -> Command | str:
     if len(line.args) not in (2, 3):
         return line.wrong_arity("2 or 3 arguments")
     service, environment, *given = line.args
+    if service in line.groups:
+        if given:
+            return (
+                f"/rollback {service} {environment} takes no tag or digest: a group goes back "
+                "to its previous combination"
+            )
+        problem = _check_environment(environment, line.environments)
+        if problem:
+            return problem
+        return RollbackTrain(
+            line.word, line.args, line.number, line.text, group=service, environment=environment
+        )
     problem = (
-        _check_service(service, line.services)
+        _check_service(service, line.services, line.groups)
         or _check_environment(environment, line.environments)
         or (_check_ref(given[0]) if given else None)
     )
@@ -389,9 +467,13 @@ def _check_environment(value: str, environments: Sequence[str]) -> str | None:
     return _unknown("environment", "environments", value, environments)
 
 
-def _check_service(value: str, services: Sequence[str]) -> str | None:
+def _check_service(
+    value: str, services: Sequence[str], groups: Sequence[str] = ()
+) -> str | None:
     if value in services:
         return None
+    if groups:
+        return _unknown("service or group", "services and groups", value, [*services, *groups])
     return _unknown("service", "services", value, services)
 
 

@@ -54,6 +54,7 @@ async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Co
         body,
         services=list(policy.services) if policy else [],
         environments=list(policy.environments) if policy else [],
+        groups=list(policy.groups) if policy else [],
     )
     if not parsed:
         return

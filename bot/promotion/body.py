@@ -77,7 +77,20 @@ def pr_body(
         lines += ["", rollback_note]
     if upstream_note:
         lines += ["", upstream_note]
-    lines += ["", "### Provenance", "", "| | |", "| --- | --- |"]
+    lines += ["", "### Provenance", "", *provenance_lines(provenance)]
+    if environment.gated:
+        lines += ["", "### Gate", "", *gate_lines(environment, "for this same digest")]
+    lines += ["", *commands_lines(), "", marker.render()]
+    body = "\n".join(lines)
+    if len(body) > MAX_BODY:
+        marker_text = marker.render()
+        body = body[: MAX_BODY - len(marker_text) - 40] + "\n\n…(truncated)\n\n" + marker_text
+    return body
+
+
+def provenance_lines(provenance: Provenance) -> list[str]:
+    """The provenance table of one image, and a caution when its attestation disagrees."""
+    lines = ["| | |", "| --- | --- |"]
     rows = [
         ("Package version", provenance.package),
         ("Release", provenance.release),
@@ -90,32 +103,23 @@ def pr_body(
         lines.append(f"| {label} | {link.markdown() if link else 'not found'} |")
     if provenance.attestation_problem:
         lines += ["", f"> [!CAUTION]\n> **Provenance mismatch:** {provenance.attestation_problem}"]
-    if environment.gated:
-        lines += ["", "### Gate", ""]
-        lines.append(f"This environment needs evidence from **{environment.after}** "
-                     f"for this same digest before the check `conveyor/promotion-gate` passes:")
-        for kind in environment.evidence:
-            lines.append(f"- [ ] {kind} in {environment.after}")
-        if environment.soak:
-            lines.append(f"- [ ] soaked for {format_duration(environment.soak)} since that "
-                         "evidence")
-        if environment.approvals:
-            lines.append(f"- [ ] {environment.approvals} approving review(s) by "
-                         f"{', '.join(environment.approvers) or 'a maintainer'}")
-        lines.append("")
-        lines.append("The check's summary shows the live state of each condition.")
-    lines += [
-        "",
-        "<details><summary>Commands</summary>",
-        "",
-        HELP_TEXT.strip(),
-        "",
-        "</details>",
-        "",
-        marker.render(),
-    ]
-    body = "\n".join(lines)
-    if len(body) > MAX_BODY:
-        marker_text = marker.render()
-        body = body[: MAX_BODY - len(marker_text) - 40] + "\n\n…(truncated)\n\n" + marker_text
-    return body
+    return lines
+
+
+def gate_lines(environment: Environment, what: str) -> list[str]:
+    """The evidence checklist of a gated environment (``what``: which digests it is for)."""
+    lines = [f"This environment needs evidence from **{environment.after}** {what} before "
+             "the check `conveyor/promotion-gate` passes:"]
+    for kind in environment.evidence:
+        lines.append(f"- [ ] {kind} in {environment.after}")
+    if environment.soak:
+        lines.append(f"- [ ] soaked for {format_duration(environment.soak)} since that evidence")
+    if environment.approvals:
+        lines.append(f"- [ ] {environment.approvals} approving review(s) by "
+                     f"{', '.join(environment.approvers) or 'a maintainer'}")
+    lines += ["", "The check's summary shows the live state of each condition."]
+    return lines
+
+
+def commands_lines() -> list[str]:
+    return ["<details><summary>Commands</summary>", "", HELP_TEXT.strip(), "", "</details>"]

@@ -25,14 +25,17 @@ from ..domain.commands import (
     Hold,
     Promote,
     PromoteExplicit,
+    PromoteTrain,
     Recheck,
     Rollback,
+    RollbackTrain,
     Status,
     Unhold,
 )
 from ..domain.gate import Verdict
 from ..domain.policy import Policy, PolicyIssue
 from ..domain.tags import is_semver, version_from_tag
+from ..domain.trains import ALL_GROUP, Period, previous_combination
 from ..github.repos import add_labels, commit_for_ref, is_bot, remove_label
 from .candidates import Candidate, PackageVersion, release_tag_variants
 from .downstream import promote_downstream
@@ -44,6 +47,7 @@ from .policies import POLICY_PATH, DeploymentRepo
 from .provenance import find_attestation, gather_provenance
 from .rollback import choose_rollback, live_periods, read_history, rollback_note
 from .status import collect_status, render_status
+from .train import TrainOpener, TrainResult, upstream_pins
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -215,8 +219,12 @@ class _Runner:
             return await self._promote_same_digest(command)
         if isinstance(command, PromoteExplicit):
             return await self._promote_explicit(command)
+        if isinstance(command, PromoteTrain):
+            return await self._promote_train(command)
         if isinstance(command, Rollback):
             return await self._rollback(command)
+        if isinstance(command, RollbackTrain):
+            return await self._rollback_train(command)
         if isinstance(command, Hold):
             return await self._hold(command)
         if isinstance(command, Unhold):
@@ -377,6 +385,70 @@ class _Runner:
         return describe_result(result, command.service, candidate.version, command.environment,
                                rollback=True)
 
+    # -- /promote <env> <group>, /promote <env> --all -----------------------------------------
+    async def _promote_train(self, command: PromoteTrain) -> str:
+        policy = self.where.policy
+        group = command.group or ALL_GROUP
+        services = (list(policy.groups[command.group].services) if command.group
+                    else list(policy.services))
+        env = policy.environments[command.environment]
+        if env.after is None:
+            return (f"❌ {command.environment} is an entry environment: a train carries what "
+                    "holds evidence in the environment before it, so name an environment with "
+                    "`after:`.")
+        pinned = await upstream_pins(self.gh, self.where.repo, services, env.after)
+        unpinned = [f"{service} ({pin})" for service, pin in pinned.items()
+                    if isinstance(pin, str)]
+        if unpinned:
+            return (f"❌ not opened: the train takes every service's digest from {env.after}, "
+                    f"and these have none there: {'; '.join(unpinned)}.")
+        candidates = []
+        for service, pin in pinned.items():
+            if not isinstance(pin, str):
+                tag, digest = pin
+                candidates.append(await self._candidate(service, digest, tag, "command", None))
+        result = await TrainOpener(self.ctx, self.gh, self.where.repo).open(
+            group, command.environment, candidates, requester=self.where.commenter,
+            superseding=services)
+        return describe_train(result, group, command.environment)
+
+    # -- /rollback <group> <env> -------------------------------------------------------------
+    async def _rollback_train(self, command: RollbackTrain) -> str:
+        repo = self.where.repo
+        policy = self.where.policy
+        services = policy.groups[command.group].services
+        histories: dict[str, list[Period]] = {}
+        links: dict[str, str] = {}
+        for service in services:
+            history, truncated = await read_history(self.gh, self.repo, repo.default_branch,
+                                                    policy, service, command.environment)
+            links.update((pin.sha, pin.url) for pin in history)
+            histories[service] = [
+                Period(p.digest, p.tag, p.start.sha, p.start.at.timestamp())
+                for p in live_periods(history, truncated=truncated)]
+        choice = previous_combination(histories, command.environment)
+        if choice.refusal is not None or choice.change_sha is None:
+            return f"❌ {choice.refusal}"
+        candidates = []
+        for service, period in choice.moves.items():
+            assert period.digest is not None
+            candidates.append(await self._candidate(service, period.digest, period.tag,
+                                                    "rollback", None))
+        sha = choice.change_sha
+        url = links.get(sha) or f"{self.ctx.web_url}/{self.repo}/commit/{sha}"
+        note = (f"**Rollback.** Goes back to the combination that ran in {command.environment} "
+                f"before [`{sha[:7]}`]({url}), the group's most recent change there: each digest "
+                f"ran in {command.environment} before, and that history is its evidence; the "
+                f"approvals of {command.environment} still apply.")
+        result = await TrainOpener(self.ctx, self.gh, repo).open(
+            command.group, command.environment, candidates, requester=self.where.commenter,
+            rollback_note=note)
+        text = describe_train(result, command.group, command.environment, rollback=True)
+        if choice.unchanged and result.action == "opened":
+            text += (f" Not changed by `{sha[:7]}`, so left as they are: "
+                     f"{', '.join(choice.unchanged)}.")
+        return text
+
     # -- /hold, /unhold, /recheck ------------------------------------------------------------
     async def _open_pull_or_refusal(self, command: str) -> str | None:
         refusal = self._not_a_pull(command, "(the gate is a check on pull requests)")
@@ -451,6 +523,28 @@ def downstream_of(policy: Policy, environment: str) -> list[str]:
         found.extend(dict.fromkeys(following))
         frontier = following
     return found
+
+
+def describe_train(result: TrainResult, group: str, environment: str, *,
+                   rollback: bool = False) -> str:
+    what = f"{'rollback' if rollback else 'train'} {group} to {environment}"
+    left = ""
+    if result.left_out:
+        left = (" Left out, already at that digest: "
+                + ", ".join(f"{service} `{version}`" for service, version in result.left_out)
+                + ".")
+    if result.action == "opened":
+        moved = ", ".join(result.moved)
+        merged = " It was merged right away (auto-merge)." if result.merged else ""
+        superseded = (" Superseded: " + ", ".join(f"#{n}" for n in result.superseded) + "."
+                      if result.superseded else "")
+        return (f"✅ opened #{result.number}: {what} ({len(result.moved)} services: {moved})."
+                f"{left}{superseded}{merged}")
+    if result.action == "exists":
+        return f"ℹ️ the {what} is already open: #{result.number}.{left}"
+    if result.action == "live":
+        return f"ℹ️ nothing to move: {result.message}; no pull request opened.{left}"
+    return f"❌ not opened: {result.message}.{left}"
 
 
 def _unreachable(marker: PromotionMarker, target: str, reachable: list[str]) -> str:

@@ -13,7 +13,23 @@ from typing import Any
 
 MARKER_RE = re.compile(r"<!-- conveyor:(\{.*?\}) -->", re.S)
 MARKER_VERSION = 1
-_MAX_MARKER = 16 * 1024
+# A release train lists every (service, digest) it moves; the body holding it is at most
+# 65,536 characters, so the marker never needs more than that.
+_MAX_MARKER = 64 * 1024
+
+
+@dataclass(frozen=True)
+class TrainMember:
+    """One service a release train moves: what it sets, and what the file said before."""
+
+    service: str
+    digest: str
+    tag: str | None
+    version: str
+    path: str
+    previous_digest: str | None = None
+    previous_tag: str | None = None
+    source_sha: str | None = None
 
 
 @dataclass(frozen=True)
@@ -34,10 +50,21 @@ class PromotionMarker:
     release_tag: str | None = None
     upstream_pr: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Release trains: `service` is the group's name (never a service's: the policy refuses
+    # that), `digest` the train's identity (sha256 of its sorted digests), `kind` "train" or
+    # "rollback", and `members` every service it moves.
+    group: str | None = None
+    members: tuple[TrainMember, ...] = ()
+
+    @property
+    def is_train(self) -> bool:
+        return self.group is not None
 
     def render(self) -> str:
         data = asdict(self)
         data["paths"] = list(self.paths)
+        data["members"] = [{k: v for k, v in asdict(m).items() if v is not None}
+                           for m in self.members]
         data = {k: v for k, v in data.items() if v not in (None, {}, [])}
         data["v"] = MARKER_VERSION
         # "--" would end the HTML comment early; JSON escapes keep the text equivalent.
@@ -71,9 +98,24 @@ def parse_marker(body: str | None) -> PromotionMarker | None:
             release_tag=_optional_str(data.get("release_tag")),
             upstream_pr=int(data["upstream_pr"]) if data.get("upstream_pr") else None,
             extra=dict(data.get("extra") or {}),
+            group=_optional_str(data.get("group")),
+            members=tuple(_member(item) for item in data.get("members") or []),
         )
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def _member(data: Any) -> TrainMember:
+    if not isinstance(data, dict):
+        raise TypeError("a train member is an object")
+    return TrainMember(
+        service=str(data["service"]), digest=str(data["digest"]),
+        tag=_optional_str(data.get("tag")), version=str(data.get("version") or ""),
+        path=str(data.get("path") or ""),
+        previous_digest=_optional_str(data.get("previous_digest")),
+        previous_tag=_optional_str(data.get("previous_tag")),
+        source_sha=_optional_str(data.get("source_sha")),
+    )
 
 
 def _optional_str(value: Any) -> str | None:
@@ -88,3 +130,14 @@ def branch_name(environment: str, service: str, digest: str, *, rollback: bool =
 
 def branch_prefix(environment: str, service: str) -> str:
     return f"conveyor/{environment}/{service}-"
+
+
+def train_branch_name(environment: str, group: str, train_digest: str, *,
+                      rollback: bool = False) -> str:
+    hex12 = train_digest.removeprefix("sha256:")[:12]
+    prefix = f"conveyor/rollback/{environment}" if rollback else f"conveyor/{environment}"
+    return f"{prefix}/train-{group}-{hex12}"
+
+
+def train_prefix(environment: str, group: str) -> str:
+    return f"conveyor/{environment}/train-{group}-"

@@ -16,8 +16,10 @@ from bot.domain.commands import (
     Hold,
     Promote,
     PromoteExplicit,
+    PromoteTrain,
     Recheck,
     Rollback,
+    RollbackTrain,
     Status,
     Unhold,
     parse_commands,
@@ -153,9 +155,12 @@ def test_trailing_punctuation_after_the_command_word() -> None:
     )
 
 
-PROMOTE_ARITY = (
-    "/promote takes 1 or 3 arguments: /promote <env> or /promote <service> <tag-or-digest> <env>"
+PROMOTE_USAGE = (
+    "/promote <env>, /promote <service> <tag-or-digest> <env>, /promote <env> <group> or "
+    "/promote <env> --all"
 )
+PROMOTE_ARITY = f"/promote takes 1 to 3 arguments: {PROMOTE_USAGE}"
+ROLLBACK_USAGE = "/rollback <service> <env> [<tag-or-digest>] or /rollback <group> <env>"
 
 # --- error messages -------------------------------------------------------------------------
 
@@ -174,7 +179,7 @@ ERRORS = [
     ),
     (
         "/promote web production",
-        PROMOTE_ARITY,
+        f"/promote takes a tag or digest between service and environment: {PROMOTE_USAGE}",
     ),
     (
         "/promote a b c d",
@@ -182,11 +187,11 @@ ERRORS = [
     ),
     (
         "/rollback web",
-        "/rollback takes 2 or 3 arguments: /rollback <service> <env> [<tag-or-digest>]",
+        f"/rollback takes 2 or 3 arguments: {ROLLBACK_USAGE}",
     ),
     (
         "/rollback web production 1 2",
-        "/rollback takes 2 or 3 arguments: /rollback <service> <env> [<tag-or-digest>]",
+        f"/rollback takes 2 or 3 arguments: {ROLLBACK_USAGE}",
     ),
     ("/rollback wbe production", "unknown service 'wbe'; services are: web, api"),
     ("/rollback web prod", "unknown environment 'prod'; environments are: staging, production"),
@@ -449,7 +454,7 @@ def test_help_text_lists_every_command() -> None:
 
 def test_help_table_rows_are_well_formed() -> None:
     rows = [line for line in HELP_TEXT.splitlines() if line.startswith("|")]
-    assert len(rows) == 9
+    assert len(rows) == 11
     assert all(row.endswith("|") and row.count(" | ") == 2 for row in rows)
 
 
@@ -465,3 +470,80 @@ def test_render_help_neutralises_user_text() -> None:
     assert "@acme" not in first and "@\u2060acme" in first
     assert "#12" not in first
     assert "\\[x\\](y) \\`z\\`" in first
+
+
+# --- release trains -------------------------------------------------------------------------
+
+GROUPS = ("storefront",)
+
+
+def train(body: str) -> Command | CommandError:
+    [parsed] = parse_commands(body, services=SERVICES, environments=ENVIRONMENTS, groups=GROUPS)
+    return parsed
+
+
+def test_promote_a_group_and_every_service() -> None:
+    group = train("/promote production storefront")
+    assert isinstance(group, PromoteTrain)
+    assert (group.environment, group.group) == ("production", "storefront")
+    every = train("/promote production --all")
+    assert isinstance(every, PromoteTrain) and every.group is None
+
+
+def test_rollback_a_group() -> None:
+    back = train("/rollback storefront production")
+    assert isinstance(back, RollbackTrain)
+    assert (back.group, back.environment) == ("storefront", "production")
+    assert isinstance(train("/rollback web production"), Rollback)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "/promote production storefrnt",
+            "unknown group 'storefrnt'; groups are: storefront; did you mean 'storefront'? "
+            "(or --all for every service)",
+        ),
+        (
+            "/promote production web",
+            "'web' is a service, not a group: promote it with "
+            "/promote web <tag-or-digest> production",
+        ),
+        (
+            "/promote storefront production",
+            "the environment comes first: /promote production storefront",
+        ),
+        (
+            "/promote production staging",
+            "/promote <env> <group> names the environment first, then a group (or --all); "
+            "'staging' is an environment",
+        ),
+        (
+            "/rollback storefront production 1.0.0",
+            "/rollback storefront production takes no tag or digest: a group goes back to its "
+            "previous combination",
+        ),
+        (
+            "/rollback storefront prod",
+            "unknown environment 'prod'; environments are: staging, production; "
+            "did you mean 'production'?",
+        ),
+        (
+            "/rollback shop production",
+            "unknown service or group 'shop'; services and groups are: web, api, storefront",
+        ),
+    ],
+)
+def test_train_errors(body: str, message: str) -> None:
+    parsed = train(body)
+    assert isinstance(parsed, CommandError)
+    assert parsed.message == message
+
+
+def test_without_groups_a_second_word_is_an_unknown_group() -> None:
+    parsed = one("/promote production storefront")
+    assert isinstance(parsed, CommandError)
+    assert parsed.message == (
+        "unknown group 'storefront'; no groups are configured (or --all for every service)"
+    )

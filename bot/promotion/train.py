@@ -1,0 +1,303 @@
+"""Opening release trains: one pull request that moves several services of a group at once.
+
+The edits of every service are applied in sequence to the files as they are at the default
+branch's head (several services may share one file), and the result becomes one commit made
+through the Git Data API — one tree, one commit, one ref, whatever the number of services —
+so a train of thirty services costs the same few content-creating requests as a train of two.
+Like single promotions it is idempotent: the branch is named by the digests it sets, an open
+pull request for it is adopted, and a leftover branch is reset and reused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+from ..domain.policy import Policy
+from ..domain.provenance import Provenance
+from ..domain.trains import train_digest
+from ..github.repos import add_labels, branch_head, get_file
+from ..manifests import ManifestError, find_images, promote_image
+from .body import Change
+from .candidates import Candidate
+from .marker import (
+    PromotionMarker,
+    TrainMember,
+    branch_prefix,
+    parse_marker,
+    train_branch_name,
+    train_prefix,
+)
+from .opener import (
+    LABEL,
+    ROLLBACK_LABEL,
+    close_superseded,
+    env_label,
+    find_pull_for_branch,
+    open_pulls,
+    refusal_for_tags,
+)
+from .policies import DeploymentRepo
+from .provenance import gather_provenance, with_compare
+from .train_body import Move, TrainTooLarge, train_body, train_commit_message, train_title
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+log = logging.getLogger(__name__)
+
+TRAIN_LABEL = "train"
+FILE_MODE = "100644"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    action: str  # "opened" | "exists" | "live" | "refused"
+    message: str
+    number: int | None = None
+    url: str | None = None
+    merged: bool = False
+    moved: tuple[str, ...] = ()
+    left_out: tuple[tuple[str, str], ...] = ()  # (service, version) already at their digest
+    superseded: tuple[int, ...] = ()
+
+
+@dataclass
+class _Plan:
+    """The edits of a train against one base commit."""
+
+    base_sha: str
+    texts: dict[str, str] = field(default_factory=dict)  # path → text after the edits
+    changed: list[str] = field(default_factory=list)  # paths the train changes, in order
+    moves: list[tuple[Candidate, Change]] = field(default_factory=list)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+
+
+class TrainOpener:
+    """Opens, adopts and supersedes release-train PRs in one deployment repository."""
+
+    def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+        if repo.policy is None:
+            raise ValueError(f"{repo.full_name} has no valid policy")
+        self.ctx = ctx
+        self.gh = gh
+        self.repo = repo
+        self.policy: Policy = repo.policy
+
+    async def open(self, group: str, environment: str, candidates: Sequence[Candidate], *,
+                   requester: str | None, rollback_note: str | None = None,
+                   superseding: Sequence[str] = ()) -> TrainResult:
+        """Open the train of ``candidates`` (one per service) into ``environment``.
+
+        ``superseding``: the services whose single-service PRs into the environment this
+        train closes (the whole group, for a forward train).
+        """
+        rollback = rollback_note is not None
+        if not rollback:
+            refusals = [refusal for c in candidates
+                        if (refusal := refusal_for_tags(self.policy, c.service, environment, c))]
+            if refusals:
+                return TrainResult("refused", "; ".join(refusals))
+        repo = self.repo.full_name
+        async with self.ctx.locks.hold(repo):
+            plan = await self._plan(candidates, environment)
+            if isinstance(plan, str):
+                return TrainResult("refused", plan)
+            left_out = tuple(plan.left_out)
+            if not plan.moves:
+                return TrainResult("live", f"every service of {group} already runs that digest "
+                                           f"in {environment}", left_out=left_out)
+            digest = train_digest(c.digest for c, _ in plan.moves)
+            branch = train_branch_name(environment, group, digest, rollback=rollback)
+            pulls = await open_pulls(self.gh, repo)
+            existing = next((pr for pr in pulls if pr["head"]["ref"] == branch), None)
+            moved = tuple(c.service for c, _ in plan.moves)
+            if existing is not None:
+                return TrainResult("exists", "already open:", int(existing["number"]),
+                                   str(existing["html_url"]), moved=moved, left_out=left_out)
+            moves = [Move(c, change, await self._provenance(c, change)) for c, change in plan.moves]
+            try:
+                number, url, head_sha = await self._create(
+                    group, environment, branch, digest, plan, moves, requester, rollback_note)
+            except TrainTooLarge as exc:
+                return TrainResult("refused", str(exc), moved=moved, left_out=left_out)
+            superseded: list[int] = []
+            if not rollback:
+                superseded = await self._supersede(group, environment, branch, number, pulls,
+                                                   superseding)
+            merged = await self._auto_merge(environment, number, head_sha)
+        self.ctx.metrics.promotions.labels(environment, "opened").inc()
+        log.info("release train opened", extra={"repository": repo, "pull": number,
+                                                "group": group, "env": environment,
+                                                "services": len(moves)})
+        return TrainResult("opened", "opened", number, url, merged=merged, moved=moved,
+                           left_out=left_out, superseded=tuple(superseded))
+
+    async def _plan(self, candidates: Sequence[Candidate], environment: str) -> _Plan | str:
+        """Every service's edit applied in turn to the files at the base commit, or why not."""
+        repo = self.repo.full_name
+        plan = _Plan(await branch_head(self.gh, repo, self.repo.default_branch))
+        for candidate in candidates:
+            path = self.policy.path_for(candidate.service, environment)
+            if path not in plan.texts:
+                current = await get_file(self.gh, repo, path, plan.base_sha)
+                if current is None:
+                    return (f"`{path}` ({candidate.service}) does not exist on "
+                            f"{self.repo.default_branch}")
+                plan.texts[path] = current.text
+            image = self.policy.services[candidate.service].image
+            try:
+                edit = promote_image(plan.texts[path], image=image, tag=candidate.tag,
+                                     digest=candidate.digest, path=path)
+            except ManifestError as exc:
+                return f"cannot edit {candidate.service}: {exc}"
+            if not edit.changed:
+                plan.left_out.append((candidate.service, candidate.version))
+                continue
+            before = edit.occurrences[0] if edit.occurrences else None
+            plan.texts[path] = edit.new_text
+            if path not in plan.changed:
+                plan.changed.append(path)
+            plan.moves.append((candidate, Change(path, before.tag if before else None,
+                                                 before.digest if before else None, edit.notes)))
+        return plan
+
+    async def _provenance(self, candidate: Candidate, change: Change) -> Provenance:
+        provenance = await gather_provenance(self.gh, candidate, self.ctx.web_url)
+        return await with_compare(self.gh, provenance, candidate, change.old_tag,
+                                  self.ctx.web_url)
+
+    async def _create(self, group: str, environment: str, branch: str, digest: str,
+                      plan: _Plan, moves: list[Move], requester: str | None,
+                      rollback_note: str | None) -> tuple[int, str, str]:
+        repo = self.repo.full_name
+        env = self.policy.environments[environment]
+        rollback = rollback_note is not None
+        marker = PromotionMarker(
+            service=group, environment=environment, digest=digest, tag=None,
+            version=f"{len(moves)} services", paths=tuple(plan.changed), source_repo="",
+            requester=requester, kind="rollback" if rollback else "train", group=group,
+            members=tuple(TrainMember(
+                service=m.candidate.service, digest=m.candidate.digest, tag=m.candidate.tag,
+                version=m.candidate.version, path=m.change.path,
+                previous_digest=m.change.old_digest, previous_tag=m.change.old_tag,
+                source_sha=m.candidate.source_sha) for m in moves),
+        )
+        # Rendered before anything is written: a train too large for one body writes nothing.
+        train_body(group, env, moves, plan.left_out, marker, rollback_note=rollback_note)
+        head_sha = await self._commit(branch, plan, train_commit_message(
+            group, environment, moves, rollback=rollback))
+        marker = replace(marker, commit=head_sha)
+        body = train_body(group, env, moves, plan.left_out, marker, rollback_note=rollback_note)
+        try:
+            pull = await self.gh.post(f"/repos/{repo}/pulls", data={
+                "title": train_title(group, environment, len(moves), rollback=rollback),
+                "head": branch, "base": self.repo.default_branch, "body": body,
+                "maintainer_can_modify": False,
+            })
+        except gidgethub.BadRequest as exc:
+            if exc.status_code != 422:
+                raise
+            pull = await find_pull_for_branch(self.gh, repo, branch)
+            if pull is None:
+                raise
+        labels = [LABEL, env_label(environment), TRAIN_LABEL] + (
+            [ROLLBACK_LABEL] if rollback else [])
+        await add_labels(self.gh, repo, int(pull["number"]), labels)
+        return int(pull["number"]), str(pull["html_url"]), head_sha
+
+    async def _commit(self, branch: str, plan: _Plan, message: str) -> str:
+        """One tree (the new texts inline: GitHub writes their blobs), one commit, one ref."""
+        repo = self.repo.full_name
+        base = await self.gh.getitem(f"/repos/{repo}/git/commits/{plan.base_sha}")
+        tree = await self.gh.post(f"/repos/{repo}/git/trees", data={
+            "base_tree": base["tree"]["sha"],
+            "tree": [{"path": path, "mode": FILE_MODE, "type": "blob",
+                      "content": plan.texts[path]} for path in plan.changed],
+        })
+        commit = await self.gh.post(f"/repos/{repo}/git/commits", data={
+            "message": message, "tree": tree["sha"], "parents": [plan.base_sha],
+        })
+        sha = str(commit["sha"])
+        try:
+            await self.gh.post(f"/repos/{repo}/git/refs",
+                               data={"ref": f"refs/heads/{branch}", "sha": sha})
+        except gidgethub.BadRequest as exc:
+            if exc.status_code != 422:
+                raise
+            # Left behind by an interrupted attempt: no open PR uses it (checked before).
+            log.info("reusing a leftover branch", extra={"branch": branch})
+            await self.gh.patch(f"/repos/{repo}/git/refs/heads/{branch}",
+                                data={"sha": sha, "force": True})
+        return sha
+
+    async def _supersede(self, group: str, environment: str, branch: str, number: int,
+                         pulls: list[dict[str, Any]], services: Sequence[str]) -> list[int]:
+        """Close the older open train of (group, environment) and the single-service PRs of
+        the group's services into the environment: this train was opened after all of them."""
+        trains = train_prefix(environment, group)
+        singles = tuple(branch_prefix(environment, service) for service in services)
+        closed = []
+        for pr in pulls:
+            ref = str(pr["head"]["ref"])
+            if ref == branch or not self._ours(pr):
+                continue
+            marker = parse_marker(pr.get("body"))
+            if marker is None:
+                continue
+            older_train = ref.startswith(trains) and marker.group == group
+            single = (ref.startswith(singles) and not marker.is_train
+                      and marker.kind == "promotion")
+            if older_train or single:
+                await close_superseded(self.ctx, self.gh, self.repo.full_name, pr, number)
+                closed.append(int(pr["number"]))
+        return closed
+
+    def _ours(self, pr: dict[str, Any]) -> bool:
+        """Opened by this app (a marker and a branch name alone can be copied by anyone)."""
+        author = str((pr.get("user") or {}).get("login") or "")
+        return not self.ctx.bot_login or author.lower() == self.ctx.bot_login.lower()
+
+    async def _auto_merge(self, environment: str, number: int, head_sha: str) -> bool:
+        env = self.policy.environments[environment]
+        if not env.auto_merge or env.gated:
+            return False
+        from .merger import merge_promotion
+
+        return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
+                                     env.merge_method)
+
+
+async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[str],
+                        upstream: str) -> dict[str, tuple[str | None, str] | str]:
+    """Per service, the (tag, digest) its file in ``upstream`` pins on the default branch —
+    the `merged` evidence a downstream gate looks for — or why there is none."""
+    policy = repo.policy
+    assert policy is not None
+    texts: dict[str, str | None] = {}
+    pins: dict[str, tuple[str | None, str] | str] = {}
+    for service in services:
+        path = policy.path_for(service, upstream)
+        if path not in texts:
+            found = await get_file(gh, repo.full_name, path)
+            texts[path] = found.text if found is not None else None
+        text = texts[path]
+        if text is None:
+            pins[service] = f"`{path}` does not exist"
+            continue
+        try:
+            occurrences = find_images(text, policy.services[service].image, path=path)
+        except ManifestError as exc:
+            pins[service] = f"`{path}`: {exc}"
+            continue
+        pinned = next((o for o in occurrences if o.digest), None)
+        if pinned is None or pinned.digest is None:
+            pins[service] = f"not pinned by digest in `{path}`"
+        else:
+            pins[service] = (pinned.tag, pinned.digest)
+    return pins

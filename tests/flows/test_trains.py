@@ -1,0 +1,191 @@
+"""Release trains over HTTP: one pull request moving several services of a group."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bot.domain.trains import train_digest
+from bot.promotion.marker import parse_marker
+from bot.sandbox.demo import digest_of
+from tests.harness import World, close_world, make_world
+
+BOT = "conveyor[bot]"
+CONTENT_METHODS = ("POST", "PATCH", "PUT", "DELETE")
+
+POLICY = """\
+version: 1
+allowed_images: ["ghcr.io/acme/"]
+services:
+  web:
+    image: ghcr.io/acme/web
+    source: acme/web
+  api:
+    image: ghcr.io/acme/api
+    source: acme/api
+    paths: {staging: apps/shop/staging.yaml, production: apps/shop/prod.yaml}
+  cart:
+    image: ghcr.io/acme/cart
+    source: acme/api
+    paths: {staging: apps/shop/staging.yaml, production: apps/shop/prod.yaml}
+environments:
+  - name: staging
+    path: apps/{service}/staging.yaml
+    auto_merge: true
+  - name: production
+    path: apps/{service}/prod.yaml
+    after: staging
+    evidence: [merged, deployed]
+    deployed_context: argocd/staging
+groups:
+  storefront: [web, api, cart]
+"""
+
+WEB_PATHS = {"staging": "apps/web/staging.yaml", "production": "apps/web/prod.yaml"}
+SHOP_PATHS = {"staging": "apps/shop/staging.yaml", "production": "apps/shop/prod.yaml"}
+
+
+def image(name: str, version: str) -> tuple[str, str, str]:
+    return name, version, digest_of(f"{name}:{version}")
+
+
+def kustomization(*images: tuple[str, str, str]) -> str:
+    """A Kustomize overlay pinning each (service, version, digest); comments kept around."""
+    lines = ["apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization",
+             "resources:", "  - ../base", "images:"]
+    for name, version, digest in images:
+        lines += [f"  - name: ghcr.io/acme/{name}  # {name}", f'    newTag: "{version}"',
+                  f"    digest: {digest}"]
+    return "\n".join(lines) + "\n"
+
+
+def files(staging: dict[str, str], production: dict[str, str]) -> dict[str, str]:
+    """``staging``/``production``: service → version; api and cart share one overlay."""
+    def layout(versions: dict[str, str], env: str) -> dict[str, str]:
+        return {
+            WEB_PATHS[env]: kustomization(image("web", versions["web"])),
+            SHOP_PATHS[env]: kustomization(image("api", versions["api"]),
+                                           image("cart", versions["cart"])),
+        }
+    return {".github/conveyor.yml": POLICY, "README.md": "# deploy\n",
+            **layout(staging, "staging"), **layout(production, "production")}
+
+
+@pytest.fixture
+async def trains() -> AsyncIterator[World]:
+    built = await make_world(files=files({"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"},
+                                         {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}))
+    try:
+        yield built
+    finally:
+        await close_world(built)
+    assert built.emulator.violations == [], built.emulator.violations
+
+
+async def stage(world: World, versions: dict[str, str], *, deployed: bool = True) -> str:
+    """Merge a staging change by hand (the evidence a train reads), then Argo CD reports it."""
+    head = await world.emulator.push_files(world.repo, {
+        WEB_PATHS["staging"]: kustomization(image("web", versions["web"])),
+        SHOP_PATHS["staging"]: kustomization(image("api", versions["api"]),
+                                             image("cart", versions["cart"])),
+    }, message="Stage a release")
+    if deployed:
+        await world.emulator.set_status(world.repo, head, "argocd/staging", "success")
+    await world.settle()
+    return head
+
+
+async def say(world: World, number: int, body: str, user: str = "alice") -> str:
+    posted = await world.emulator.comment(world.repo, number, user, body)
+    await world.settle()
+    marker = f"<!-- conveyor:reply {posted['id']} -->"
+    replies = [c["body"] for c in world.emulator.comments(world.repo, number)
+               if c["user"]["login"] == BOT and marker in c["body"]]
+    assert len(replies) == 1, replies
+    return replies[0]
+
+
+async def issue(world: World) -> int:
+    created = await world.emulator.open_issue(world.repo, "Release", author="alice")
+    await world.settle()
+    return int(created["number"])
+
+
+def trains_open(world: World) -> list[dict[str, Any]]:
+    return [pr for pr in world.open_pulls() if "train" in
+            {label["name"] for label in pr["labels"]}]
+
+
+async def test_a_train_moves_the_group_in_one_commit_and_names_what_it_leaves_out(
+        trains: World) -> None:
+    world = trains
+    await world.emulator.push_files(world.repo, {
+        SHOP_PATHS["production"]: kustomization(image("api", "1.0.0"), image("cart", "2.0.0")),
+    }, message="cart 2.0.0 reached production earlier")
+    await stage(world, {"web": "1.1.0", "api": "1.2.0", "cart": "2.0.0"})
+    base = world.emulator.commit(world.repo, "main")["sha"]
+    number = await issue(world)
+
+    reply = await say(world, number, "/promote production storefront")
+
+    [pr] = trains_open(world)
+    moved = [image("web", "1.1.0")[2], image("api", "1.2.0")[2]]
+    assert pr["title"] == "Promote storefront to production (2 services)"
+    assert pr["head"]["ref"] == (
+        f"conveyor/production/train-storefront-{train_digest(moved)[7:19]}")
+    assert {label["name"] for label in pr["labels"]} == {"conveyor", "env/production", "train"}
+    assert f"✅ opened #{pr['number']}" in reply
+    assert "Left out, already at that digest: cart `2.0.0`" in reply
+    head = world.emulator.commit(world.repo, pr["head"]["sha"])
+    assert [parent["sha"] for parent in head["parents"]] == [base]  # one commit on main
+    assert "Conveyor-Train: storefront" in head["commit"]["message"]
+    shop = world.emulator.file(world.repo, SHOP_PATHS["production"], pr["head"]["sha"])
+    assert shop == kustomization(image("api", "1.2.0"), image("cart", "2.0.0"))
+    web = world.emulator.file(world.repo, WEB_PATHS["production"], pr["head"]["sha"])
+    assert web == kustomization(image("web", "1.1.0"))
+    marker = parse_marker(pr["body"])
+    assert marker is not None and marker.group == "storefront" and marker.kind == "train"
+    assert [(m.service, m.digest) for m in marker.members] == [
+        ("web", moved[0]), ("api", moved[1])]
+    assert "Left out, already at that digest in production: cart `2.0.0`." in pr["body"]
+    assert pr["body"].count("#### ") == 2  # one provenance block per service
+
+    run = world.gate(pr)
+    assert run["conclusion"] == "success", run["output"]
+    summary = run["output"]["summary"]
+    assert "web → production" in summary and "api → production" in summary
+
+    again = await say(world, number, "/promote production storefront")
+    assert f"already open: #{pr['number']}" in again
+    assert len(trains_open(world)) == 1
+
+
+async def test_nothing_to_move_gets_a_reply(trains: World) -> None:
+    world = trains
+    number = await issue(world)
+    reply = await say(world, number, "/promote production storefront")
+    assert "nothing to move" in reply
+    assert "Left out, already at that digest: web `1.0.0`, api `1.0.0`, cart `1.0.0`" in reply
+    assert world.open_pulls() == []
+
+
+async def test_the_gate_judges_every_service_and_names_the_one_without_evidence(
+        trains: World) -> None:
+    world = trains
+    await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.0.0"})
+    # cart 1.1.0 reaches the staging file after Argo CD's last report: no deployed evidence
+    await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.1.0"}, deployed=False)
+    number = await issue(world)
+    await say(world, number, "/promote production storefront")
+    [pr] = trains_open(world)
+    assert pr["title"] == "Promote storefront to production (3 services)"
+    run = world.gate(pr)
+    assert run["conclusion"] == "failure", run["output"]
+    summary = run["output"]["summary"]
+    cart = summary[summary.index("cart → production"):]
+    cart = cart[:cart.index("###")] if "###" in cart else cart
+    assert "❌" in cart and "deployed" in cart
+    web = summary[summary.index("web → production"):summary.index("api → production")]
+    assert "❌" not in web
