@@ -44,22 +44,32 @@ class PreviousCombination:
     refusal: str | None = None
 
 
-def previous_combination(histories: Mapping[str, Sequence[Period]],
-                         environment: str) -> PreviousCombination:
+def previous_combination(histories: Mapping[str, Sequence[Period]], environment: str,
+                         branch_commits: Sequence[str] = ()) -> PreviousCombination:
     """The combination before the group's most recent change in ``environment``.
 
     ``histories`` holds each service's live periods, newest first. The most recent change is
     the newest commit that started a current period; every service whose current period began
     at that commit goes back to its period before it, the others stay. A train merged as one
     commit therefore goes back as a whole; a single-service promotion after it goes back alone.
+    ``branch_commits`` (the default branch's recent commits, newest first) orders commits
+    made within the same second; a commit not among them is older than those that are, and
+    is ordered by its time.
     """
-    started = [(periods[0].start_at, periods[0].start_sha) for periods in histories.values()
-               if len(periods) > 1]
+    position = {sha: index for index, sha in enumerate(branch_commits)}
+
+    def recency(period: Period) -> tuple[int, float, str]:
+        index = position.get(period.start_sha)
+        if index is not None:
+            return 1, -index, period.start_sha
+        return 0, period.start_at, period.start_sha
+
+    started = [periods[0] for periods in histories.values() if len(periods) > 1]
     if not started:
         return PreviousCombination(None, {}, tuple(histories),
                                    f"no service of the group changed in {environment} within "
                                    "the history Conveyor reads")
-    _, change_sha = max(started)
+    change_sha = max(started, key=recency).start_sha
     moves: dict[str, Period] = {}
     unchanged: list[str] = []
     for service, periods in histories.items():

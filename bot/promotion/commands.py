@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
@@ -426,7 +427,10 @@ class _Runner:
             histories[service] = [
                 Period(p.digest, p.tag, p.start.sha, p.start.at.timestamp())
                 for p in live_periods(history, truncated=truncated)]
-        choice = previous_combination(histories, command.environment)
+        recent = await self.gh.getitem(
+            f"/repos/{self.repo}/commits?sha={quote(repo.default_branch)}&per_page=100")
+        choice = previous_combination(histories, command.environment,
+                                      [str(commit["sha"]) for commit in recent])
         if choice.refusal is not None or choice.change_sha is None:
             return f"❌ {choice.refusal}"
         candidates = []

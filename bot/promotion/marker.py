@@ -63,7 +63,7 @@ class PromotionMarker:
     def render(self) -> str:
         data = asdict(self)
         data["paths"] = list(self.paths)
-        data["members"] = [{k: v for k, v in asdict(m).items() if v is not None}
+        data["members"] = [{k: v for k, v in asdict(m).items() if v not in (None, "")}
                            for m in self.members]
         data = {k: v for k, v in data.items() if v not in (None, {}, [])}
         data["v"] = MARKER_VERSION

@@ -11,7 +11,7 @@ whose table and marker alone do not fit is refused (:class:`TrainTooLarge`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..domain.policy import Environment
 from ..domain.provenance import Provenance
@@ -66,21 +66,30 @@ def train_body(group: str, environment: Environment, moves: Sequence[Move],
                rollback_note: str | None = None) -> str:
     """``left_out``: (service, version) of the group's services already at their digest."""
     head = _head(group, environment, moves, left_out, rollback_note)
-    tail = _tail(environment, rollback_note is not None, marker)
 
-    def render(blocks: list[str]) -> str:
+    def render(blocks: list[str], shown: PromotionMarker) -> str:
+        tail = _tail(environment, rollback_note is not None, shown)
         return "\n".join([*head, "", "### Provenance", "", *blocks, *tail])
 
-    body = render(_open_blocks(moves))
+    body = render(_open_blocks(moves), marker)
     if len(body) <= OPEN_BLOCKS_LIMIT:
         return body
-    for blocks in (_folded_blocks(moves), _link_lines(moves)):
-        body = render(blocks)
-        if len(body) <= MAX_BODY:
-            return body
+    body = render(_folded_blocks(moves), marker)
+    if len(body) <= MAX_BODY:
+        return body
+    body = render(_link_lines(moves), _compact(marker))
+    if len(body) <= MAX_BODY:
+        return body
     raise TrainTooLarge(
         f"a train of {len(moves)} services does not fit in one pull request body "
         f"(GitHub's limit is 65,536 characters); split the group into smaller groups")
+
+
+def _compact(marker: PromotionMarker) -> PromotionMarker:
+    """The marker with only what each member sets (service, digest, tag, version)."""
+    return replace(marker, members=tuple(
+        replace(member, path="", previous_digest=None, previous_tag=None, source_sha=None)
+        for member in marker.members))
 
 
 def _head(group: str, environment: Environment, moves: Sequence[Move],
@@ -145,12 +154,12 @@ def _folded_blocks(moves: Sequence[Move]) -> list[str]:
 
 
 def _link_lines(moves: Sequence[Move]) -> list[str]:
+    """One line per service: its source commit (else its release), and a provenance caution."""
     lines: list[str] = []
     for move in moves:
         provenance = move.provenance
-        links = [link.markdown() for link in (provenance.release, provenance.source_commit,
-                                              provenance.workflow_run) if link]
+        link = provenance.source_commit or provenance.release
         caution = " ⚠️ provenance mismatch" if provenance.attestation_problem else ""
         lines.append(f"- **{move.candidate.service}** {move.candidate.version}: "
-                     f"{', '.join(links) or 'no provenance found'}{caution}")
+                     f"{link.markdown() if link else 'no provenance found'}{caution}")
     return lines

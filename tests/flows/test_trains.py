@@ -189,3 +189,150 @@ async def test_the_gate_judges_every_service_and_names_the_one_without_evidence(
     assert "❌" in cart and "deployed" in cart
     web = summary[summary.index("web → production"):summary.index("api → production")]
     assert "❌" not in web
+
+
+async def test_a_newer_train_supersedes_the_older_one_and_older_single_service_prs(
+        trains: World) -> None:
+    world = trains
+    await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.1.0"})
+    web = image("web", "1.1.0")
+    await world.emulator.publish_container("acme", "web", web[2], ["1.1.0"],
+                                           source_repo="acme/web", emit=False)
+    number = await issue(world)
+    await say(world, number, f"/promote web {web[2]} production")
+    single = world.pull("Promote web 1.1.0 to production", state="open")
+
+    reply = await say(world, number, "/promote production storefront")
+    first = world.pull("Promote storefront to production", state="open")
+    assert f"Superseded: #{single['number']}." in reply
+    closed = world.pull("Promote web 1.1.0 to production")
+    assert closed["state"] == "closed" and not closed["merged"]
+    assert [c["body"] for c in world.emulator.comments(world.repo, single["number"])
+            if c["user"]["login"] == BOT] == [f"Superseded by #{first['number']}."]
+    assert single["head"]["ref"] not in world.emulator.branches(world.repo)
+
+    await stage(world, {"web": "1.2.0", "api": "1.2.0", "cart": "1.1.0"})
+    reply = await say(world, number, "/promote production storefront")
+    [second] = trains_open(world)
+    assert second["number"] != first["number"]
+    assert second["title"] == "Promote storefront to production (3 services)"
+    assert f"Superseded: #{first['number']}." in reply
+    assert [c["body"] for c in world.emulator.comments(world.repo, first["number"])
+            if c["user"]["login"] == BOT] == [f"Superseded by #{second['number']}."]
+    assert world.open_pulls() == [second]
+
+
+async def test_rollback_of_a_group_restores_the_previous_combination(trains: World) -> None:
+    world = trains
+    await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.1.0"})
+    number = await issue(world)
+    await say(world, number, "/promote production storefront")
+    [train] = trains_open(world)
+    await world.emulator.merge_pull(world.repo, train["number"], user="bob")
+    await world.settle()
+
+    reply = await say(world, number, "/rollback storefront production")
+    [back] = trains_open(world)
+    before = [image(name, "1.0.0") for name in ("web", "api", "cart")]
+    assert back["title"] == "Roll back storefront to production (3 services)"
+    assert back["head"]["ref"] == (
+        f"conveyor/rollback/production/train-storefront-"
+        f"{train_digest(d for _, _, d in before)[7:19]}")
+    assert {label["name"] for label in back["labels"]} == {
+        "conveyor", "env/production", "train", "rollback"}
+    assert f"✅ opened #{back['number']}: rollback storefront to production" in reply
+    sha = back["head"]["sha"]
+    assert world.emulator.file(world.repo, WEB_PATHS["production"], sha) == kustomization(
+        before[0])
+    assert world.emulator.file(world.repo, SHOP_PATHS["production"], sha) == kustomization(
+        before[1], before[2])
+    marker = parse_marker(back["body"])
+    assert marker is not None and marker.kind == "rollback" and marker.group == "storefront"
+    run = world.gate(back)
+    assert run["conclusion"] == "success", run["output"]  # each digest ran there before
+
+
+async def test_rollback_after_a_single_service_change_moves_only_that_service(
+        trains: World) -> None:
+    world = trains
+    await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.1.0"})
+    number = await issue(world)
+    await say(world, number, "/promote production storefront")
+    [train] = trains_open(world)
+    await world.emulator.merge_pull(world.repo, train["number"], user="bob")
+    await world.settle()
+    await world.emulator.push_files(world.repo, {
+        WEB_PATHS["production"]: kustomization(image("web", "1.1.1")),
+    }, message="Hotfix web in production")
+    await world.settle()
+
+    reply = await say(world, number, "/rollback storefront production")
+    [back] = trains_open(world)
+    assert back["title"] == "Roll back storefront to production (1 service)"
+    assert world.emulator.file(world.repo, WEB_PATHS["production"], back["head"]["sha"]) == (
+        kustomization(image("web", "1.1.0")))
+    assert "left as they are: api, cart." in reply
+
+
+async def test_rollback_of_a_group_that_never_changed_is_refused(trains: World) -> None:
+    world = trains
+    number = await issue(world)
+    reply = await say(world, number, "/rollback storefront production")
+    assert "❌ no service of the group changed in production" in reply
+    assert world.open_pulls() == []
+
+
+MANY = 30
+
+
+def many_services_files(version: str) -> dict[str, str]:
+    services = "".join(f"  svc{i:02d}: {{image: ghcr.io/acme/svc{i:02d}, source: acme/web}}\n"
+                       for i in range(MANY))
+    policy = (
+        'version: 1\nallowed_images: ["ghcr.io/acme/"]\nservices:\n' + services
+        + "environments:\n  - name: staging\n    path: apps/{service}/staging.yaml\n"
+        "  - name: production\n    path: apps/{service}/prod.yaml\n    after: staging\n"
+    )
+    found = {".github/conveyor.yml": policy}
+    for i in range(MANY):
+        for env in ("staging", "prod"):
+            found[f"apps/svc{i:02d}/{env}.yaml"] = kustomization(image(f"svc{i:02d}", version))
+    return found
+
+
+async def test_a_train_of_thirty_services_is_one_commit_and_nine_writes_in_all() -> None:
+    world = await make_world(files=many_services_files("1.0.0"))
+    try:
+        await world.emulator.push_files(world.repo, {
+            f"apps/svc{i:02d}/staging.yaml": kustomization(image(f"svc{i:02d}", "2.0.0"))
+            for i in range(MANY)}, message="Stage 2.0.0 everywhere")
+        await world.settle()
+        base = world.emulator.commit(world.repo, "main")["sha"]
+        number = await issue(world)
+        world.emulator.requests.reset()
+
+        reply = await say(world, number, "/promote production --all")
+
+        [pr] = world.open_pulls()
+        assert pr["title"] == f"Promote all to production ({MANY} services)"
+        assert f"✅ opened #{pr['number']}: train all to production ({MANY} services" in reply
+        head = world.emulator.commit(world.repo, pr["head"]["sha"])
+        assert [parent["sha"] for parent in head["parents"]] == [base]
+        assert len(head["files"]) == MANY
+        writes = sorted((e.method, e.path) for e in world.emulator.requests.entries
+                        if e.method in CONTENT_METHODS)
+        repo = "/repos/{owner}/{repo}"
+        assert writes == sorted([
+            ("POST", f"{repo}/issues/comments/{{comment_id}}/reactions"),  # 👀
+            ("POST", f"{repo}/git/trees"),  # the thirty files, one tree
+            ("POST", f"{repo}/git/commits"),  # one commit
+            ("POST", f"{repo}/git/refs"),  # its branch
+            ("POST", f"{repo}/pulls"),
+            ("POST", f"{repo}/issues/{{issue_number}}/labels"),
+            ("POST", f"{repo}/check-runs"),  # the gate, once
+            ("POST", f"{repo}/check-runs"),  # conveyor/config-check of the new PR
+            ("POST", f"{repo}/issues/{{issue_number}}/comments"),  # the reply
+        ]), "\n".join(f"{m} {p}" for m, p in writes)
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
