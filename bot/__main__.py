@@ -83,7 +83,7 @@ def _setup(args: argparse.Namespace) -> int:
 def _check_config(args: argparse.Namespace) -> int:
     from .offline import check_config
 
-    return check_config(args.file)
+    return check_config(args.file, args.repo)
 
 
 def _bump(args: argparse.Namespace) -> int:
@@ -137,8 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     receive.set_defaults(func=_receive)
 
-    check = commands.add_parser("check-config", help="validate a .github/conveyor.yml")
-    check.add_argument("file")
+    check = commands.add_parser(
+        "check-config",
+        help="validate a .github/conveyor.yml, and the files it names in its repository")
+    check.add_argument("file", nargs="?", metavar="FILE",
+                       help="the policy (default with --repo: DIR/.github/conveyor.yml)")
+    check.add_argument("--repo", metavar="DIR",
+                       help="the deployment repository's folder (default: the folder holding "
+                            "the .github/ folder the policy is in, if it is in one)")
     check.set_defaults(func=_check_config)
 
     bump = commands.add_parser(

@@ -9,30 +9,52 @@ from pathlib import Path
 
 from .domain.images import image_allowed, parse_image_ref, same_image
 from .domain.policy import check_config_file
+from .localrepo import not_utf8, repository_root
 from .manifests import ManifestError, promote_image
 from .promotion.policies import POLICY_PATH
 
 
-def check_config(file_path: str) -> int:
+def check_config(file_path: str | None, repo_dir: str | None = None) -> int:
+    """The policy; then, inside a repository (or with `--repo`), the files it names."""
+    if file_path is None:
+        if repo_dir is None:
+            print("check-config needs a policy FILE or --repo DIR", file=sys.stderr)
+            return 2
+        file_path = str(Path(repo_dir) / POLICY_PATH)
     policy, issues = check_config_file(file_path)
     for issue in issues:
         print(issue)
-    if issues:
+    if policy is None:
         print(f"{len(issues)} error(s)", file=sys.stderr)
         return 1
-    for notice in policy.notices if policy else ():
+    for notice in policy.notices:
         print(f"{notice.path}:{notice.line}:{notice.column}: notice: {notice.message}")
-    print(f"{file_path}: ok")
+    root = Path(repo_dir) if repo_dir is not None else _enclosing_repository(Path(file_path))
+    if root is None:
+        print(f"{file_path}: ok (pass --repo DIR to check the files it names too)")
+        return 0
+    if not root.is_dir():
+        print(f"--repo {root}: no such folder", file=sys.stderr)
+        return 2
+    from .repocheck import check_repository
+
+    findings = check_repository(root, policy)
+    for finding in findings:
+        for line in finding.lines(root):
+            print(line)
+    if findings:
+        print(f"{len(findings)} problem(s) in the files of {root}", file=sys.stderr)
+        return 1
+    files = len({policy.path_for(s, e) for s in policy.services for e in policy.environments})
+    print(f"{file_path}: ok; {root}: {files} file(s) for {len(policy.services)} service(s) × "
+          f"{len(policy.environments)} environment(s) ok")
     return 0
 
 
-def not_utf8(data: bytes, exc: UnicodeDecodeError) -> str:
-    """Where a file stops being UTF-8, as a person would look for it."""
-    before = data[: exc.start]
-    line = before.count(b"\n") + 1
-    column = exc.start - (before.rfind(b"\n") + 1) + 1
-    return (f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at line {line}, column {column}); "
-            "Conveyor edits UTF-8 files only")
+def _enclosing_repository(policy_file: Path) -> Path | None:
+    """The repository root when the policy sits in a `.github/` folder, else None."""
+    root = repository_root(policy_file)
+    return root if root != policy_file.resolve().parent else None
 
 
 def _inside(root: Path, relative: str) -> Path | None:

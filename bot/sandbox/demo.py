@@ -67,7 +67,13 @@ kind: Deployment
 metadata:
   name: web
 spec:
+  selector:
+    matchLabels:
+      app: web
   template:
+    metadata:
+      labels:
+        app: web
     spec:
       containers:
         - name: web

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import posixpath
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 import cachetools
@@ -31,6 +31,16 @@ _layouts: cachetools.LRUCache[tuple[str, str], Layout | None] = cachetools.LRUCa
 _listings: cachetools.LRUCache[tuple[str, str, str], Listing | None] = cachetools.LRUCache(
     maxsize=2048
 )
+
+
+class FileSource(Protocol):
+    """What the checks read a repository through: GitHub at a commit, or a local folder."""
+
+    async def listing(self, directory: str) -> Listing | None: ...
+
+    async def kind(self, path: str) -> str | None: ...
+
+    async def file(self, path: str) -> RepoFile | None: ...
 
 
 def forget() -> None:

@@ -28,7 +28,7 @@ from ..policies import POLICY_PATH
 from . import helm, kustomize
 from .documents import Document, parse_documents
 from .kubernetes import check_resource, is_kustomize, is_resource, prepare
-from .repoview import RepoView
+from .repoview import FileSource, RepoView
 
 if TYPE_CHECKING:
     from ...context import Context
@@ -150,7 +150,7 @@ def check_text(report: Report, policy: Policy | None, path: str, text: str) -> l
     return parsed.documents
 
 
-async def _read(view: RepoView, path: str) -> RepoFile | FileTooLarge | None:
+async def _read(view: FileSource, path: str) -> RepoFile | FileTooLarge | None:
     try:
         return await view.file(path)
     except FileTooLarge as exc:
@@ -197,7 +197,7 @@ async def _including_kustomizations(view: RepoView, changed: list[str],
     return result
 
 
-async def check_kustomization(report: Report, view: RepoView, path: str, doc: Document) -> None:
+async def check_kustomization(report: Report, view: FileSource, path: str, doc: Document) -> None:
     if not isinstance(doc.data, dict):
         report.add(path, [(doc.line, "a kustomization must be a mapping")])
         return
@@ -215,7 +215,7 @@ async def check_kustomization(report: Report, view: RepoView, path: str, doc: Do
     report.add(path, found)
 
 
-async def check_values(report: Report, view: RepoView, path: str, doc: Document) -> None:
+async def check_values(report: Report, view: FileSource, path: str, doc: Document) -> None:
     """Validate a values file against the first ``values.schema.json`` beside or above it."""
     for directory in helm.chart_directories(path):
         entries = await view.listing(directory) or {}

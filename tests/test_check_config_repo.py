@@ -1,0 +1,91 @@
+"""`check-config` sees the repository: the files the policy names, checked like the check run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.test_cli import conveyor
+
+LAYOUTS = Path(__file__).resolve().parent / "data" / "layouts"
+
+
+def copy_layout(name: str, into: Path) -> Path:
+    target = into / name
+    shutil.copytree(LAYOUTS / name, target)
+    return target
+
+
+def test_a_clean_repository_is_ok_by_default_inside_it(tmp_path: Path) -> None:
+    repo = copy_layout("boutique-kustomize", tmp_path)
+    done = conveyor("check-config", ".github/conveyor.yml", cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == (f".github/conveyor.yml: ok; {repo}: 2 file(s) for 11 service(s) × "
+                           "2 environment(s) ok\n")
+
+
+def test_tag_pins_in_gated_environments_are_reported_like_the_check_run(tmp_path: Path) -> None:
+    repo = copy_layout("plain-manifests", tmp_path)
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        f"{repo}/manifests/{env}/{service}.yaml:19: {service} must be pinned by digest in "
+        f"{env} (gated by {after}): use TAG@sha256:…"
+        for env, after in (("production", "staging"), ("staging", "dev"))
+        for service in ("billing", "orders")
+    ]
+    assert done.stderr == f"4 problem(s) in the files of {repo}\n"
+
+
+def test_missing_files_overlays_without_images_and_bad_bytes(tmp_path: Path) -> None:
+    repo = copy_layout("boutique-kustomize", tmp_path)
+    overlay = repo / "kustomize/overlays/production/kustomization.yaml"
+    overlay.write_text("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                       "resources:\n  - ../../base\n  - hpa.yaml\n", encoding="utf-8")
+    (repo / "kustomize/overlays/dev/kustomization.yaml").write_bytes(
+        (repo / "kustomize/overlays/dev/kustomization.yaml").read_bytes()
+        + "# café\n".encode("latin-1"))
+    policy = repo / ".github/conveyor.yml"
+    policy.write_text(policy.read_text().replace(
+        "    source: boutique/adservice\n",
+        "    source: boutique/adservice\n    paths:\n      production: ads/production.yaml\n"))
+    done = conveyor("check-config", str(policy), cwd=tmp_path)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    production = f"{repo}/kustomize/overlays/production/kustomization.yaml"
+    assert lines[0] == f"{repo}/ads/production.yaml:1: does not exist (the file of adservice " \
+                       "in production)"
+    assert lines[1].startswith(f"{repo}/kustomize/overlays/dev/kustomization.yaml:40: not valid "
+                               "UTF-8 (byte 0xe9 at line 40, column 6)")
+    registry = "europe-docker.pkg.dev/boutique-shop/images"
+    assert lines[2:7] == [
+        f"{production}:1: does not name {registry}/cartservice, the image of service "
+        "cartservice: Conveyor cannot promote it in production",
+        "    add this entry under `images:` (Conveyor writes the tag and digest there):",
+        "    images:",
+        f"      - name: {registry}/cartservice",
+        '        newTag: "0.0.0"  # the version running today',
+    ]
+    assert f"{production}:5: resources: 'hpa.yaml' does not exist " \
+           "(kustomize/overlays/production/hpa.yaml is not in the repository at this commit)" \
+        in lines
+    assert sum(line.endswith("Conveyor cannot promote it in production") for line in lines) == 10
+    assert done.stderr == f"13 problem(s) in the files of {repo}\n"
+
+
+def test_a_policy_outside_a_repository_is_checked_alone(tmp_path: Path) -> None:
+    shutil.copy(LAYOUTS / "podinfo-helm/.github/conveyor.yml", tmp_path / "policy.yml")
+    done = conveyor("check-config", "policy.yml", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout == "policy.yml: ok (pass --repo DIR to check the files it names too)\n"
+    done = conveyor("check-config", "policy.yml", "--repo", str(LAYOUTS / "podinfo-helm"),
+                    cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith("policy.yml: ok; ")
+
+
+def test_a_repository_folder_that_does_not_exist(tmp_path: Path) -> None:
+    shutil.copy(LAYOUTS / "podinfo-helm/.github/conveyor.yml", tmp_path / "policy.yml")
+    done = conveyor("check-config", "policy.yml", "--repo", "nowhere", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "--repo nowhere: no such folder\n"
