@@ -2,7 +2,8 @@
 
 Outputs are compared byte for byte (files are read and written as bytes, so CRLF and missing
 final newlines are part of the expectation). error.txt holds the exception class name and
-``str(error)`` on two lines.
+``str(error)`` on two lines. An optional notes.txt holds the edit's notes, one per line (an
+empty file: no notes). edit.json holds the arguments of ``promote_image``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def test_golden(case: str) -> None:
         assert result.new_text.encode("utf-8") == expected.read_bytes()
         assert result.old_text == text
         assert result.occurrences
+        notes = directory / "notes.txt"
+        if notes.exists():
+            assert list(result.notes) == notes.read_text().splitlines()
     else:
         kind, message = (directory / "error.txt").read_text().splitlines()
         with pytest.raises(ManifestError) as caught:
@@ -64,7 +68,7 @@ def test_golden_is_idempotent(case: str) -> None:
 def test_golden_result_is_found_with_the_new_digest(case: str) -> None:
     text, edit = _load(case)
     new_text = promote_image(text, **edit).new_text
-    found = find_images(new_text, edit["image"])
+    found = find_images(new_text, edit["image"], tag_key=edit.get("tag_key"))
     assert found
     assert all(o.digest == edit["digest"] for o in found)
     if edit["tag"] is not None:
