@@ -119,7 +119,8 @@ def bump(repo_dir: str, service: str, env: str, image: str, *, write: bool) -> i
         print(f"{relative}: {not_utf8(data, exc)}", file=sys.stderr)
         return 1
     try:
-        edit = promote_image(text, image=wanted, tag=ref.tag, digest=ref.digest, path=relative)
+        edit = promote_image(text, image=wanted, tag=ref.tag, digest=ref.digest, path=relative,
+                             tag_key=policy.services[service].tag_key)
     except ManifestError as exc:
         print(exc, file=sys.stderr)
         return 1

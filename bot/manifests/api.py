@@ -36,6 +36,7 @@ def _occurrence(found: Found, located: Locator, added: Added = frozenset()) -> I
         column=found.column,
         spans=_spans(found),
         match_names=found.match_names,
+        refusal=found.problem[1] if found.problem is not None else None,
     )
 
 

@@ -7,8 +7,9 @@ mappings' in order. Such a block is an image reference of its own when it sets a
 itself or takes them from more than one mapping; one that only repeats a single block (``<<:
 *img`` and nothing else of the image) inherits that block's edit instead.
 
-A block with ``version:`` or ``imageTag:`` and no ``tag:`` is found but refused on promotion:
-guessing which key the chart reads would edit the wrong scalar.
+A block with ``version:`` or ``imageTag:`` and no ``tag:`` is read with that value as its tag,
+but a promotion of it is refused unless the service names its ``tag_key``: guessing which key
+the chart reads would edit the wrong scalar.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ def values_block(block: Mapping, parent_key: str | None, tag_keys: TagKeys) -> F
     def own(value: tuple[Pair, Mapping] | None) -> Pair | None:
         return value[0] if value is not None and value[1] is block else None
 
+    if tag is None and alternative is not None:
+        tag = alternative  # read (a promotion of it is refused below), never edited
     tag_value = digest_value = None
     if tag is not None:
         tag_value, digest_value = split_tag(tag[0][1].value)
@@ -179,6 +182,8 @@ def _parameter(
         alternative = next((k for k in ALTERNATIVE_TAG_KEYS if f"{prefix}.{k}" in values), None)
     if parameter.endswith(".name") and not (tags or digests or alternative):
         return None  # "<p>.name" alone is too common a parameter to be taken for an image
+    if alternative is not None:
+        tags = values[f"{prefix}.{alternative}"]  # read, but a promotion of it is refused
     tag_value = digest_value = None
     if tags:
         tag_value, digest_value = split_tag(tags[0][1].value)

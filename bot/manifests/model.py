@@ -33,6 +33,8 @@ class ImageOccurrence:
     # value is where it is written, which may be another block
     spans: tuple[ValueSpan, ...] = field(default=(), compare=False)
     match_names: tuple[str, ...] = field(default=(), compare=False)  # canonical names
+    # why a promotion of it would be refused (e.g. a `version:` block without a tag_key)
+    refusal: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

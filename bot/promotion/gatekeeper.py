@@ -188,14 +188,15 @@ class GateService:
     async def _image_changes(self, ctx: Context, gh: GitHubAPI, policy: Policy, service: str,
                              environment: str, path: str, old_text: str, new_text: str,
                              facts: PullFacts) -> list[ImageChange]:
-        image = policy.services[service].image
+        image, tag_key = policy.services[service].image, policy.services[service].tag_key
         try:
-            after = find_images(new_text, image, path=path)
+            after = find_images(new_text, image, path=path, tag_key=tag_key)
         except ManifestError as exc:
             return [ImageChange(service, environment, path, exc.line, image, None, None,
                                 f"the file does not parse: {exc.message}", True, True)]
         try:
-            before = {(o.tag, o.digest) for o in find_images(old_text, image, path=path)}
+            before = {(o.tag, o.digest)
+                      for o in find_images(old_text, image, path=path, tag_key=tag_key)}
         except ManifestError:
             before = set()
         found = []

@@ -113,7 +113,8 @@ class Opener:
             service_image = self.policy.services[candidate.service].image
             try:
                 edit = promote_image(current.text, image=service_image, tag=candidate.tag,
-                                     digest=candidate.digest, path=path)
+                                     digest=candidate.digest, path=path,
+                                     tag_key=self.policy.services[candidate.service].tag_key)
             except ManifestError as exc:
                 return OpenResult("refused", f"cannot edit {exc}")
             before = edit.occurrences[0] if edit.occurrences else None

@@ -130,7 +130,8 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
         live = None
         if current is not None:
             try:
-                found = find_images(current.text, policy.services[marker.service].image)
+                service = policy.services[marker.service]
+                found = find_images(current.text, service.image, tag_key=service.tag_key)
             except ManifestError:
                 found = []
             live = found[0].tag if found else None

@@ -115,7 +115,8 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
             version = digest = None
             if text is not None:
                 try:
-                    found = find_images(text, service.image, path=path)
+                    found = find_images(text, service.image, path=path,
+                                        tag_key=service.tag_key)
                 except ManifestError as exc:
                     found, problem = [], f"`{path}`: {exc}"
                 if found:

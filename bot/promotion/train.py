@@ -153,7 +153,8 @@ class TrainOpener:
             image = self.policy.services[candidate.service].image
             try:
                 edit = promote_image(plan.texts[path], image=image, tag=candidate.tag,
-                                     digest=candidate.digest, path=path)
+                                     digest=candidate.digest, path=path,
+                                     tag_key=self.policy.services[candidate.service].tag_key)
             except ManifestError as exc:
                 return f"cannot edit {candidate.service}: {exc}"
             if not edit.changed:
@@ -291,7 +292,8 @@ async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[
             pins[service] = f"`{path}` does not exist"
             continue
         try:
-            occurrences = find_images(text, policy.services[service].image, path=path)
+            occurrences = find_images(text, policy.services[service].image, path=path,
+                                      tag_key=policy.services[service].tag_key)
         except ManifestError as exc:
             pins[service] = f"`{path}`: {exc}"
             continue

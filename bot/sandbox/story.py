@@ -445,7 +445,8 @@ def table_from_files(sandbox: Sandbox, plan: Plan) -> list[str]:
             tag = "—"
             if text is not None:
                 try:
-                    found = find_images(text, service.image, path=path)
+                    found = find_images(text, service.image, path=path,
+                                        tag_key=service.tag_key)
                 except ManifestError:
                     found = []
                 tag = next((o.tag for o in found if o.tag), "—")

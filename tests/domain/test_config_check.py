@@ -365,3 +365,80 @@ def test_any_text_gives_findings_never_an_exception(text: str) -> None:
                 references(doc, "k")
                 image_findings(doc)
     assert all(f.line >= 1 for f in report.findings)
+
+
+# -- image references in the environments' files ---------------------------------------------
+
+ARGO_POLICY = """\
+version: 1
+allowed_images: ["ghcr.io/acme/"]
+services:
+  web:
+    image: ghcr.io/acme/web
+    source: acme/web
+  api:
+    image: ghcr.io/acme/api
+    source: acme/api
+    tag_key: version
+environments:
+  - name: staging
+    path: argocd/{service}-staging.yaml
+  - name: production
+    path: argocd/{service}-production.yaml
+    after: staging
+"""
+
+APPLICATION = f"""\
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web-production
+spec:
+  sources:
+    - repoURL: https://github.com/acme/deploy.git
+      path: apps/web
+      kustomize:
+        images:
+          - web=ghcr.io/acme/web:1.4.1
+          - docker.io/library/nginx:1.25
+    - chart: web
+      repoURL: https://charts.example.com
+      helm:
+        parameters:
+          - {{name: image.repository, value: ghcr.io/acme/web}}
+          - {{name: image.tag, value: "1.4.1@{DIGEST}"}}
+"""
+
+
+def test_an_argocd_application_as_an_environment_file_has_its_images_checked() -> None:
+    policy = load_policy(ARGO_POLICY)
+    report = Report(kubernetes_version=latest_kubernetes_version())
+    check_text(report, policy, "argocd/web-production.yaml", APPLICATION)
+    assert [(f.line, f.message) for f in report.findings] == [
+        (11, "web must be pinned by digest in production (gated by staging): use TAG@sha256:…"),
+        (12, "docker.io/library/nginx is not under allowed_images (ghcr.io/acme/)"),
+    ]
+    assert [n.message for n in report.notes] == [
+        "argoproj.io/v1alpha1 Application web-production: custom resource, schema not known; "
+        "not validated"
+    ]
+    pinned = APPLICATION.replace("web:1.4.1\n", f"web:1.4.1@{DIGEST}\n").replace(
+        "docker.io/library/nginx", "ghcr.io/acme/nginx")
+    report = Report(kubernetes_version=latest_kubernetes_version())
+    check_text(report, policy, "argocd/web-production.yaml", pinned)
+    assert report.findings == []
+
+
+def test_a_helm_block_whose_tag_key_is_not_named_is_reported() -> None:
+    policy = load_policy(ARGO_POLICY.replace("    tag_key: version\n", ""))
+    values = "image:\n  repository: ghcr.io/acme/api\n  version: 2.0.0\n"
+    report = Report(kubernetes_version=latest_kubernetes_version())
+    check_text(report, policy, "argocd/api-staging.yaml", values)
+    assert [(f.line, f.message) for f in report.findings] == [
+        (2, "a promotion of api would be refused: ghcr.io/acme/api has `version:` and no "
+            "`tag:`; if the chart reads the tag from `version`, set `tag_key: version` on this "
+            "service in .github/conveyor.yml"),
+    ]
+    report = Report(kubernetes_version=latest_kubernetes_version())
+    check_text(report, load_policy(ARGO_POLICY), "argocd/api-staging.yaml", values)
+    assert report.findings == []

@@ -167,6 +167,23 @@ CASES: list[tuple[str, str, list[tuple[int, int, str]]]] = [
         ],
     ),
     (
+        "tag_key naming another part of the image",
+        HEAD.replace("    source: acme/web\n", "    source: acme/web\n    tag_key: digest\n"),
+        [
+            (
+                7,
+                14,
+                "services.web.tag_key: 'digest' is not a key a chart reads the tag from; write "
+                "the key beside repository in the values, such as version or imageTag",
+            )
+        ],
+    ),
+    (
+        "tag_key of the wrong type",
+        HEAD.replace("    source: acme/web\n", "    source: acme/web\n    tag_key: [version]\n"),
+        [(7, 14, "services.web.tag_key: expected a Helm values key such as version, got list")],
+    ),
+    (
         "bad semver range",
         HEAD.replace(
             "    source: acme/web\n", '    source: acme/web\n    tags: "semver:^1.x.banana"\n'

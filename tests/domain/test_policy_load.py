@@ -112,6 +112,7 @@ def test_defaults() -> None:
     web = policy.services["web"]
     assert str(web.tags) == "semver:*"
     assert dict(web.paths) == {}
+    assert web.tag_key is None
     dev, qa = policy.environments["dev"], policy.environments["qa"]
     assert dev.entry_from == "any"
     assert dev.evidence == ()
@@ -279,6 +280,11 @@ environments:
     policy = load_policy(text)
     assert policy.environments["production"].after == "staging"
     assert policy.path_for("web", "production") == "p/web.yaml"
+
+
+def test_tag_key_names_the_charts_tag_key() -> None:
+    text = MINIMAL.replace("source: acme/web\n", "source: acme/web\n    tag_key: imageTag\n")
+    assert load_policy(text).services["web"].tag_key == "imageTag"
 
 
 def test_documented_example_loads() -> None:

@@ -24,6 +24,7 @@ class Service:
     tags: TagPolicy
     paths: Mapping[str, str]  # per-environment overrides of the environment's path template
     line: int
+    tag_key: str | None = None  # the Helm values key the chart reads the tag from, if not `tag`
 
 
 @dataclass(frozen=True)

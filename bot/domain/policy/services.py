@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 from typing import Any
 
@@ -20,7 +21,10 @@ from bot.domain.tags import DEFAULT_TAG_POLICY, TagPolicy
 
 MAX_SERVICES = 2000
 MAX_ALLOWED_IMAGES = 100
-SERVICE_KEYS = ("image", "source", "tags", "paths")
+SERVICE_KEYS = ("image", "source", "tags", "paths", "tag_key")
+# a Helm values key such as `version` or `imageTag`; not one of the image's other parts
+TAG_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
+NOT_TAG_KEYS = frozenset({"repository", "registry", "digest", "name", "reference"})
 
 
 def parse_allowed_images(reader: Reader, root: dict[Any, Any]) -> tuple[str, ...]:
@@ -84,7 +88,22 @@ class _ServiceParser:
             tags=tags,
             paths=self._paths(raw, where) if "paths" in raw else MappingProxyType({}),
             line=line,
+            tag_key=self._tag_key(raw, where) if "tag_key" in raw else None,
         )
+
+    def _tag_key(self, raw: dict[Any, Any], where: str) -> str | None:
+        reader = self.reader
+        value = reader.typed(raw, "tag_key", str, "a Helm values key such as version", where)
+        if value is None:
+            return None
+        if TAG_KEY_RE.fullmatch(value) is None or value in NOT_TAG_KEYS:
+            reader.error(
+                reader.value_pos(raw, "tag_key"),
+                f"{where}.tag_key: '{value}' is not a key a chart reads the tag from; write the "
+                "key beside repository in the values, such as version or imageTag",
+            )
+            return None
+        return str(value)
 
     def _image(self, raw: dict[Any, Any], where: str, name: str) -> str:
         reader = self.reader

@@ -74,8 +74,9 @@ def image_findings(policy: Policy, path: str, text: str) -> list[Finding]:
     owners = policy.environment_for_path(path)
     if not owners:
         return []
+    tag_keys = {s.image: s.tag_key for s, _ in owners if s.tag_key}
     try:
-        occurrences = find_all_images(text, path=path)
+        occurrences = find_all_images(text, path=path, tag_keys=tag_keys)
     except ManifestError as exc:
         return [Finding(path, exc.line, exc.message)]
     findings = []
@@ -85,6 +86,11 @@ def image_findings(policy: Policy, path: str, text: str) -> list[Finding]:
                                     f"{occurrence.name} is not under allowed_images "
                                     f"({', '.join(policy.allowed_images)})"))
             continue
+        services = {s.name for s, _ in owners if same_image(occurrence.name, s.image)}
+        if occurrence.refusal is not None and services:
+            findings.append(Finding(path, occurrence.line, f"a promotion of "
+                                    f"{', '.join(sorted(services))} would be refused: "
+                                    f"{occurrence.refusal}"))
         for service, env in owners:
             if env.gated and same_image(occurrence.name, service.image) and \
                     occurrence.digest is None:
