@@ -463,6 +463,39 @@ class Emulator:
         await self._act(lambda: self.ops.add_status(r, resolved, state, context, description,
                                                     target_url, user))
 
+    def add_app(self, slug: str) -> int:
+        """Another GitHub App on the installation's repositories (Argo CD notifications, a
+        Flux notification-controller with app credentials); it acts as ``<slug>[bot]``."""
+        app_id = self.world.next_id()
+        self.world.other_apps[app_id] = slug.lower()
+        self.world.account(f"{slug}[bot]")
+        return app_id
+
+    async def create_check_run(self, repo: str, sha: str, name: str, *, app: str,
+                               conclusion: str | None = "success", status: str = "completed",
+                               details_url: str | None = None) -> dict[str, Any]:
+        """A check run created by another app (only GitHub Apps can create check runs)."""
+        r = self._repo(repo)
+        resolved = r.resolve(sha)
+        app_id = self.world.app_of(f"{app}[bot]")
+        if resolved is None or app_id is None:
+            raise KeyError(f"unknown commit {sha} or app {app}")
+
+        def run() -> CheckRun:
+            now = self.world.now()
+            suite = self.world.suite_for(r, resolved, app_id)
+            check = CheckRun(self.world.next_id(), r.full_name, name, resolved, suite.id,
+                             app_id, status, conclusion if status == "completed" else None, now,
+                             now if status == "completed" else None, {}, [], details_url,
+                             "argocd-notifications", [])
+            r.check_runs.append(check)
+            self.ops.check_run_event(r, check, "created", f"{app}[bot]")
+            if check.status == "completed":
+                self.ops.check_run_event(r, check, "completed", f"{app}[bot]")
+            return check
+
+        return shapes.check_run(self.world, r, await self._act(run))
+
     def _check_run(self, repo: Repo, check_run_id: int) -> CheckRun:
         run = next((c for c in repo.check_runs if c.id == check_run_id), None)
         if run is None:

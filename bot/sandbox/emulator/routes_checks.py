@@ -17,6 +17,9 @@ STATUSES = {"queued", "in_progress", "completed", "waiting", "requested", "pendi
 CONCLUSIONS = {"action_required", "cancelled", "failure", "neutral", "success", "skipped",
                "stale", "timed_out"}
 MAX_ANNOTATIONS = 50
+# "there is a limit of 1000 statuses per sha and context within a repository" (GitHub's
+# description of "Create a commit status"); Argo CD's notifications name the 422 it gets
+MAX_STATUSES_PER_CONTEXT = 1000
 
 
 def _time(value: Any, default: datetime) -> datetime:
@@ -159,7 +162,13 @@ async def create_status(ctx: Ctx) -> Reply:
     if state not in ("error", "failure", "pending", "success"):
         raise ApiError(422, "Validation Failed", [
             {"resource": "Status", "field": "state", "code": "custom"}])
-    st = ctx.ops.add_status(repo, sha, str(state), str(body.get("context") or "default"),
+    context = str(body.get("context") or "default")
+    if sum(1 for s in repo.statuses if s.sha == sha and s.context == context) \
+            >= MAX_STATUSES_PER_CONTEXT:
+        raise ApiError(422, "Validation Failed", [{
+            "resource": "Status", "code": "custom",
+            "message": "This SHA and context has reached the maximum number of statuses."}])
+    st = ctx.ops.add_status(repo, sha, str(state), context,
                             body.get("description"), body.get("target_url"), ctx.actor)
     return Reply(201, shapes.status(ctx.world, st))
 

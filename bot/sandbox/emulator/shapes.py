@@ -451,7 +451,7 @@ def check_run(world: World, repo: Repo, run: CheckRun) -> JSON:
         },
         "name": run.name,
         "check_suite": {"id": suite.id},
-        "app": app(world),
+        "app": app(world, run.app_id),
         "pull_requests": pulls,
     }
 
@@ -493,7 +493,7 @@ def check_suite(world: World, repo: Repo, suite_id: int) -> JSON:
             pull_ref(world, repo, i) for i in repo.issues.values()
             if i.pull and i.state == "open" and i.pull.head_sha == suite.head_sha
         ],
-        "app": app(world),
+        "app": app(world, suite.app_id),
         "created_at": iso(suite.created_at),
         "updated_at": iso(suite.updated_at),
         "latest_check_runs_count": len(runs),
@@ -517,19 +517,21 @@ def pull_ref(world: World, repo: Repo, item: Issue) -> JSON:
     }
 
 
-def app(world: World) -> JSON:
+def app(world: World, app_id: int | None = None) -> JSON:
     created = "2024-01-01T00:00:00Z"
     owner = next((a for a in world.accounts.values() if a.type == "Organization"), None)
+    app_id = world.app_id if app_id is None else app_id
+    slug = world.app_slug if app_id == world.app_id else world.other_apps[app_id]
     return {
-        "id": world.app_id,
-        "slug": world.app_slug,
-        "client_id": f"Iv1.{world.app_id:016x}",
-        "node_id": node_id("App", world.app_id),
+        "id": app_id,
+        "slug": slug,
+        "client_id": f"Iv1.{app_id:016x}",
+        "node_id": node_id("App", app_id),
         "owner": user(world, owner or world.account("conveyor-dev")),
-        "name": world.app_slug.capitalize(),
+        "name": slug.capitalize(),
         "description": "",
         "external_url": world.web_url,
-        "html_url": f"{world.web_url}/apps/{world.app_slug}",
+        "html_url": f"{world.web_url}/apps/{slug}",
         "created_at": created,
         "updated_at": created,
         "permissions": {
@@ -614,8 +616,14 @@ def deployment(world: World, repo: Repo, dep: Deployment) -> JSON:
         "repository_url": api,
         "transient_environment": dep.transient_environment,
         "production_environment": dep.production_environment,
-        "performed_via_github_app": None,
+        "performed_via_github_app": performed_via(world, dep.creator),
     }
+
+
+def performed_via(world: World, login: str) -> JSON | None:
+    """The app behind a bot user's deployment or deployment status (null for people)."""
+    app_id = world.app_of(login)
+    return None if app_id is None else app(world, app_id)
 
 
 def deployment_status(world: World, repo: Repo, dep: Deployment, st: DeploymentStatus) -> JSON:
@@ -635,7 +643,7 @@ def deployment_status(world: World, repo: Repo, dep: Deployment, st: DeploymentS
         "repository_url": api,
         "environment_url": st.environment_url,
         "log_url": st.log_url,
-        "performed_via_github_app": None,
+        "performed_via_github_app": performed_via(world, st.creator),
     }
 
 

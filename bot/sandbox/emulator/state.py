@@ -350,6 +350,8 @@ class World:
         self.web_url = "http://127.0.0.1"
         self.bot_login = f"{app_slug}[bot]"
         self.token_ttl = 3600.0
+        # other GitHub Apps installed beside Conveyor (Argo CD notifications, ...): id -> slug
+        self.other_apps: dict[int, str] = {}
 
     def now(self) -> datetime:
         value = self._clock()
@@ -376,6 +378,14 @@ class World:
             kind = "Bot" if login.endswith("[bot]") else "User"
             self.accounts[key] = Account(self.next_id(), login, kind, created_at=self.now())
         return self.accounts[key]
+
+    def app_of(self, login: str) -> int | None:
+        """The app acting as the bot user ``login`` (``<slug>[bot]``), if any."""
+        if login.lower() == self.bot_login.lower():
+            return self.app_id
+        slug = login.lower().removesuffix("[bot]")
+        return next((i for i, s in self.other_apps.items()
+                     if s == slug and login.lower().endswith("[bot]")), None)
 
     def find_account(self, login: str) -> Account | None:
         return self.accounts.get(login.lower())

@@ -1,0 +1,239 @@
+"""`deployed` evidence over HTTP, from Argo CD and Flux as their notifiers report it: one label
+per Application, Flux contexts ending in a provider id, reports long after the merge, forged
+reports, Conveyor's own deployments, and a failure after a success."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
+from tests.flows.gitops import ArgoCD, Flux
+from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
+
+GATE = "conveyor/promotion-gate"
+PROD = "apps/web/overlays/prod/kustomization.yaml"
+ARGO_POLICY = DEMO_POLICY.replace(
+    '    deployed_by: ["argocd[bot]"]\n', '    deployed_by: ["argocd-notifications[bot]"]\n')
+WORKER_KUSTOMIZATION = DEMO_FILES["apps/web/overlays/staging/kustomization.yaml"].replace(
+    "ghcr.io/acme/web", "ghcr.io/acme/worker")
+
+
+def summary(run: dict[str, Any]) -> str:
+    """The gate's summary as a reader sees it (Markdown escapes removed)."""
+    return str(run["output"]["summary"]).replace("\\", "")
+
+
+def deployed_line(run: dict[str, Any], subject: str) -> str:
+    """The summary's line about the deployed evidence of one image change."""
+    text = summary(run)
+    section = text.split(f"### {subject}", 1)[1].split("###", 1)[0]
+    return next(line for line in section.splitlines() if "deployed" in line)
+
+
+async def world_with(policy: str, files: dict[str, str] | None = None) -> World:
+    return await make_world(files={**DEMO_FILES, **(files or {}), ".github/conveyor.yml": policy})
+
+
+@pytest.fixture
+async def argo_world() -> AsyncIterator[World]:
+    world = await world_with(ARGO_POLICY)
+    ArgoCD(world).install()
+    try:
+        yield world
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == [], world.emulator.violations
+
+
+async def staged(world: World, service: str = "web", version: str = "1.0.0") -> str:
+    digest = await world.release(service, version)
+    assert world.pull(f"Promote {service} {version} to staging")["merged"]
+    return digest
+
+
+def head(world: World) -> str:
+    return str(world.emulator.commit(world.repo, "main")["sha"])
+
+
+async def approve_and_soak(world: World, pr: dict[str, Any]) -> dict[str, Any]:
+    await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")
+    world.clock.advance(minutes=31)
+    world.runtime.ctx.scheduler.fire_due()
+    await world.settle()
+    return world.gate(pr)
+
+
+async def test_each_service_needs_its_own_argo_cd_application(argo_world: World) -> None:
+    world, argo = argo_world, ArgoCD(argo_world)
+    policy = ARGO_POLICY.replace("  api:\n", "  worker:\n    image: ghcr.io/acme/worker\n"
+                                 "    source: acme/worker\n  api:\n")
+    world.emulator.add_repo("acme/worker", files={"README.md": "# worker\n"})
+    await world.emulator.add_installation_repos(world.demo.installation_id, ["acme/worker"])
+    await world.emulator.push_files(world.repo, {
+        ".github/conveyor.yml": policy,
+        "apps/worker/overlays/staging/kustomization.yaml": WORKER_KUSTOMIZATION,
+        "apps/worker/overlays/prod/kustomization.yaml": WORKER_KUSTOMIZATION,
+    }, author="bob", message="Add the worker")
+    await world.settle()
+    digests = {service: await staged(world, service) for service in ("web", "api", "worker")}
+    prs = {
+        "web": await hand_pr(world, PROD, pinned_kustomization("1.0.0", digests["web"]),
+                             branch="hand/web", title="web to production"),
+        "api": await hand_pr(
+            world, "charts/api/values-production.yaml",
+            DEMO_FILES["charts/api/values-production.yaml"].replace(
+                'tag: "0.9.0"', f'tag: "1.0.0@{digests["api"]}"'),
+            branch="hand/api", title="api to production"),
+        "worker": await hand_pr(
+            world, "apps/worker/overlays/prod/kustomization.yaml",
+            pinned_kustomization("1.0.0", digests["worker"]).replace(
+                "ghcr.io/acme/web", "ghcr.io/acme/worker"),
+            branch="hand/worker", title="worker to production"),
+    }
+
+    # Argo CD syncs web-staging only: its label says nothing about api or worker.
+    await argo.status("web-staging", head(world))
+    gates = {s: world.gate(world.pull(f"{s} to production", "open")) for s in prs}
+    assert "deployed in staging" in deployed_line(gates["web"], "web → production")
+    assert "status argocd/web-staging success" in deployed_line(gates["web"], "web → production")
+    assert "by argocd-notifications[bot]" in deployed_line(gates["web"], "web → production")
+    for service in ("api", "worker"):
+        assert "no deployed evidence from staging" in \
+            deployed_line(gates[service], f"{service} → production")
+
+    # api's Application reports with a check run, worker's with a deployment status.
+    await argo.check_run("api-staging", head(world))
+    await argo.deployment("worker-staging", head(world), "staging")
+    gates = {s: world.gate(world.pull(f"{s} to production", "open")) for s in prs}
+    assert "check run argocd/api-staging success" in \
+        deployed_line(gates["api"], "api → production")
+    assert "deployment staging success" in \
+        deployed_line(gates["worker"], "worker → production")
+    deployment = world.emulator.deployments(world.repo)[0]
+    assert deployment["payload"] == {} and deployment["creator"]["login"] == argo.login
+
+
+async def test_flux_context_with_the_provider_id() -> None:
+    world = await world_with(DEMO_POLICY.replace(
+        "    deployed_context: argocd/{service}-{env}   # Argo CD labels its statuses per "
+        "Application\n    deployed_by: [\"argocd[bot]\"]\n",
+        "    deployed_context: kustomization/{service}-{env}/*\n    deployed_by: [flux-bot]\n"))
+    try:
+        flux = Flux(world)
+        world.emulator.add_user("flux-bot")
+        world.emulator.set_permission(world.repo, "flux-bot", "write")
+        digest = await staged(world)
+        pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+        # Another Kustomization of the same cluster is not web's.
+        await flux.event("web-staging-canary", f"main@sha1:{head(world)}")
+        assert "no deployed evidence" in deployed_line(world.gate(pr), "web → production")
+
+        await flux.event("web-staging", f"main@sha1:{head(world)}")
+        line = deployed_line(world.gate(pr), "web → production")
+        assert "status kustomization/web-staging/0c9c2e41 success" in line
+        assert "by flux-bot" in line
+        assert (await approve_and_soak(world, pr))["conclusion"] == "success"
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_evidence_reported_forty_commits_after_the_merge(argo_world: World) -> None:
+    world, argo = argo_world, ArgoCD(argo_world)
+    digest = await staged(world)
+    merge = head(world)
+    for index in range(40):
+        await world.emulator.push_files(world.repo, {"docs/notes.md": f"note {index}\n"},
+                                        author="alice", message=f"Note {index}")
+    await world.settle()
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+    assert head(world) != merge
+
+    world.emulator.reset_counters()
+    await argo.status("web-staging", head(world))
+    line = deployed_line(world.gate(pr), "web → production")
+    assert f"on {head(world)[:7]} by argocd-notifications[bot]" in line
+    requests = world.emulator.requests
+    # 41 default-branch commits pin the digest (the merge and 40 notes): every one is searched
+    # for statuses and check runs, once per open pull request's evaluation
+    searched = requests.count("GET", "/repos/{owner}/{repo}/commits/{ref}/statuses")
+    assert searched == requests.count("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs")
+    assert searched == 41 * len(world.open_pulls())
+    assert (await approve_and_soak(world, pr))["conclusion"] == "success"
+
+
+async def test_a_forged_status_by_a_writer_does_not_count(argo_world: World) -> None:
+    world = argo_world
+    digest = await staged(world)
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+    # alice may write to the repository, so GitHub lets her post any status.
+    await world.emulator.set_status(world.repo, head(world), "argocd/web-staging", "success",
+                                    user="alice")
+    await world.settle()
+    # a report from someone not in deployed_by re-evaluates nothing; the next evaluation says
+    # why it does not count
+    assert "ignored" not in summary(world.gate(pr))
+    await world.emulator.comment(world.repo, pr["number"], "bob", "/recheck")
+    await world.settle()
+    run = world.gate(pr)
+    assert run["conclusion"] == "failure"
+    line = deployed_line(run, "web → production")
+    assert "no deployed evidence from staging" in line
+    assert "ignored: status argocd/web-staging success" in line
+    assert "by alice (not in deployed_by)" in line
+
+
+async def test_conveyor_own_source_deployment_is_not_evidence_in_a_single_repository() -> None:
+    policy = DEMO_POLICY.replace("    source: acme/web\n", "    source: acme/deploy\n").replace(
+        "    deployed_context: argocd/{service}-{env}   # Argo CD labels its statuses per "
+        "Application\n", "")
+    world = await world_with(policy)
+    try:
+        digest = digest_of("web:1.0.0")
+        await world.emulator.publish_container("acme", "web", digest, ["1.0.0"],
+                                               source_repo=world.repo)
+        await world.emulator.create_tag(world.repo, "v1.0.0")
+        await world.emulator.publish_release(world.repo, "v1.0.0", author="alice")
+        await world.settle()
+        assert world.pull("Promote web 1.0.0 to staging")["merged"]
+        # Conveyor told the source repository (this one) where its commit runs.
+        own = [d for d in world.emulator.deployments(world.repo)
+               if d["environment"] == "staging"]
+        assert own and own[0]["creator"]["login"] == "conveyor[bot]"
+        assert own[0]["payload"]["digest"] == digest
+
+        pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+        run = await approve_and_soak(world, pr)
+        assert run["conclusion"] == "failure"
+        line = deployed_line(run, "web → production")
+        assert "no deployed evidence from staging" in line
+        assert "by conveyor[bot] (Conveyor's own report)" in line
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_a_failure_after_a_success_fails_the_gate_again(argo_world: World) -> None:
+    world, argo = argo_world, ArgoCD(argo_world)
+    digest = await staged(world)
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+    await argo.deployment("web-staging", head(world), "staging")
+    assert (await approve_and_soak(world, pr))["conclusion"] == "success"
+
+    # The next sync of the same revision degrades: the deployment reports a failure.
+    world.clock.advance(minutes=5)
+    await argo.deployment("web-staging", head(world), "staging", state="failure")
+    run = world.gate(pr)
+    assert run["conclusion"] == "failure"
+    assert "the latest report is a failure: deployment staging failure" in \
+        deployed_line(run, "web → production")
+
+    # A pending report changes nothing; a new success brings the evidence back and soaks anew.
+    await argo.status("web-staging", head(world), "pending")
+    assert world.gate(pr)["conclusion"] == "failure"
+    world.clock.advance(minutes=5)
+    await argo.status("web-staging", head(world))
+    assert world.gate(pr)["status"] == "in_progress"  # soaking since the new success
