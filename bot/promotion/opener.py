@@ -166,6 +166,8 @@ class Opener:
             if not pr["head"]["ref"].startswith(prefix):
                 continue
             marker = parse_marker(pr.get("body"))
+            if marker and marker.is_train:
+                continue  # a release train of a group (a service may be named "train")
             if marker and (compare_versions(marker.version, candidate.version) or 0) > 0:
                 return (f"#{pr['number']} already promotes the newer {marker.version} "
                         f"to {environment}")
@@ -238,7 +240,7 @@ class Opener:
             if not ref.startswith(prefix) or ref == branch:
                 continue
             marker = parse_marker(pr.get("body"))
-            if marker is None:
+            if marker is None or marker.is_train:
                 continue
             order = compare_versions(marker.version, candidate.version)
             if order is not None and order > 0:

@@ -46,6 +46,7 @@ class OpenPromotion:
     url: str
     version: str | None
     rollback: bool = False
+    train: str | None = None  # the group, for a release train
 
 
 @dataclass(frozen=True)
@@ -80,14 +81,27 @@ def rollback_prefix(environment: str, service: str) -> str:
 
 def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, service: str
                         ) -> tuple[OpenPromotion, ...]:
-    """Open promotion and rollback PRs of (service, environment), found by their branch."""
+    """Open promotion and rollback PRs of (service, environment), found by their branch, and
+    the open release trains into the environment that move the service."""
     forward, back = branch_prefix(environment, service), rollback_prefix(environment, service)
+    trains = (f"conveyor/{environment}/train-", f"conveyor/rollback/{environment}/train-")
     found = []
     for pr in pulls:
         ref = str((pr.get("head") or {}).get("ref") or "")
-        if not ref.startswith((forward, back)):
+        if not ref.startswith((forward, back, *trains)):
             continue
         marker = parse_marker(pr.get("body"))
+        if ref.startswith(trains) and marker is not None and marker.is_train:
+            member = next((m for m in marker.members if m.service == service), None)
+            if member is not None:
+                found.append(OpenPromotion(
+                    number=int(pr["number"]), url=str(pr.get("html_url") or ""),
+                    version=member.version, rollback=ref.startswith(trains[1]),
+                    train=marker.group,
+                ))
+            continue
+        if not ref.startswith((forward, back)):
+            continue
         found.append(OpenPromotion(
             number=int(pr["number"]), url=str(pr.get("html_url") or ""),
             version=marker.version if marker else None, rollback=ref.startswith(back),
@@ -255,7 +269,9 @@ def _cell_open(row: StatusRow) -> str:
     parts = []
     for pr in row.open_pulls:
         what = f" `{pr.version}`" if pr.version else ""
-        parts.append(f"#{pr.number}{what}{' (rollback)' if pr.rollback else ''}")
+        kind = [*(["rollback"] if pr.rollback else []), *([f"train {pr.train}"] if pr.train
+                                                            else [])]
+        parts.append(f"#{pr.number}{what}" + (f" ({', '.join(kind)})" if kind else ""))
     return ", ".join(parts)
 
 

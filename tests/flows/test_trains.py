@@ -336,3 +336,18 @@ async def test_a_train_of_thirty_services_is_one_commit_and_nine_writes_in_all()
         assert world.emulator.violations == []
     finally:
         await close_world(world)
+
+
+async def test_status_shows_the_open_train_beside_each_service_it_moves(trains: World) -> None:
+    world = trains
+    await stage(world, {"web": "1.1.0", "api": "1.0.0", "cart": "1.2.0"})
+    number = await issue(world)
+    await say(world, number, "/promote production storefront")
+    [pr] = trains_open(world)
+    status = await say(world, number, "/status")
+    web = status[status.index("### web"):status.index("### api")]
+    api = status[status.index("### api"):status.index("### cart")]
+    cart = status[status.index("### cart"):]
+    assert f"#{pr['number']} `1.1.0` (train storefront)" in web
+    assert f"#{pr['number']}" not in api  # api is left out: already at that digest
+    assert f"#{pr['number']} `1.2.0` (train storefront)" in cart
