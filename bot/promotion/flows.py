@@ -15,6 +15,7 @@ from .candidates import Candidate, release_tag_variants
 from .opener import Opener, OpenResult
 from .policies import DeploymentRepo
 from .provenance import LazyProvenance
+from .together import promote_together
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -67,17 +68,24 @@ async def promote_to_entry_environments(
     ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, candidate: Candidate, event_kind: str,
     *, report_refusals: bool = True,
 ) -> list[tuple[str, OpenResult]]:
-    """Open the candidate's PR in every entry environment that listens to `event_kind`."""
+    """Open the candidate's PR in every entry environment that listens to `event_kind`; for
+    a service of a `together: true` group, the group's train once every image is there."""
     assert repo.policy is not None
     results: list[tuple[str, OpenResult]] = []
     environments = [env for env in repo.policy.environments.values()
                     if env.entry_from in (event_kind, "any")]
     if not environments:
         return results
+    group = repo.policy.together_group_of(candidate.service)
+    together = (await promote_together(ctx, gh, repo, group, candidate, environments)
+                if group is not None else None)
     opener = Opener(ctx, gh, repo)
     provenance = LazyProvenance(gh, candidate, ctx.web_url)
-    for env in environments:
-        result = await opener.open(candidate, env.name, provenance=provenance)
+    for index, env in enumerate(environments):
+        if together is not None:
+            result = together[index][1]
+        else:
+            result = await opener.open(candidate, env.name, provenance=provenance)
         _log_result(repo, candidate, env.name, result)
         if result.action == "refused" and report_refusals:
             await report_refusal(ctx, gh, repo, candidate, env.name, result.message)

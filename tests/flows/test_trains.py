@@ -9,6 +9,7 @@ import pytest
 
 from bot.domain.trains import train_digest
 from bot.promotion.marker import parse_marker
+from bot.promotion.resync import resync_all
 from bot.sandbox.demo import digest_of
 from tests.harness import World, close_world, make_world
 
@@ -351,3 +352,70 @@ async def test_status_shows_the_open_train_beside_each_service_it_moves(trains: 
     assert f"#{pr['number']} `1.1.0` (train storefront)" in web
     assert f"#{pr['number']}" not in api  # api is left out: already at that digest
     assert f"#{pr['number']} `1.2.0` (train storefront)" in cart
+
+
+TOGETHER_POLICY = POLICY.replace("source: acme/web", "source: acme/api").replace(
+    "  storefront: [web, api, cart]", "  storefront: {services: [web, api, cart], together: true}")
+
+
+async def test_together_waits_for_the_third_image_then_opens_one_staging_train() -> None:
+    versions = {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}
+    world = await make_world(files={**files(versions, versions),
+                                    ".github/conveyor.yml": TOGETHER_POLICY})
+    try:
+        for name in ("api", "cart"):
+            await world.emulator.publish_container("acme", name, image(name, "2.0.0")[2],
+                                                   ["2.0.0"], source_repo="acme/api")
+            await world.settle()
+        await world.emulator.create_tag("acme/api", "v2.0.0")
+        await world.emulator.publish_release("acme/api", "v2.0.0", author="alice")
+        await world.settle()
+        assert world.emulator.pulls(world.repo, state="all") == []  # web 2.0.0 is not out yet
+
+        await world.emulator.publish_container("acme", "web", image("web", "2.0.0")[2],
+                                               ["2.0.0"], source_repo="acme/api")
+        await world.settle()
+
+        [pr] = world.emulator.pulls(world.repo, state="all")
+        assert pr["title"] == "Promote storefront to staging (3 services)"
+        assert pr["merged"]  # staging auto-merges
+        assert {label["name"] for label in pr["labels"]} == {"conveyor", "env/staging", "train"}
+        assert world.emulator.file(world.repo, WEB_PATHS["staging"]) == kustomization(
+            image("web", "2.0.0"))
+        assert world.emulator.file(world.repo, SHOP_PATHS["staging"]) == kustomization(
+            image("api", "2.0.0"), image("cart", "2.0.0"))
+        marker = parse_marker(pr["body"])
+        assert marker is not None and [m.service for m in marker.members] == [
+            "web", "api", "cart"]
+        assert all(m.source_sha for m in marker.members)  # the release's commit, for each
+
+        # the resync asks again for every service's newest release: the train is merged and
+        # every file already pins its digest, so nothing new opens
+        await resync_all(world.runtime.ctx)
+        await world.settle()
+        assert len(world.emulator.pulls(world.repo, state="all")) == 1
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
+
+
+async def test_together_is_completed_by_the_resync_when_the_last_event_was_lost() -> None:
+    versions = {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}
+    world = await make_world(files={**files(versions, versions),
+                                    ".github/conveyor.yml": TOGETHER_POLICY})
+    try:
+        await world.emulator.create_tag("acme/api", "v2.0.0")
+        await world.emulator.publish_release("acme/api", "v2.0.0", author="alice")
+        await world.settle()
+        for name in ("web", "api", "cart"):  # published without events reaching Conveyor
+            await world.emulator.publish_container("acme", name, image(name, "2.0.0")[2],
+                                                   ["2.0.0"], source_repo="acme/api", emit=False)
+        assert world.emulator.pulls(world.repo, state="all") == []
+
+        await resync_all(world.runtime.ctx)
+        await world.settle()
+        [pr] = world.emulator.pulls(world.repo, state="all")
+        assert pr["title"] == "Promote storefront to staging (3 services)" and pr["merged"]
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)

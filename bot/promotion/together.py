@@ -1,0 +1,94 @@
+"""Groups with ``together: true``: a release enters its entry environments as one train.
+
+A release (or an image event) of one service of such a group looks up the image of the same
+version for every other service of the group. While one is missing it opens nothing and
+waits: the event that publishes the last image, or the resync, asks again and then opens one
+train per entry environment. Asking again is harmless: the train's branch is named by its
+digests, so an open train is found and a merged one finds every file already at its digest.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from gidgethub.abc import GitHubAPI
+
+from ..domain.policy import Environment, Group
+from ..domain.tags import version_from_tag
+from ..github.repos import commit_for_ref
+from .candidates import Candidate
+from .opener import OpenResult
+from .policies import DeploymentRepo
+from .train import TrainOpener
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+log = logging.getLogger(__name__)
+
+
+def tag_variants(service: str, candidate: Candidate) -> list[str]:
+    """Image tags under which ``service``'s image of the candidate's version may be
+    published: the candidate's own tag first, then the usual spellings of the version."""
+    version = candidate.version
+    variants = [candidate.tag or "", version, f"v{version}", candidate.release_tag or "",
+                f"{service}-v{version}", f"{service}-{version}"]
+    return [tag for tag in dict.fromkeys(variants) if tag]
+
+
+async def member_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,
+                           candidate: Candidate) -> Candidate | None:
+    """The image of ``service`` for the candidate's version, or None while it is missing."""
+    assert repo.policy is not None
+    if service == candidate.service:
+        return candidate
+    settings = repo.policy.services[service]
+    variants = [tag for tag in tag_variants(service, candidate) if settings.tags.admits(tag)]
+    found = await ctx.packages.find_by_tags(gh, settings.image, variants) if variants else None
+    if found is None:
+        return None
+    package, tag = found
+    same_source = settings.source.lower() == candidate.source_repo.lower()
+    # one release of a monorepo feeds the service when its tag policy admits the release's tag
+    release_tag = candidate.release_tag if same_source and candidate.release_tag and \
+        settings.tags.admits(candidate.release_tag) else None
+    source_sha = candidate.source_sha if release_tag else None
+    if source_sha is None and release_tag:
+        commit = await commit_for_ref(gh, settings.source, release_tag)
+        source_sha = str(commit["sha"]) if commit else None
+    return replace(
+        candidate, service=service, image=settings.image, digest=package.digest, tag=tag,
+        version=version_from_tag(tag), source_repo=settings.source, source_sha=source_sha,
+        release_tag=release_tag, release_url=candidate.release_url if release_tag else None,
+        package_url=package.url, published_at=package.created_at,
+    )
+
+
+async def promote_together(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group: Group,
+                           candidate: Candidate, environments: list[Environment]
+                           ) -> list[tuple[str, OpenResult]]:
+    members: list[Candidate] = []
+    missing: list[str] = []
+    for service in group.services:
+        member = await member_candidate(ctx, gh, repo, service, candidate)
+        if member is None:
+            missing.append(service)
+        else:
+            members.append(member)
+    if missing:
+        message = (f"{group.name} moves together: waiting for the {candidate.version} image of "
+                   f"{', '.join(missing)}")
+        log.info("release train waits for images", extra={
+            "repository": repo.full_name, "group": group.name, "missing": missing,
+            "version": candidate.version})
+        return [(env.name, OpenResult("skipped", message)) for env in environments]
+    opener = TrainOpener(ctx, gh, repo)
+    results = []
+    for env in environments:
+        train = await opener.open(group.name, env.name, members, requester=candidate.requester,
+                                  superseding=group.services)
+        results.append((env.name, OpenResult(train.action, train.message, train.number,
+                                             train.url, merged=train.merged)))
+    return results
