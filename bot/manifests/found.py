@@ -40,6 +40,7 @@ class Found:
     digest_key: str | None = None  # kustomize: always "digest"; helm: "digest" when present
     # a Helm block that merges another (`<<: *base`): (part, pair) of the values it inherits
     inherited: list[tuple[str, Pair]] = field(default_factory=list)
+    repeats: Mapping | None = None  # the one block a merging Helm block takes all its keys from
     container: Node | None = None  # the images list holding a Kustomize or Argo CD entry
     prefixed: bool = False  # refs are written "NAME=NEWNAME:TAG" (Argo CD kustomize.images)
     cannot_add: str | None = None  # why a missing tag key cannot be added here

@@ -5,7 +5,8 @@ A values block is a mapping holding ``repository`` (optional ``registry``) and t
 others (``<<: *base``) is read as YAML resolves it: its own keys win, then the merged
 mappings' in order. Such a block is an image reference of its own when it sets any image key
 itself or takes them from more than one mapping; one that only repeats a single block (``<<:
-*img`` and nothing else of the image) inherits that block's edit instead.
+*img`` and nothing else of the image) inherits that block's edit instead, when that block is
+an image reference itself.
 
 A block with ``version:`` or ``imageTag:`` and no ``tag:`` is read with that value as its tag,
 but a promotion of it is refused unless the service names its ``tag_key``: guessing which key
@@ -87,8 +88,7 @@ def values_block(block: Mapping, parent_key: str | None, tag_keys: TagKeys) -> F
         return None
     present = [v for v in (repository, registry, tag, digest, alternative) if v is not None]
     providers = {id(provider) for _, provider in present}
-    if merging and len(providers) == 1 and present[0][1] is not block:
-        return None  # the block repeats one other block: it inherits that block's edit
+    repeats = present[0][1] if len(providers) == 1 and present[0][1] is not block else None
 
     def own(value: tuple[Pair, Mapping] | None) -> Pair | None:
         return value[0] if value is not None and value[1] is block else None
@@ -125,6 +125,7 @@ def values_block(block: Mapping, parent_key: str | None, tag_keys: TagKeys) -> F
         tag_key=tag_key,
         digest_key="digest" if digest is not None else None,
         inherited=inherited,
+        repeats=repeats,
     )
     if alternative is not None:
         key = alternative[0][0]

@@ -101,7 +101,9 @@ class Locator:
     def _mapping(self, node: Mapping, key: Scalar | None) -> None:
         parent_key = key.value if key is not None else None
         self._merges(node)
-        self._add(values_block(node, parent_key, self.tag_keys))
+        block = values_block(node, parent_key, self.tag_keys)
+        if block is None or block.repeats is None or id(block.repeats) not in self.seen:
+            self._add(block)  # a block repeating a found one inherits that one's edit
         for k, v in node.pairs:
             if not isinstance(k, Scalar) or is_merge_key(k):
                 continue
