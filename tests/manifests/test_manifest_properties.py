@@ -33,7 +33,7 @@ TARGETS = [
 ]
 TAGS = ["1.4.1", "1.20", "11", "on", "2024-06-27", "v2", "latest", "0755", "1e3", "null"]
 STYLES = ["plain", "single", "double"]
-KINDS = ["ref", "flow-ref", "helm", "kustomize", "setter", "marker", "anchor", "other"]
+KINDS = ["ref", "flow-ref", "helm", "kustomize", "setter", "marker", "anchor", "merge", "other"]
 OLD_DIGEST = "sha256:" + "0" * 64
 COMMENTS = ["", "", "  # note", " # {not a setter}", "    # keep: me"]
 
@@ -61,6 +61,17 @@ class Record:
     value_lines: list[int]  # absolute 1-based lines whose text may change
     has_tag: bool = True
     alias_paths: list[tuple[Any, ...]] = field(default_factory=list)  # aliases of the value
+    merge: Merge | None = None  # a Helm block merged into another: how that one overrides it
+
+
+@dataclass
+class Merge:
+    """``key: {<<: *anchor, [tag: ...], [digest: ...]}`` below an anchored Helm block."""
+
+    path: tuple[Any, ...]
+    line: int  # the line of `<<: *anchor`
+    tag: str | None  # its own tag, as written
+    has_digest: bool  # its own digest key
 
 
 @dataclass
@@ -112,6 +123,8 @@ def manifest_files(draw: st.DrawFn) -> tuple[str, list[Record]]:
                 out.records.append(
                     Record("ref", doc, (f"x-{key}",), name, tag, False, [line], alias_paths=aliases)
                 )
+            elif kind == "merge":
+                _merge(draw, out, doc, key, i)
             elif kind == "marker":
                 name, tag = draw(st.sampled_from(NAMES)), draw(st.sampled_from(TAGS))
                 marked = draw(st.sampled_from([n for n in NAMES if n.lower() == name.lower()]))
@@ -170,6 +183,31 @@ def _helm(draw: st.DrawFn, out: Generated, doc: int, key: str) -> None:
     out.records.append(Record("helm", doc, (key, "image"), name, tag, has_digest, lines))
 
 
+def _merge(draw: st.DrawFn, out: Generated, doc: int, key: str, i: int) -> None:
+    name, tag = draw(st.sampled_from(NAMES)), draw(st.sampled_from(TAGS))
+    has_digest = draw(st.booleans())
+    out.lines += [f"x-{key}: &m{i}", f"  repository: {name}"]
+    out.lines.append(f"  tag: {quote(tag, draw(st.sampled_from(STYLES)))}")
+    lines = [len(out.lines)]
+    if has_digest:
+        out.lines.append(f"  digest: {OLD_DIGEST}")
+        lines.append(len(out.lines))
+    out.lines += [f"{key}:", f"  <<: *m{i}"]
+    merge = Merge((key,), len(out.lines), None, False)
+    if draw(st.booleans()):
+        merge.tag = draw(st.sampled_from(TAGS))
+        out.lines.append(f"  tag: {quote(merge.tag, draw(st.sampled_from(STYLES)))}")
+        lines.append(len(out.lines))
+    if draw(st.booleans()):
+        merge.has_digest = True
+        out.lines.append(f"  digest: {OLD_DIGEST}{draw(st.sampled_from(COMMENTS))}")
+        lines.append(len(out.lines))
+    out.lines.append("  pullPolicy: Always")
+    out.records.append(
+        Record("helm", doc, (f"x-{key}",), name, tag, has_digest, lines, merge=merge)
+    )
+
+
 def _kustomize(draw: st.DrawFn, out: Generated, doc: int) -> None:
     names = draw(
         st.lists(st.sampled_from(NAMES), min_size=1, max_size=4, unique_by=canonical_image_name)
@@ -217,11 +255,26 @@ def _get(data: Any, path: tuple[Any, ...]) -> Any:
     return data
 
 
+def _helm_values(block: dict[str, Any], current: str | None, has_digest: bool, tag: str | None,
+                 digest: str) -> None:
+    """A Helm block's values after a promotion, as YAML reads them (merges resolved)."""
+    if has_digest:
+        if tag is not None and tag != current:
+            block["tag"] = tag
+        block["digest"] = digest
+    else:
+        block["tag"] = f"{tag or current}@{digest}"
+
+
 def _expected(
     original: list[Any], records: list[Record], tag: str | None, digest: str
 ) -> list[Any]:
     data = copy.deepcopy(original)
     for r in records:
+        if r.merge is not None:  # the block merging this one, with what it ends up reading
+            merging = _get(data[r.doc], r.merge.path)
+            current = r.merge.tag if r.merge.tag is not None else r.tag
+            _helm_values(merging, current, r.has_digest or r.merge.has_digest, tag, digest)
         if r.kind == "ref":
             for path in [r.path, *r.alias_paths]:
                 parent = _get(data[r.doc], path[:-1])
@@ -235,14 +288,35 @@ def _expected(
                 entry["newTag"] = tag
             entry["digest"] = digest
         else:
-            block = _get(data[r.doc], r.path)
-            if r.has_digest:
-                if tag is not None and tag != r.tag:
-                    block["tag"] = tag
-                block["digest"] = digest
-            else:
-                block["tag"] = f"{tag or r.tag}@{digest}"
+            _helm_values(_get(data[r.doc], r.path), r.tag, r.has_digest, tag, digest)
     return data
+
+
+def _merged_tag_added(r: Record) -> bool:
+    """The merging block sets its own digest but inherits the anchor's tag, which becomes
+    tag@digest: it gets a tag of its own."""
+    m = r.merge
+    return m is not None and m.has_digest and m.tag is None and not r.has_digest
+
+
+def _inherits_edited(r: Record) -> bool:
+    """Whether the merging block still reads a value the promotion edits in the anchor."""
+    m = r.merge
+    if m is None:
+        return False
+    inherits_tag = m.tag is None and not _merged_tag_added(r)
+    return inherits_tag or (r.has_digest and not m.has_digest)
+
+
+def _inherits_change(r: Record, tag: str | None, digest: str) -> bool:
+    """Whether the merging block still reads a value whose text the promotion changes."""
+    m = r.merge
+    if m is None:
+        return False
+    tag_changes = not r.has_digest or (tag is not None and tag != r.tag)
+    inherits_tag = m.tag is None and not _merged_tag_added(r)
+    inherits_digest = r.has_digest and not m.has_digest
+    return (inherits_tag and tag_changes) or (inherits_digest and digest != OLD_DIGEST)
 
 
 def _inserted_lines(records: list[Record], tag: str | None) -> int:
@@ -250,6 +324,7 @@ def _inserted_lines(records: list[Record], tag: str | None) -> int:
     for r in records:
         if r.kind == "kustomize":
             count += (not r.has_digest) + (not r.has_tag and tag is not None)
+        count += _merged_tag_added(r)
     return count
 
 
@@ -285,7 +360,12 @@ def test_promotion_changes_exactly_the_intended_values(
         if r.alias_paths:
             (occurrence,) = [o for o in edit.occurrences if o.line == r.value_lines[0]]
             assert occurrence.inherited_by == (r.value_lines[0] + 2, r.value_lines[0] + 3)
-    assert bool(edit.notes) == any(r.alias_paths for r in mine)
+        if r.merge is not None:
+            (anchored,) = [o for o in edit.occurrences if o.line == r.value_lines[0] - 1]
+            assert anchored.inherited_by == ((r.merge.line,) if _inherits_edited(r) else ())
+    # a note only names aliases that really read a changed value
+    noted = any(r.alias_paths or _inherits_change(r, tag, digest) for r in mine)
+    assert bool(edit.notes) == noted
 
     old_lines = text.splitlines(keepends=True)
     new_lines = edit.new_text.splitlines(keepends=True)
