@@ -97,6 +97,14 @@ def promote_image(
     located = locate(documents, index, path, {canonical: tag_key} if tag_key else {})
     matches = [f for f in located.found if canonical in f.match_names]
     if not matches:
+        inside = _inside_values_string(image, located)
+        if inside is not None:
+            raise ImageNotFoundError(
+                path,
+                inside.line,
+                f"image {image} is named only inside helm.values, a string Conveyor does not "
+                "edit; keep the values in helm.valuesObject (or a values file) instead",
+            )
         raise ImageNotFoundError(path, 1, _not_found_message(image, located.found))
     _check_entries(matches, path, image)
 
@@ -127,6 +135,11 @@ def _not_found_message(image: str, found: list[Found]) -> str:
         shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
         message += f"; the file names {shown}"
     return message
+
+
+def _inside_values_string(image: str, located: Locator) -> Scalar | None:
+    wanted = image.lower()
+    return next((s for s in located.values_strings if wanted in s.value.lower()), None)
 
 
 def _check_entries(matches: list[Found], path: str, image: str) -> None:

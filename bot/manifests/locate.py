@@ -63,6 +63,7 @@ class Locator:
         self.aliases: list[Alias] = [a for d in documents for a in d.aliases]
         self.merge_links: MergeLinks = {}
         self.merged: set[int] = set()  # ids of mappings merged into others
+        self.values_strings: list[Scalar] = []  # Argo CD `helm.values`: YAML inside a string
         for document in documents:
             if document.root is not None:
                 self._walk(document.root)
@@ -122,6 +123,8 @@ class Locator:
             elif k.value == "parameters" and isinstance(value, Sequence) and parent_key == "helm":
                 for found in helm_parameters(value, self.tag_keys):
                     self._add(found)
+            elif k.value == "values" and isinstance(value, Scalar) and parent_key == "helm":
+                self.values_strings.append(value)
 
     def _merges(self, node: Mapping) -> None:
         pair = merge_pair(node)
