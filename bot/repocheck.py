@@ -57,7 +57,7 @@ def placement_findings(policy: Policy, files: PolicyFiles) -> list[RepoFinding]:
             if text is None:
                 continue
             try:
-                found = find_images(text, service.image, path=path)
+                found = find_images(text, service.image, path=path, tag_key=service.tag_key)
             except ManifestError as exc:
                 findings.append(RepoFinding(path, max(exc.line, 1), exc.message))
                 continue

@@ -1,5 +1,6 @@
-"""`bump` on the places images live besides overlays: an Argo CD Application and a chart
-whose tag key is `version` (the same bot/manifests/api.py the bot's promotions use)."""
+"""`bump` and `check-config --repo` on the places images live besides overlays: an Argo CD
+Application and a chart whose tag key is `version` (the same bot/manifests/api.py the bot's
+promotions and its config check use)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.offline import bump
+from bot.offline import bump, check_config
 
 DIGEST = "sha256:" + "5a" * 32
 POLICY = """\
@@ -86,3 +87,29 @@ def test_without_the_tag_key_bump_refuses_and_writes_nothing(
         ".github/conveyor.yml\n"
     )
     assert (repo / "argocd" / "api-staging.yaml").read_bytes() == VALUES.encode()
+
+
+def test_check_config_repo_accepts_an_application_and_checks_its_images(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert check_config(None, str(repo)) == 0
+    assert "2 file(s) for 2 service(s)" in capsys.readouterr().out
+    gated = POLICY.replace("    tag_key: version\n", "") + (
+        "  - name: production\n    path: argocd/{service}-production.yaml\n    after: staging\n"
+    )
+    (repo / ".github" / "conveyor.yml").write_text(gated)
+    (repo / "argocd" / "web-production.yaml").write_text(APPLICATION)
+    (repo / "argocd" / "api-production.yaml").write_text(
+        VALUES.replace("\r\n", "\n").replace("2.0.0", f"2.0.0@{DIGEST}"))
+    assert check_config(None, str(repo)) == 1
+    refused = (
+        "a promotion of api would be refused: ghcr.io/acme/api has `version:` and no `tag:`; "
+        "if the chart reads the tag from `version`, set `tag_key: version` on this service in "
+        ".github/conveyor.yml"
+    )
+    assert capsys.readouterr().out.splitlines() == [
+        f"{repo}/argocd/api-production.yaml:8: {refused}",
+        f"{repo}/argocd/api-staging.yaml:8: {refused}",
+        f"{repo}/argocd/web-production.yaml:11: web must be pinned by digest in production "
+        "(gated by staging): use TAG@sha256:…",
+    ]
