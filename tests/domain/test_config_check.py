@@ -442,3 +442,30 @@ def test_a_helm_block_whose_tag_key_is_not_named_is_reported() -> None:
     report = Report(kubernetes_version=latest_kubernetes_version())
     check_text(report, load_policy(ARGO_POLICY), "argocd/api-staging.yaml", values)
     assert report.findings == []
+
+
+def test_argocd_sources_with_malformed_image_pins_are_findings() -> None:
+    text = (
+        "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nspec:\n  template:\n"
+        "    spec:\n      sources:\n        - kustomize:\n            images:\n"
+        "              - ghcr.io/acme/web:1.4.1\n              - web=ghcr.io/acme/web:1.4.1@bad\n"
+        "              - 3\n          helm:\n            parameters:\n              - value: x\n"
+    )
+    report = Report(kubernetes_version=latest_kubernetes_version())
+    check_text(report, None, "argocd/web.yaml", text)
+    assert [(f.line, f.message) for f in report.findings] == [
+        (10, "spec.template.spec.sources[0].kustomize.images[1]: "
+             "'web=ghcr.io/acme/web:1.4.1@bad' is not NAME:TAG, NAME@DIGEST or NAME=NEWNAME:TAG "
+             "(invalid digest 'bad' (expected sha256:<64 hex>))"),
+        (11, "spec.template.spec.sources[0].kustomize.images[2]: expected a string NAME:TAG, "
+             "NAME@DIGEST or NAME=NEWNAME:TAG"),
+        (14, "spec.template.spec.sources[0].helm.parameters[0]: expected a mapping with name "
+             "and value"),
+    ]
+    write_back = "kustomize:\n  images:\n  - 'ghcr.io/acme/web:'\n"
+    report = Report(kubernetes_version=latest_kubernetes_version())
+    check_text(report, None, "apps/web/.argocd-source-web.yaml", write_back)
+    assert [f.line for f in report.findings] == [3]
+    report = Report(kubernetes_version=latest_kubernetes_version())
+    check_text(report, None, "apps/web/kustomize-images.yaml", write_back)
+    assert report.findings == []  # neither an Application nor a write-back file

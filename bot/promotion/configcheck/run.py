@@ -4,7 +4,8 @@ For the changed files at the head commit: every YAML file parses (all documents)
 Kubernetes resource is valid against the OpenAPI schema of the policy's `kubernetes_version`;
 every kustomization that is changed, or that includes a changed file from the same or a
 parent directory, names files that exist and well-formed `images`; a Helm values file is
-valid against its chart's `values.schema.json`; in files that hold a service's image, image
+valid against its chart's `values.schema.json`; Argo CD sources hold well-formed
+`kustomize.images` strings and `helm.parameters`; in files that hold a service's image, image
 references are under `allowed_images` and digest-pinned in gated environments; a changed
 policy file is valid. Findings are annotations on the offending lines.
 """
@@ -25,7 +26,7 @@ from ...domain.policy.kubernetes import latest_kubernetes_version
 from ...github.repos import FileTooLarge, RepoFile
 from ...manifests import ManifestError, find_all_images
 from ..policies import POLICY_PATH
-from . import helm, kustomize
+from . import argocd, helm, kustomize
 from .documents import Document, parse_documents
 from .kubernetes import check_resource, is_kustomize, is_resource, prepare
 from .repoview import FileSource, RepoView
@@ -143,6 +144,8 @@ def check_text(report: Report, policy: Policy | None, path: str, text: str) -> l
     report.documents += len(parsed.documents)
     if policy is not None:
         report.findings += image_findings(policy, path, text)
+    for doc in parsed.documents:
+        report.add(path, argocd.source_findings(doc, path))
     if not may_hold_resources(path):
         return parsed.documents  # not Kubernetes resources
     for doc in parsed.documents:
