@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bot.sandbox.emulator.ops import ApiError
 from tests.harness import World
 
 ARGOCD_URL = "https://argocd.example.com"
@@ -49,8 +50,10 @@ class ArgoCD:
         await self.world.settle()
 
     async def deployment(self, application: str, revision: str, environment: str,
-                         state: str = "success") -> dict[str, Any]:
-        """`github.deployment`: the first deployment of (ref, environment) or a new one."""
+                         state: str = "success", *, auto_merge: bool = True
+                         ) -> dict[str, Any] | None:
+        """`github.deployment`: the first deployment of (ref, environment), or a new one with
+        `autoMerge` as the template says (default true); None when GitHub refuses it."""
         em = self.world.emulator
         listed = [d for d in em.deployments(self.world.repo)
                   if d["ref"] == revision and d["environment"] == environment]
@@ -59,8 +62,12 @@ class ArgoCD:
             await em.set_deployment_status(self.world.repo, int(deployment["id"]), state,
                                            user=self.login)
         else:
-            deployment = await em.create_deployment(self.world.repo, revision, environment,
-                                                    state=state, user=self.login, payload=None)
+            try:
+                deployment = await em.create_deployment(
+                    self.world.repo, revision, environment, state=state, user=self.login,
+                    payload=None, auto_merge=auto_merge)
+            except ApiError:
+                return None  # the notifier logs GitHub's refusal; nothing is reported
         await self.world.settle()
         return deployment
 

@@ -237,3 +237,19 @@ async def test_a_failure_after_a_success_fails_the_gate_again(argo_world: World)
     world.clock.advance(minutes=5)
     await argo.status("web-staging", head(world))
     assert world.gate(pr)["status"] == "in_progress"  # soaking since the new success
+
+
+async def test_argo_cd_deployments_of_an_older_revision_need_auto_merge_off(
+        argo_world: World) -> None:
+    world, argo = argo_world, ArgoCD(argo_world)
+    digest = await staged(world)
+    synced = head(world)
+    await world.emulator.push_files(world.repo, {"docs/notes.md": "later\n"}, author="alice")
+    await world.settle()
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+    # Argo CD's default autoMerge: true asks GitHub to merge main into the synced sha: refused.
+    assert await argo.deployment("web-staging", synced, "staging") is None
+    assert "no deployed evidence" in deployed_line(world.gate(pr), "web → production")
+    assert await argo.deployment("web-staging", synced, "staging", auto_merge=False)
+    assert f"deployment staging success on {synced[:7]}" in \
+        deployed_line(world.gate(pr), "web → production")

@@ -17,6 +17,7 @@ from .gitstore import Commit, Tag
 from .ops import ApiError, Ops
 from .packages import add_version, attestation_bundle, event_body
 from .requestlog import RequestLog
+from .routes_deployments import auto_merge_conflict
 from .state import (
     JSON,
     Account,
@@ -424,11 +425,17 @@ class Emulator:
 
     async def create_deployment(self, repo: str, sha: str, environment: str, *,
                                 state: str = "success", user: str = "argocd[bot]",
-                                payload: dict[str, Any] | None = None) -> dict[str, Any]:
+                                payload: dict[str, Any] | None = None,
+                                auto_merge: bool = False) -> dict[str, Any]:
+        """A deployment of ``sha`` by ``user`` and its first status; ``auto_merge`` as the API
+        applies it (an ApiError 409 for a sha behind the default branch)."""
         r = self._repo(repo)
         resolved = r.resolve(sha)
         if resolved is None:
             raise KeyError(f"unknown commit {sha}")
+        conflict = auto_merge_conflict(r, sha, resolved) if auto_merge else None
+        if conflict is not None:
+            raise ApiError(409, conflict)
 
         def run() -> Any:
             dep = self.ops.create_deployment(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import shapes
 from .ops import ApiError, not_found
 from .routing import Ctx, Reply, Router
-from .state import Deployment
+from .state import Deployment, Repo
 
 router = Router()
 R = "/repos/{owner}/{repo}/deployments"
@@ -40,12 +40,9 @@ async def create_deployment(ctx: Ctx) -> Reply:
         raise ApiError(409, "Conflict: Commit status checks failed for " + ref + ".", [{
             "contexts": [{"context": c, "state": "failure"} for c in failing],
             "resource": "Deployment", "field": "required_contexts", "code": "invalid"}])
-    if body.get("auto_merge", True) and ref in (
-            r[len("refs/heads/"):] for r in repo.refs if r.startswith("refs/heads/")) \
-            and ref != repo.default_branch:
-        default_sha = repo.branch_sha(repo.default_branch)
-        if default_sha and not repo.store.is_ancestor(default_sha, sha):
-            raise ApiError(409, f"Conflict merging {repo.default_branch} into {ref}.")
+    conflict = auto_merge_conflict(repo, ref, sha) if body.get("auto_merge", True) else None
+    if conflict is not None:
+        raise ApiError(409, conflict)
     env = str(body.get("environment") or "production")
     dep = ctx.ops.create_deployment(
         repo, ref=ref, sha=sha, environment=env, payload=body.get("payload", {}),
@@ -54,6 +51,24 @@ async def create_deployment(ctx: Ctx) -> Reply:
         transient=bool(body.get("transient_environment", False)),
         production=bool(body.get("production_environment", env == "production")))
     return Reply(201, shapes.deployment(ctx.world, repo, dep))
+
+
+def auto_merge_conflict(repo: Repo, ref: str, sha: str) -> str | None:
+    """``auto_merge`` (default true) "attempts to automatically merge the default branch into
+    the requested ref, if it's behind the default branch" (GitHub's description of "Create a
+    deployment"). A commit sha cannot take a merge, so a sha behind the default branch is
+    refused; Argo CD's GitHub notification service, which deploys the synced revision by sha,
+    documents the same: "setting this option to false is required if you would like to deploy
+    older refs in your default branch"."""
+    if ref == repo.default_branch:
+        return None
+    default_sha = repo.branch_sha(repo.default_branch)
+    if default_sha is None or repo.store.is_ancestor(default_sha, sha):
+        return None
+    branches = [r[len("refs/heads/"):] for r in repo.refs if r.startswith("refs/heads/")]
+    if ref in branches or repo.store.commit(ref) is not None:
+        return f"Conflict merging {repo.default_branch} into {ref}."
+    return None
 
 
 def _context_ok(ctx: Ctx, sha: str, context: str) -> bool:
