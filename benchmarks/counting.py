@@ -65,10 +65,17 @@ GATE_READS: list[Need] = [
     ("GET", "/repos/{owner}/{repo}/pulls",
      "merged evidence: the upstream promotion pull request of the same digest (`head=`)"),
     ("GET", "/repos/{owner}/{repo}/commits",
-     "default-branch commits since that merge: deployed evidence may be on a later one"),
-    ("GET", "/repos/{owner}/{repo}/deployments", "deployments of the upstream environment"),
-    ("GET", "/repos/{owner}/{repo}/commits/{ref}/status",
-     "the deployed_context commit status (argocd/staging)"),
+     "the upstream file's history (`path=`): the commit that set the digest, the one that "
+     "replaced it"),
+    ("GET", "/repos/{owner}/{repo}/commits",
+     "default-branch commits from there: a report may be on any later one"),
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}/statuses",
+     "per such commit: its commit statuses, every page (argocd/web-staging)"),
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs",
+     "per such commit: its check runs of the deployed_context name"),
+    ("GET", "/repos/{owner}/{repo}/deployments", "per such commit: its deployments (`sha=`)"),
+    ("GET", "/repos/{owner}/{repo}/deployments",
+     "deployments of the upstream environment whose payload names the digest"),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "the approvals"),
 ]
 GATE_AFTER_REVIEW: list[Need] = [
