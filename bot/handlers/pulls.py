@@ -13,6 +13,7 @@ from ..github.client import ConveyorGitHubAPI
 from ..promotion.downstream import promote_downstream, reevaluate_open_pulls
 from ..promotion.marker import parse_marker
 from ..promotion.policies import DeploymentRepo
+from ..promotion.train import opened_by_conveyor, promote_train_downstream
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -56,6 +57,8 @@ async def on_pull_closed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Contex
     marker = parse_marker(pr.get("body"))
     if marker is not None and marker.kind == "promotion":
         await promote_downstream(ctx, gh, repo, marker, int(pr["number"]))
+    if marker is not None and marker.kind == "train" and opened_by_conveyor(ctx.bot_login, pr):
+        await promote_train_downstream(ctx, gh, repo, marker)
     await reevaluate_open_pulls(ctx, gh, repo)
 
 

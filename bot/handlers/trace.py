@@ -14,7 +14,7 @@ from gidgethub import routing, sansio
 from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.dashboard import DASHBOARD_EVENT, refresh_dashboard, schedule_dashboard
-from ..promotion.marker import parse_marker
+from ..promotion.marker import PromotionMarker, parse_marker, service_markers
 from ..promotion.policies import DeploymentRepo
 from ..promotion.trace import Promotion, report_promotion, source_commit
 from ..scheduler import INTERNAL_PREFIX
@@ -22,7 +22,7 @@ from ..scheduler import INTERNAL_PREFIX
 log = logging.getLogger(__name__)
 router = routing.Router()
 
-TRACED_KINDS = ("promotion", "rollback")
+TRACED_KINDS = ("promotion", "rollback", "train")
 
 
 async def _deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
@@ -42,6 +42,13 @@ async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: C
     marker = parse_marker(pr.get("body"))
     if not pr.get("merged") or marker is None or marker.kind not in TRACED_KINDS:
         return
+    # A release train is traced as the promotion of each service it moved.
+    for promoted in service_markers(marker):
+        await _trace(ctx, gh, repo, pr, promoted)
+
+
+async def _trace(ctx: Context, gh: ConveyorGitHubAPI, repo: DeploymentRepo, pr: dict[str, Any],
+                 marker: PromotionMarker) -> None:
     policy = repo.policy
     service = policy.services.get(marker.service) if policy else None
     if policy is None or service is None or marker.environment not in policy.environments:

@@ -48,7 +48,7 @@ from .policies import POLICY_PATH, DeploymentRepo
 from .provenance import find_attestation, gather_provenance
 from .rollback import choose_rollback, live_periods, read_history, rollback_note
 from .status import collect_status, render_status
-from .train import TrainOpener, TrainResult, upstream_pins
+from .train import TrainOpener, TrainResult, promote_group
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -268,6 +268,11 @@ class _Runner:
                     "or merged promotion PR, or name the image with "
                     "`/promote <service> <tag-or-digest> <env>`.")
         target = command.environment
+        if marker.is_train:
+            return (f"ℹ️ #{self.where.number} is a release train of {marker.group}: "
+                    f"`/promote {target} {marker.group if marker.group != ALL_GROUP else '--all'}`"
+                    f" opens its train at the digests that hold evidence upstream of {target} "
+                    "now.")
         reachable = downstream_of(self.where.policy, marker.environment)
         if target not in reachable:
             return "❌ " + _unreachable(marker, target, reachable)
@@ -388,29 +393,19 @@ class _Runner:
 
     # -- /promote <env> <group>, /promote <env> --all -----------------------------------------
     async def _promote_train(self, command: PromoteTrain) -> str:
-        policy = self.where.policy
         group = command.group or ALL_GROUP
-        services = (list(policy.groups[command.group].services) if command.group
-                    else list(policy.services))
-        env = policy.environments[command.environment]
+        env = self.where.policy.environments[command.environment]
         if env.after is None:
             return (f"❌ {command.environment} is an entry environment: a train carries what "
                     "holds evidence in the environment before it, so name an environment with "
                     "`after:`.")
-        pinned = await upstream_pins(self.gh, self.where.repo, services, env.after)
-        unpinned = [f"{service} ({pin})" for service, pin in pinned.items()
-                    if isinstance(pin, str)]
-        if unpinned:
-            return (f"❌ not opened: the train takes every service's digest from {env.after}, "
-                    f"and these have none there: {'; '.join(unpinned)}.")
-        candidates = []
-        for service, pin in pinned.items():
-            if not isinstance(pin, str):
-                tag, digest = pin
-                candidates.append(await self._candidate(service, digest, tag, "command", None))
-        result = await TrainOpener(self.ctx, self.gh, self.where.repo).open(
-            group, command.environment, candidates, requester=self.where.commenter,
-            superseding=services)
+
+        async def candidate_for(service: str, tag: str | None, digest: str) -> Candidate:
+            return await self._candidate(service, digest, tag, "command", None)
+
+        result = await promote_group(self.ctx, self.gh, self.where.repo, group,
+                                     command.environment, requester=self.where.commenter,
+                                     candidate_for=candidate_for)
         return describe_train(result, group, command.environment)
 
     # -- /rollback <group> <env> -------------------------------------------------------------

@@ -105,6 +105,19 @@ def parse_marker(body: str | None) -> PromotionMarker | None:
         return None
 
 
+def service_markers(marker: PromotionMarker) -> list[PromotionMarker]:
+    """The marker itself, or one per service for a release train."""
+    if not marker.is_train:
+        return [marker]
+    kind = "rollback" if marker.kind == "rollback" else "promotion"
+    return [PromotionMarker(
+        service=member.service, environment=marker.environment, digest=member.digest,
+        tag=member.tag, version=member.version, paths=(member.path,), source_repo="",
+        source_sha=member.source_sha, requester=marker.requester, kind=kind,
+        commit=marker.commit, previous_digest=member.previous_digest,
+        previous_tag=member.previous_tag) for member in marker.members]
+
+
 def _member(data: Any) -> TrainMember:
     if not isinstance(data, dict):
         raise TypeError("a train member is an object")

@@ -11,7 +11,7 @@ pull request for it is adopted, and a leftover branch is reset and reused.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,8 @@ from gidgethub.abc import GitHubAPI
 
 from ..domain.policy import Policy
 from ..domain.provenance import Provenance
-from ..domain.trains import train_digest
+from ..domain.tags import version_from_tag
+from ..domain.trains import ALL_GROUP, train_digest
 from ..github.repos import add_labels, branch_head, get_file
 from ..manifests import ManifestError, find_images, promote_image
 from .body import Change
@@ -246,7 +247,7 @@ class TrainOpener:
         closed = []
         for pr in pulls:
             ref = str(pr["head"]["ref"])
-            if ref == branch or not self._ours(pr):
+            if ref == branch or not opened_by_conveyor(self.ctx.bot_login, pr):
                 continue
             marker = parse_marker(pr.get("body"))
             if marker is None:
@@ -259,11 +260,6 @@ class TrainOpener:
                 closed.append(int(pr["number"]))
         return closed
 
-    def _ours(self, pr: dict[str, Any]) -> bool:
-        """Opened by this app (a marker and a branch name alone can be copied by anyone)."""
-        author = str((pr.get("user") or {}).get("login") or "")
-        return not self.ctx.bot_login or author.lower() == self.ctx.bot_login.lower()
-
     async def _auto_merge(self, environment: str, number: int, head_sha: str) -> bool:
         env = self.policy.environments[environment]
         if not env.auto_merge or env.gated:
@@ -272,6 +268,16 @@ class TrainOpener:
 
         return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
                                      env.merge_method)
+
+
+def opened_by_conveyor(bot_login: str, pr: dict[str, Any]) -> bool:
+    """Opened by this app from a branch of the repository itself: a marker and a branch name
+    alone can be copied into anyone's pull request."""
+    author = str((pr.get("user") or {}).get("login") or "")
+    head_repo = ((pr.get("head") or {}).get("repo") or {}).get("full_name")
+    base_repo = ((pr.get("base") or {}).get("repo") or {}).get("full_name")
+    return bool(bot_login) and author.lower() == bot_login.lower() and (
+        head_repo is None or head_repo == base_repo)
 
 
 async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[str],
@@ -303,3 +309,73 @@ async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[
         else:
             pins[service] = (pinned.tag, pinned.digest)
     return pins
+
+
+CandidateFor = Callable[[str, str | None, str], Awaitable[Candidate]]
+
+
+async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group: str,
+                        environment: str, *, requester: str | None,
+                        candidate_for: CandidateFor) -> TrainResult:
+    """The train of ``group`` (every service for ``all``) into ``environment`` at the digests
+    its upstream environment pins now; ``candidate_for(service, tag, digest)`` tells what is
+    known about each."""
+    policy = repo.policy
+    assert policy is not None
+    services = (list(policy.services) if group == ALL_GROUP
+                else list(policy.groups[group].services))
+    upstream = policy.environments[environment].after
+    assert upstream is not None
+    pins = await upstream_pins(gh, repo, services, upstream)
+    unpinned = [f"{service} ({pin})" for service, pin in pins.items() if isinstance(pin, str)]
+    if unpinned:
+        return TrainResult("refused", f"the train takes every service's digest from "
+                                      f"{upstream}, and these have none there: "
+                                      f"{'; '.join(unpinned)}")
+    candidates = [await candidate_for(service, pin[0], pin[1]) for service, pin in pins.items()
+                  if not isinstance(pin, str)]
+    return await TrainOpener(ctx, gh, repo).open(group, environment, candidates,
+                                                 requester=requester, superseding=services)
+
+
+def known_candidates(repo: DeploymentRepo, marker: PromotionMarker, trigger: str
+                     ) -> CandidateFor:
+    """Candidates from the policy and what an upstream train's marker says of each digest."""
+    policy = repo.policy
+    assert policy is not None
+    by_digest = {(member.service, member.digest): member for member in marker.members}
+
+    async def candidate_for(service: str, tag: str | None, digest: str) -> Candidate:
+        member = by_digest.get((service, digest))
+        settings = policy.services[service]
+        return Candidate(
+            service=service, image=settings.image, digest=digest, tag=tag,
+            version=version_from_tag(tag) if tag else digest[:19], source_repo=settings.source,
+            trigger=trigger, source_sha=member.source_sha if member else None,
+            requester=marker.requester,
+        )
+
+    return candidate_for
+
+
+async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                                   marker: PromotionMarker) -> list[tuple[str, TrainResult]]:
+    """A merged train opens the same group's train in each `promote: auto` environment after
+    it."""
+    policy = repo.policy
+    group = marker.group
+    if policy is None or group is None or marker.kind != "train" or (
+            group != ALL_GROUP and group not in policy.groups):
+        return []
+    results = []
+    for env in policy.downstream_of(marker.environment):
+        if env.promote != "auto":
+            continue
+        result = await promote_group(ctx, gh, repo, group, env.name,
+                                     requester=marker.requester,
+                                     candidate_for=known_candidates(repo, marker, "upstream"))
+        log.info("downstream train %s", result.action,
+                 extra={"env": env.name, "group": group, "pull": result.number,
+                        "detail": result.message})
+        results.append((env.name, result))
+    return results

@@ -419,3 +419,55 @@ async def test_together_is_completed_by_the_resync_when_the_last_event_was_lost(
         assert world.emulator.violations == []
     finally:
         await close_world(world)
+
+
+async def test_a_merged_train_records_a_source_deployment_per_service(trains: World) -> None:
+    world = trains
+    await world.emulator.create_tag("acme/web", "v1.1.0")
+    await world.emulator.publish_release("acme/web", "v1.1.0", author="alice")
+    await world.settle()  # its image is not published: nothing opens
+    await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.0.0"})
+    number = await issue(world)
+    await say(world, number, "/promote production storefront")
+    [pr] = trains_open(world)
+    await world.emulator.merge_pull(world.repo, pr["number"], user="bob")
+    await world.settle()
+
+    tagged = world.emulator.commit("acme/web", "v1.1.0")["sha"]
+    [deployment] = [d for d in world.emulator.deployments("acme/web")
+                    if d["environment"] == "production"]
+    assert deployment["sha"] == tagged
+    assert deployment["payload"]["service"] == "web"
+    assert deployment["payload"]["promotion_pr"] == pr["html_url"]
+    # api has no release, hence no known source commit: nothing is reported for it
+    assert [d for d in world.emulator.deployments("acme/api")
+            if d["environment"] == "production"] == []
+
+
+async def test_a_merged_train_opens_the_next_train_where_promote_is_auto() -> None:
+    policy = TOGETHER_POLICY.replace("    evidence: [merged, deployed]\n    deployed_context: "
+                                     "argocd/staging\n", "    promote: auto\n")
+    versions = {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}
+    world = await make_world(files={**files(versions, versions), ".github/conveyor.yml": policy})
+    try:
+        await world.emulator.create_tag("acme/api", "v2.0.0")
+        await world.emulator.publish_release("acme/api", "v2.0.0", author="alice")
+        for name in ("web", "api", "cart"):
+            await world.emulator.publish_container("acme", name, image(name, "2.0.0")[2],
+                                                   ["2.0.0"], source_repo="acme/api")
+        await world.settle()
+        staging = world.pull("Promote storefront to staging (3 services)")
+        assert staging["merged"]
+        production = world.pull("Promote storefront to production (3 services)", state="open")
+        marker = parse_marker(production["body"])
+        assert marker is not None and marker.requester == "alice"
+        tagged = world.emulator.commit("acme/api", "v2.0.0")["sha"]
+        assert [(m.service, m.source_sha) for m in marker.members] == [
+            ("web", tagged), ("api", tagged), ("cart", tagged)]
+        assert world.gate(production)["conclusion"] == "success"
+
+        reply = await say(world, staging["number"], "/promote production")
+        assert "is a release train of storefront: `/promote production storefront`" in reply
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
