@@ -11,6 +11,7 @@ an unchanged repository answers with ``304``s.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,6 +34,7 @@ from ..domain.deployed import (
 MAX_FILE_HISTORY = 300  # commits touching the upstream file
 MAX_RANGE_COMMITS = 300  # default-branch commits searched for reports
 MAX_REPORTS_PER_LIST = 1000  # statuses, check runs or deployments of one commit (10 pages)
+PARALLEL_COMMITS = 4  # commits whose reports are read at the same time
 
 
 def parse_time(value: str) -> datetime:
@@ -88,11 +90,21 @@ class DeployedSearch:
         if interval is None:
             return Judgement(None, None, ())
         shas = await self.commits(interval)
+        # Each commit's three lists are independent reads: a few at a time, not one by one.
+        limit = asyncio.Semaphore(PARALLEL_COMMITS)
+
+        async def reports_on(sha: str) -> tuple[list[Report], set[int]]:
+            async with limit:
+                found = await self._statuses(sha, target) + await self._check_runs(sha, target)
+                deployments, ids = await self._deployments_on(sha, target)
+                return found + deployments, ids
+
         reports: list[Report] = []
-        for sha in shas:
-            reports += await self._statuses(sha, target)
-            reports += await self._check_runs(sha, target)
-        reports += await self._deployments(shas, target, digest, interval)
+        seen: set[int] = set()
+        for found, ids in await asyncio.gather(*(reports_on(sha) for sha in shas)):
+            reports += found
+            seen |= ids
+        reports += await self._deployments_naming(digest, target, interval, seen)
         return judge(reports, trust)
 
     async def interval(self, target: Target) -> Interval | None:
@@ -180,31 +192,33 @@ class DeployedSearch:
             ))
         return found
 
-    async def _deployments(self, shas: list[str], target: Target, digest: str,
-                           interval: Interval) -> list[Report]:
-        seen: set[int] = set()
+    async def _deployments_on(self, sha: str, target: Target) -> tuple[list[Report], set[int]]:
         found: list[Report] = []
-        for sha in shas:
-            async for deployment in _bounded(self.gh.getiter(
-                f"/repos/{self.repo}/deployments?sha={sha}&per_page=100"
-            ), MAX_REPORTS_PER_LIST):
-                if deployment["id"] not in seen and target.matches(
-                        "deployment", str(deployment.get("environment") or "")):
-                    seen.add(deployment["id"])
-                    found += await self._deployment_statuses(deployment, sha, target)
-        # A deployment made for another ref counts when its payload names the digest.
+        ids: set[int] = set()
+        async for deployment in _bounded(self.gh.getiter(
+            f"/repos/{self.repo}/deployments?sha={sha}&per_page=100"
+        ), MAX_REPORTS_PER_LIST):
+            if target.matches("deployment", str(deployment.get("environment") or "")):
+                ids.add(int(deployment["id"]))
+                found += await self._deployment_statuses(deployment, sha, target)
+        return found, ids
+
+    async def _deployments_naming(self, digest: str, target: Target, interval: Interval,
+                                  seen: set[int]) -> list[Report]:
+        """Deployments made for another ref that count because their payload names the
+        digest, newest first down to the commit that set it."""
         since = parse_time(interval.setting["commit"]["committer"]["date"])
+        found: list[Report] = []
         async for deployment in _bounded(self.gh.getiter(
             f"/repos/{self.repo}/deployments?environment={quote(target.environment)}"
             "&per_page=100"
         ), MAX_REPORTS_PER_LIST):
             if parse_time(deployment["created_at"]) < since:
-                break  # newest first: the rest predate the digest
+                break
             payload = deployment.get("payload")
-            if deployment["id"] in seen or not isinstance(payload, dict) or \
+            if int(deployment["id"]) in seen or not isinstance(payload, dict) or \
                     payload.get("digest") != digest:
                 continue
-            seen.add(deployment["id"])
             found += await self._deployment_statuses(deployment, str(deployment["sha"]), target)
         return found
 

@@ -116,26 +116,37 @@ async def test_each_service_needs_its_own_argo_cd_application(argo_world: World)
     assert deployment["payload"] == {} and deployment["creator"]["login"] == argo.login
 
 
-async def test_flux_context_with_the_provider_id() -> None:
+@pytest.mark.parametrize(("context", "expr", "reported"), [
+    ("kustomization/{service}-{env}/*", False, "kustomization/web-staging/0c9c2e41"),
+    ("flux/{service}-{env}", True, "flux/web-staging"),  # commitStatusExpr
+])
+async def test_flux_context_with_the_provider_id(context: str, expr: bool, reported: str
+                                                 ) -> None:
     world = await world_with(DEMO_POLICY.replace(
         "    deployed_context: argocd/{service}-{env}   # Argo CD labels its statuses per "
         "Application\n    deployed_by: [\"argocd[bot]\"]\n",
-        "    deployed_context: kustomization/{service}-{env}/*\n    deployed_by: [flux-bot]\n"))
+        f"    deployed_context: {context}\n    deployed_by: [flux-bot]\n"))
     try:
-        flux = Flux(world)
+        flux = Flux(world, commit_status_expr=expr)
         world.emulator.add_user("flux-bot")
         world.emulator.set_permission(world.repo, "flux-bot", "write")
         digest = await staged(world)
         pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
-        # Another Kustomization of the same cluster is not web's.
+        # Another Kustomization of the same cluster is not web's; a Progressing event posts
+        # nothing.
         await flux.event("web-staging-canary", f"main@sha1:{head(world)}")
+        await flux.event("web-staging", f"main@sha1:{head(world)}", reason="Progressing")
         assert "no deployed evidence" in deployed_line(world.gate(pr), "web → production")
 
         await flux.event("web-staging", f"main@sha1:{head(world)}")
         line = deployed_line(world.gate(pr), "web → production")
-        assert "status kustomization/web-staging/0c9c2e41 success" in line
+        assert f"status {reported} success" in line
         assert "by flux-bot" in line
         assert (await approve_and_soak(world, pr))["conclusion"] == "success"
+        # A failed health check on the same revision takes the evidence away.
+        await flux.event("web-staging", f"main@sha1:{head(world)}", severity="error",
+                         reason="HealthCheckFailed")
+        assert world.gate(pr)["conclusion"] == "failure"
     finally:
         await close_world(world)
     assert world.emulator.violations == []
