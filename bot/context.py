@@ -12,6 +12,7 @@ from .metrics import Metrics
 from .promotion.candidates import PackageLookup
 from .promotion.gatekeeper import GateService
 from .promotion.policies import PolicyIndex
+from .promotion.status import StatusSources
 from .queue import KeyedLocks, RepoLocks
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class Context:
     policies: PolicyIndex = field(default_factory=PolicyIndex)
     packages: PackageLookup = field(default_factory=PackageLookup)
     gates: GateService = field(default_factory=GateService)
+    status: StatusSources = field(default_factory=StatusSources)
     # The app's own login ("<slug>[bot]"), learned from GET /app at start-up.
     bot_login: str = ""
     # The app's numeric id (GET /app): how its own check runs and deployments are recognised.

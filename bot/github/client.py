@@ -233,6 +233,18 @@ class GitHubClients:
         """A client authenticated as the app itself (JWT), for /app endpoints."""
         return self._client(None, app_jwt=self.auth.jwt, cache=self._app_cache)
 
+    def ensure_etag_capacity(self, installation_id: int, entries: int) -> None:
+        """Let the installation's ETag cache hold at least `entries` (sized from the policies
+        it serves: a cache smaller than one resync's reads turns every read into a full one)."""
+        cache = self._caches.get(installation_id)
+        if cache is not None and cache.maxsize >= entries:
+            return
+        grown: cachetools.LRUCache[str, Any] = cachetools.LRUCache(
+            maxsize=max(entries, self._etag_cache_entries))
+        if cache is not None:
+            grown.update(cache)
+        self._caches[installation_id] = grown
+
     async def installation(
         self, installation_id: int, *, repositories: tuple[str, ...] = ()
     ) -> ConveyorGitHubAPI:

@@ -44,6 +44,7 @@ class _Installation:
     # head stays there (a conditional read, `304`), the policy is not asked for again (`404`s
     # are never cached and count against the rate limit).
     without_policy: dict[str, str] = field(default_factory=dict)
+    installed: frozenset[str] = frozenset()  # lower-case names of the installation's repositories
 
 
 class PolicyIndex:
@@ -72,6 +73,7 @@ class PolicyIndex:
             del entry.repos[stale]
         for stale in set(entry.without_policy) - known:
             del entry.without_policy[stale]
+        entry.installed = frozenset(known)
         entry.loaded = True
         return [repo for repo in entry.repos.values() if repo.policy or repo.issues]
 
@@ -128,6 +130,10 @@ class PolicyIndex:
                        "has_previous": repo.policy is not None},
             )
         return repo
+
+    def installed(self, installation_id: int) -> frozenset[str]:
+        """Lower-case names of the installation's repositories, as last listed (empty before)."""
+        return self._installation(installation_id).installed
 
     async def get(self, gh: GitHubAPI, installation_id: int, full_name: str,
                   default_branch: str | None = None) -> DeploymentRepo | None:

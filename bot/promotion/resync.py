@@ -24,6 +24,7 @@ from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
 from .downstream import promote_downstream, reevaluate_open_pulls
 from .flows import promote_to_entry_environments, release_candidate
+from .history import opened_by_app
 from .marker import PromotionMarker, branch_prefix, parse_marker
 from .merger import merge_promotion
 from .opener import close_superseded, find_pull_for_branch, open_pulls
@@ -54,28 +55,53 @@ async def resync_all(ctx: Context) -> int:
 
 async def resync_installation(ctx: Context, gh: GitHubAPI, installation_id: int) -> int:
     repos = await ctx.policies.load(gh, installation_id, force=True)
+    size_caches(ctx, installation_id, repos)
+    installed = ctx.policies.installed(installation_id)
     for repo in repos:
         if repo.policy is None:
             continue
         try:
-            await resync_repo(ctx, gh, repo)
+            await resync_repo(ctx, gh, repo, installed)
         except gidgethub.GitHubException as exc:
             log.warning("resync of a repository failed",
                         extra={"repository": repo.full_name, "error": str(exc)})
     return len(repos)
 
 
-async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+def size_caches(ctx: Context, installation_id: int, repos: list[DeploymentRepo]) -> None:
+    """Conditional reads only save requests while their ETags are remembered: room for what
+    one resync of these policies reads (per service its release list, package versions,
+    release commit and attestation; per service × environment its file and history)."""
+    services = rows = 0
+    for repo in repos:
+        if repo.policy is not None:
+            services += len(repo.policy.services)
+            rows += len(repo.policy.services) * len(repo.policy.environments)
+    ctx.clients.ensure_etag_capacity(installation_id, 4 * services + 2 * rows + 256)
+    ctx.status.size_for(rows)
+
+
+async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                      installed: frozenset[str] = frozenset()) -> None:
+    """`installed`: the installation's repositories, when known. A source outside them cannot
+    be read with the installation's token (`404`, which is never conditional) and sends no
+    events, so its releases are not asked for."""
     assert repo.policy is not None
+    by_source: dict[str, list[str]] = {}
     for service in repo.policy.services.values():
-        release = await _newest_admitted_release(gh, service.source, service.tags.admits)
-        if release is None:
-            continue
-        candidate = await release_candidate(ctx, gh, repo, service.name, release,
-                                            service.source)
-        if candidate is not None:
-            await promote_to_entry_environments(ctx, gh, repo, candidate, "release",
-                                                report_refusals=False)
+        if not installed or service.source.lower() in installed:
+            by_source.setdefault(service.source, []).append(service.name)
+    for source, names in by_source.items():
+        releases = await _recent_releases(gh, source)
+        for name in names:
+            service = repo.policy.services[name]
+            release = next((r for r in releases if service.tags.admits(r["tag_name"])), None)
+            if release is None:
+                continue
+            candidate = await release_candidate(ctx, gh, repo, name, release, source)
+            if candidate is not None:
+                await promote_to_entry_environments(ctx, gh, repo, candidate, "release",
+                                                    report_refusals=False)
     await finish_interrupted_promotions(ctx, gh, repo)
     await resume_auto_promotions(ctx, gh, repo)
     await reevaluate_open_pulls(ctx, gh, repo)
@@ -108,7 +134,7 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
     await _delete_stray_branches(gh, repo.full_name, {str(pr["head"]["ref"]) for pr in pulls})
     for pr in pulls:
         marker = parse_marker(pr.get("body"))
-        if marker is None or marker.kind != "promotion" or not _by_conveyor(ctx, pr) or not str(
+        if marker is None or marker.kind != "promotion" or not opened_by_app(ctx, pr) or not str(
                 pr["head"]["ref"]).startswith(branch_prefix(marker.environment, marker.service)):
             continue
         ours.append((pr, marker))
@@ -208,31 +234,18 @@ async def _last_promotion_of(ctx: Context, gh: GitHubAPI, repo: str, path: str
         raise
     for pr in pulls or []:
         marker = parse_marker(pr.get("body"))
-        if marker is not None and _by_conveyor(ctx, pr) and (
+        if marker is not None and opened_by_app(ctx, pr) and (
                 pr.get("merged_at") or pr.get("merge_commit_sha") == sha):
             return int(pr["number"]), marker
     return None
 
 
-def _by_conveyor(ctx: Context, pr: dict[str, Any]) -> bool:
-    """Opened by this app from a branch of the repository itself: anyone can copy a marker
-    into a PR body or name a branch `conveyor/...`, so neither alone makes a PR Conveyor's."""
-    author = str((pr.get("user") or {}).get("login") or "")
-    head_repo = ((pr.get("head") or {}).get("repo") or {}).get("full_name")
-    base_repo = ((pr.get("base") or {}).get("repo") or {}).get("full_name")
-    return bool(ctx.bot_login) and author.lower() == ctx.bot_login.lower() and (
-        head_repo is None or head_repo == base_repo)
-
-
-async def _newest_admitted_release(gh: GitHubAPI, source: str, admits: Any
-                                   ) -> dict[str, Any] | None:
+async def _recent_releases(gh: GitHubAPI, source: str) -> list[dict[str, Any]]:
+    """The source's latest releases, drafts left out, newest first."""
     try:
         releases = await gh.getitem(f"/repos/{source}/releases?per_page={RECENT_RELEASES}")
     except gidgethub.BadRequest as exc:
         if exc.status_code == 404:
-            return None
+            return []
         raise
-    for release in releases:
-        if not release.get("draft") and admits(release["tag_name"]):
-            return dict(release)
-    return None
+    return [dict(release) for release in releases if not release.get("draft")]

@@ -1,28 +1,32 @@
 """What runs where in one deployment repository: per service and environment, the version and
 digest its file pins, since when, the pull request that put it there, and open promotions.
 
-Read from GitHub alone (the default branch, its history and the open pull requests), so the
-`/status` command, the dashboard issue and the resync all show the same truth.
+Read from GitHub alone (the default branch at one commit, Conveyor's merged promotions, the
+files' history and the open pull requests), so the `/status` command, the dashboard issue and
+the resync all show the same truth. The cost does not grow with the number of services once
+the files have been read: a read asks for the branch head, the open and the recently closed
+pull requests (all conditional), and only for what changed (`snapshot`, `history`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import cachetools
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from ..github.repos import FileTooLarge, get_file
 from ..manifests import ManifestError, find_images
+from .history import UNKNOWN, ChangeHistory, Wanted
 from .marker import branch_prefix, parse_marker
 from .opener import open_pulls
 from .policies import DeploymentRepo
+from .snapshot import FileAt, RepoFiles
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -30,14 +34,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NONE = "—"
-
-# What a file said at a given blob: its text (or why it has none) and its last change. A
-# refresh reads the branch's tree once and only re-reads the files whose blob changed, so a
-# policy of hundreds of services costs a handful of requests per refresh, not two per file.
-_by_blob: cachetools.LRUCache[tuple[str, str, str], tuple[str | None, str | None, _Since]] = (
-    cachetools.LRUCache(maxsize=20_000))
-# The package page of each digest, once found.
-_package_urls: cachetools.LRUCache[tuple[str, str], str] = cachetools.LRUCache(maxsize=20_000)
+Reference = tuple[str | None, str | None, str | None]  # tag, digest, problem
+ReferenceKey = tuple[str, str, str, str | None]  # blob, image, path, tag_key
+PACKAGE_LOOKUPS_PER_READ = 10  # images whose package versions are listed per read
+NOT_A_PACKAGE_FOR = timedelta(hours=1)  # a digest not found among them is not asked again
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class StatusRow:
     version: str | None = None  # the image tag written in the file
     digest: str | None = None
     package_url: str | None = None  # the package version page of the digest, when known
-    since: datetime | None = None  # date of the last commit that changed the file
+    since: datetime | None = None  # when the service's reference in the file became this one
     since_commit: str | None = None
     since_url: str | None = None
     pull_number: int | None = None  # the pull request that merged that commit
@@ -66,13 +66,67 @@ class StatusRow:
     problem: str | None = None  # why the file tells nothing (missing, unreadable, no image)
 
 
-@dataclass(frozen=True)
-class _Since:
-    when: datetime | None
-    sha: str | None
-    url: str | None
-    pull_number: int | None
-    pull_url: str | None
+class StatusSources:
+    """What status reads keep between reads: file texts by blob, dates by reference, package
+    pages by digest. One per process, sized from the policies being served."""
+
+    def __init__(self) -> None:
+        self.files = RepoFiles()
+        self.history = ChangeHistory()
+        self.package_urls: cachetools.LRUCache[tuple[str, str], str] = cachetools.LRUCache(
+            maxsize=4096)
+        self._not_packages: cachetools.LRUCache[tuple[str, str], datetime] = cachetools.LRUCache(
+            maxsize=4096)
+        self._references: cachetools.LRUCache[ReferenceKey, Reference] = (
+            cachetools.LRUCache(maxsize=4096))
+
+    def size_for(self, rows: int) -> None:
+        """Room for `rows` service × environment pairs of every repository served."""
+        self.files.ensure_capacity(2 * rows)
+        self.history.ensure_capacity(2 * rows)
+        for name in ("package_urls", "_not_packages", "_references"):
+            old = getattr(self, name)
+            if 2 * rows > old.maxsize:
+                grown: cachetools.LRUCache[Any, Any] = cachetools.LRUCache(maxsize=2 * rows)
+                grown.update(old)
+                setattr(self, name, grown)
+
+    async def references(self, rows: list[tuple[str, str, str, str, str | None, FileAt]]
+                         ) -> dict[tuple[str, str], Reference]:
+        """(service, environment) → (tag, digest, problem) of each row's file, parsed once
+        per blob; parsing many files (a cold start) runs off the event loop."""
+        out: dict[tuple[str, str], Reference] = {}
+        todo: list[tuple[ReferenceKey, str]] = []
+        for service, environment, path, image, tag_key, at in rows:
+            if at.text is None or at.blob is None:
+                out[(service, environment)] = (None, None, at.problem)
+                continue
+            key = (at.blob, image, path, tag_key)
+            if key not in self._references:
+                todo.append((key, at.text))
+        if todo:
+            parsed = await asyncio.to_thread(_parse_references, todo) if len(todo) > 8 \
+                else _parse_references(todo)
+            self._references.update(parsed)
+        for service, environment, path, image, tag_key, at in rows:
+            if at.text is not None and at.blob is not None:
+                out[(service, environment)] = self._references[(at.blob, image, path, tag_key)]
+        return out
+
+    async def package_url(self, ctx: Context, gh: GitHubAPI, image: str, digest: str,
+                          budget: list[int]) -> str | None:
+        key = (image.lower(), digest)
+        if key in self.package_urls:
+            return self.package_urls[key]
+        missed = self._not_packages.get(key)
+        if (missed is not None and ctx.clock() - missed < NOT_A_PACKAGE_FOR) or budget[0] <= 0:
+            return None
+        budget[0] -= 1
+        for found, url in (await _package_pages(ctx, gh, image)).items():
+            self.package_urls[(image.lower(), found)] = url
+        if key not in self.package_urls:
+            self._not_packages[key] = ctx.clock()
+        return self.package_urls.get(key)
 
 
 def rollback_prefix(environment: str, service: str) -> str:
@@ -114,88 +168,50 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
     policy = repo.policy
     if policy is None:
         return []
+    sources = ctx.status
+    pairs = [(service, environment) for service in policy.services.values()
+             for environment in policy.environments]
+    paths = {(s.name, e): policy.path_for(s.name, e) for s, e in pairs}
     pulls = await open_pulls(gh, repo.full_name)
-    blobs = await _blob_shas(gh, repo)
-    files: dict[str, tuple[str | None, str | None]] = {}  # path → (text, problem)
-    history: dict[str, _Since] = {}
-    merged_by: dict[str, tuple[int, str] | None] = {}  # commit sha → (PR number, url)
+    snapshot = await sources.files.read(gh, repo.full_name, repo.default_branch,
+                                        paths.values())
+    found = await sources.references(
+        [(s.name, e, paths[(s.name, e)], s.image, s.tag_key, snapshot.files[paths[(s.name, e)]])
+         for s, e in pairs])
+    wanted = [Wanted(s.name, e, paths[(s.name, e)], s.image, found[(s.name, e)][:2],
+                     snapshot.files[paths[(s.name, e)]].blob, s.tag_key)
+              for s, e in pairs if found[(s.name, e)][0] or found[(s.name, e)][1]]
+    dates = await sources.history.dates(ctx, gh, repo.full_name, wanted)
+    budget = [PACKAGE_LOOKUPS_PER_READ]
     rows: list[StatusRow] = []
-    for service in policy.services.values():
-        for environment in policy.environments:
-            path = policy.path_for(service.name, environment)
-            if path not in files:
-                await _load(ctx, gh, repo, path, blobs.get(path), files, history, merged_by)
-            text, problem = files[path]
-            version = digest = None
-            if text is not None:
-                try:
-                    found = find_images(text, service.image, path=path,
-                                        tag_key=service.tag_key)
-                except ManifestError as exc:
-                    found, problem = [], f"`{path}`: {exc}"
-                if found:
-                    version, digest = found[0].tag, found[0].digest
-                elif problem is None:
-                    problem = f"{service.image} not found in `{path}`"
-            since = history.get(path) or _Since(None, None, None, None, None)
-            rows.append(StatusRow(
-                service=service.name, environment=environment, path=path, version=version,
-                digest=digest,
-                package_url=await _package_url(ctx, gh, service.image, digest) if digest
-                else None,
-                since=since.when, since_commit=since.sha, since_url=since.url,
-                pull_number=since.pull_number, pull_url=since.pull_url,
-                open_pulls=open_promotions_for(pulls, environment, service.name),
-                problem=problem,
-            ))
+    for service, environment in pairs:
+        version, digest, problem = found[(service.name, environment)]
+        since = dates.get((service.name, environment), UNKNOWN)
+        rows.append(StatusRow(
+            service=service.name, environment=environment,
+            path=paths[(service.name, environment)], version=version, digest=digest,
+            package_url=await sources.package_url(ctx, gh, service.image, digest, budget)
+            if digest else None,
+            since=since.when, since_commit=since.sha, since_url=since.url,
+            pull_number=since.pull_number, pull_url=since.pull_url,
+            open_pulls=open_promotions_for(pulls, environment, service.name),
+            problem=problem,
+        ))
     return rows
 
 
-async def _load(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, path: str, blob: str | None,
-                files: dict[str, tuple[str | None, str | None]], history: dict[str, _Since],
-                merged_by: dict[str, tuple[int, str] | None]) -> None:
-    """A file's text and last change, from the blob cache when the file did not change."""
-    key = (repo.full_name.lower(), path, blob or "")
-    cached = _by_blob.get(key) if blob else None
-    if cached is not None:
-        files[path], history[path] = (cached[0], cached[1]), cached[2]
-        return
-    files[path] = await _read(gh, repo, path)
-    if files[path][0] is not None:
-        history[path] = await _since(ctx, gh, repo.full_name, path, merged_by)
-    if blob:
-        _by_blob[key] = (*files[path], history.get(path) or _Since(None, None, None, None, None))
-
-
-async def _blob_shas(gh: GitHubAPI, repo: DeploymentRepo) -> dict[str, str]:
-    """path → blob sha of the default branch, in one request (empty when GitHub truncates)."""
-    try:
-        tree = await gh.getitem(f"/repos/{repo.full_name}/git/trees/"
-                                f"{quote(repo.default_branch, safe='')}?recursive=1")
-    except gidgethub.BadRequest:
-        return {}
-    if tree.get("truncated"):
-        return {}
-    return {str(item["path"]): str(item["sha"]) for item in tree.get("tree") or []
-            if item.get("type") == "blob"}
-
-
-async def _package_url(ctx: Context, gh: GitHubAPI, image: str, digest: str) -> str | None:
-    key = (image.lower(), digest)
-    if key not in _package_urls:
-        for found, url in (await _package_pages(ctx, gh, image)).items():
-            _package_urls[(image.lower(), found)] = url
-    return _package_urls.get(key)
-
-
-async def _read(gh: GitHubAPI, repo: DeploymentRepo, path: str) -> tuple[str | None, str | None]:
-    try:
-        found = await get_file(gh, repo.full_name, path)
-    except FileTooLarge as exc:
-        return None, str(exc)
-    if found is None:
-        return None, f"`{path}` does not exist on {repo.default_branch}"
-    return found.text, None
+def _parse_references(todo: list[tuple[ReferenceKey, str]]) -> dict[ReferenceKey, Reference]:
+    out: dict[ReferenceKey, Reference] = {}
+    for key, text in todo:
+        _, image, path, tag_key = key
+        try:
+            images = find_images(text, image, path=path, tag_key=tag_key)
+        except ManifestError as exc:
+            out[key] = (None, None, f"`{path}`: {exc}")
+            continue
+        out[key] = (images[0].tag, images[0].digest, None) if images else (
+            None, None, f"{image} not found in `{path}`")
+    return out
 
 
 async def _package_pages(ctx: Context, gh: GitHubAPI, image: str) -> dict[str, str]:
@@ -205,36 +221,6 @@ async def _package_pages(ctx: Context, gh: GitHubAPI, image: str) -> dict[str, s
         log.info("package versions unavailable", extra={"image": image, "error": str(exc)})
         return {}
     return {version.digest: version.url for version in versions if version.url}
-
-
-async def _since(ctx: Context, gh: GitHubAPI, repo: str, path: str,
-                 merged_by: dict[str, tuple[int, str] | None]) -> _Since:
-    """The last commit of the default branch that changed `path`, and the PR that merged it."""
-    commits = await gh.getitem(f"/repos/{repo}/commits?path={quote(path, safe='/')}&per_page=1")
-    if not commits:
-        return _Since(None, None, None, None, None)
-    commit = commits[0]
-    sha = str(commit["sha"])
-    dates = commit.get("commit") or {}
-    stamp = (dates.get("committer") or {}).get("date") or (dates.get("author") or {}).get("date")
-    when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00")) if stamp else None
-    url = commit.get("html_url") or f"{ctx.web_url}/{repo}/commit/{sha}"
-    if sha not in merged_by:
-        merged_by[sha] = await _merged_by(gh, repo, sha)
-    pull = merged_by[sha]
-    return _Since(when, sha, url, pull[0] if pull else None, pull[1] if pull else None)
-
-
-async def _merged_by(gh: GitHubAPI, repo: str, sha: str) -> tuple[int, str] | None:
-    """The pull request whose merge made the commit, if one did."""
-    try:
-        pulls = await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls")
-    except gidgethub.BadRequest as exc:
-        if exc.status_code not in (404, 422):
-            raise
-        return None
-    merged = [pr for pr in pulls or [] if pr.get("merged_at") or pr.get("merge_commit_sha") == sha]
-    return (int(merged[0]["number"]), str(merged[0].get("html_url") or "")) if merged else None
 
 
 def short_digest(digest: str | None) -> str:

@@ -14,6 +14,7 @@ from aiohttp import web
 from . import (
     permissions,
     routes_app,
+    routes_archive,
     routes_checks,
     routes_deployments,
     routes_git,
@@ -37,7 +38,8 @@ PREFIX = "/api/v3"
 def build_router() -> Router:
     router = Router()
     for module in (routes_app, routes_repos, routes_git, routes_pulls, routes_issues,
-                   routes_checks, routes_deployments, routes_people, routes_releases):
+                   routes_checks, routes_deployments, routes_people, routes_releases,
+                   routes_archive):
         router.include(module.router)
     return router
 
@@ -214,6 +216,7 @@ def build_app(emulator: Emulator) -> web.Application:
         return await dispatcher(request)
 
     app.router.add_route("*", PREFIX + "/{tail:.*}", api)
+    routes_archive.register_downloads(app, emulator.world)
     app.router.add_route("GET", "/", _home)
     return app
 

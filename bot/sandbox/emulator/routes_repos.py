@@ -119,10 +119,32 @@ async def put_contents(ctx: Ctx) -> Reply:
     return Reply(201 if existing is None else 200, {"content": content, "commit": git})
 
 
+COMMIT_FILES_PER_PAGE = 300
+COMMIT_FILES_LIMIT = 3000
+
+
 @router.add("GET", R + "/commits/{ref}")
 async def get_commit(ctx: Ctx) -> Reply:
+    """"If there are more than 300 files in the commit diff [...] the response will include
+    pagination link headers for the remaining files, up to a limit of 3000 files. Each page
+    contains the static commit information" (GitHub's description of this operation)."""
     sha = resolve_or_404(ctx.repo, ctx.params["ref"])
-    return Reply(200, shapes.commit(ctx.world, ctx.repo, sha, files=True))
+    body = shapes.commit(ctx.world, ctx.repo, sha, files=True)
+    files = body["files"][:COMMIT_FILES_LIMIT]
+    if len(files) <= COMMIT_FILES_PER_PAGE:
+        return Reply(200, body)
+    try:
+        page = max(1, int(ctx.query.get("page", "1")))
+    except ValueError as exc:
+        raise ApiError(422, "Validation Failed") from exc
+    last = -(-len(files) // COMMIT_FILES_PER_PAGE)
+    body["files"] = files[(page - 1) * COMMIT_FILES_PER_PAGE: page * COMMIT_FILES_PER_PAGE]
+    base = str(ctx.request.url.with_query(None))
+    links = [f'<{base}?page={page + 1}>; rel="next"', f'<{base}?page={last}>; rel="last"'] \
+        if page < last else []
+    if page > 1:
+        links += [f'<{base}?page=1>; rel="first"', f'<{base}?page={page - 1}>; rel="prev"']
+    return Reply(200, body, {"Link": ", ".join(links)} if links else {})
 
 
 def _touches(repo: Repo, sha: str, path: str) -> bool:

@@ -327,6 +327,15 @@ class ManifestApp:
     manifest: JSON
 
 
+@dataclass(frozen=True)
+class ArchiveLink:
+    """A repository archive download handed out by `GET /repos/{r}/tarball/{ref}`."""
+
+    repo: str
+    sha: str
+    expires: float  # time.monotonic()
+
+
 class World:
     """Everything the emulator knows, plus id allocation and the clock."""
 
@@ -346,6 +355,7 @@ class World:
         self.comments: dict[int, Comment] = {}
         self.manifest_codes: dict[str, JSON] = {}
         self.manifest_apps: dict[str, ManifestApp] = {}
+        self.archive_links: dict[str, ArchiveLink] = {}  # download token → archive
         self.api_url = "http://127.0.0.1/api/v3"
         self.web_url = "http://127.0.0.1"
         self.bot_login = f"{app_slug}[bot]"

@@ -1,0 +1,204 @@
+"""The default branch's files at one commit, in a few requests however many files there are.
+
+A read asks for the branch head (conditional: `304` while it has not moved) and that commit's
+recursive tree (addressed by the commit, so it never changes and is kept), then only for the
+blobs whose sha it has not seen: blobs are immutable, so their texts are kept by sha. When many
+are missing (a cold start, a bulk change), the commit is fetched as one archive
+(`GET /repos/{r}/tarball/{sha}`: one API request; the download itself comes from GitHub's archive
+host and is not an API request) and each file of it stands for a blob only when its git blob
+sha (`sha1("blob <size>\\0" + data)`) is the one in the tree, so an archive altered by
+`.gitattributes` (`export-subst`, `export-ignore`) never stands for the file: those are read
+blob by blob.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import io
+import logging
+import tarfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import cachetools
+import gidgethub
+from gidgethub import sansio
+from gidgethub.abc import GitHubAPI
+
+from ..github.repos import MAX_FILE_BYTES, branch_head, get_file
+
+log = logging.getLogger(__name__)
+
+# Fewer missing blobs than this are read one by one; more, and the archive is cheaper.
+ARCHIVE_FROM = 8
+# An archive is downloaded only when the tree's files add up to less than this.
+MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
+MIN_BLOBS_KEPT = 512
+
+
+@dataclass(frozen=True)
+class FileAt:
+    """One file of the snapshot: its text, or why there is none."""
+
+    path: str
+    blob: str | None = None
+    text: str | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    commit: str | None  # the default branch's head the files were read at
+    files: dict[str, FileAt]
+
+
+def git_blob_sha(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+class RepoFiles:
+    """Blob texts by sha and trees by commit, shared by the status, the dashboard and the
+    resync of every repository; sized from the policies being served."""
+
+    def __init__(self, blobs: int = MIN_BLOBS_KEPT) -> None:
+        self._texts: cachetools.LRUCache[str, str | None] = cachetools.LRUCache(maxsize=blobs)
+        self._trees: cachetools.LRUCache[tuple[str, str], dict[str, tuple[str, int]] | None] = (
+            cachetools.LRUCache(maxsize=64))
+        self.archives = 0  # archives downloaded, for the metrics and the benchmarks
+
+    @property
+    def capacity(self) -> int:
+        return int(self._texts.maxsize)
+
+    def ensure_capacity(self, blobs: int) -> None:
+        """Keep at least `blobs` texts (twice the files a policy names: old and new)."""
+        wanted = max(MIN_BLOBS_KEPT, blobs)
+        if wanted <= self._texts.maxsize:
+            return
+        grown: cachetools.LRUCache[str, str | None] = cachetools.LRUCache(maxsize=wanted)
+        grown.update(self._texts)
+        self._texts = grown
+
+    async def read(self, gh: GitHubAPI, repo: str, branch: str, paths: Iterable[str]
+                   ) -> Snapshot:
+        wanted = list(dict.fromkeys(paths))
+        try:
+            head: str | None = await branch_head(gh, repo, branch)
+        except gidgethub.BadRequest as exc:
+            if exc.status_code not in (404, 409):
+                raise
+            head = None
+        tree = await self._tree(gh, repo, head) if head else None
+        if tree is None:  # empty repository or a truncated tree: file by file
+            return Snapshot(head, {path: await self._by_contents(gh, repo, path, branch)
+                                   for path in wanted})
+        missing = {tree[path][0] for path in wanted
+                   if path in tree and tree[path][0] not in self._texts}
+        if len(missing) >= ARCHIVE_FROM and head is not None and sum(
+                size for _, size in tree.values()) <= MAX_ARCHIVE_BYTES:
+            await self._from_archive(gh, repo, head, missing)
+        files: dict[str, FileAt] = {}
+        for path in wanted:
+            if path not in tree:
+                files[path] = FileAt(path, problem=f"`{path}` does not exist on {branch}")
+                continue
+            sha, size = tree[path]
+            if size > MAX_FILE_BYTES:
+                files[path] = FileAt(path, sha, problem=f"{path} is larger than "
+                                                        f"{MAX_FILE_BYTES} bytes")
+                continue
+            if sha not in self._texts:
+                self._texts[sha] = await _blob_text(gh, repo, sha)
+            text = self._texts[sha]
+            files[path] = FileAt(path, sha, text, None if text is not None
+                                 else f"`{path}` is not UTF-8 text")
+        return Snapshot(head, files)
+
+    async def _tree(self, gh: GitHubAPI, repo: str, commit: str
+                    ) -> dict[str, tuple[str, int]] | None:
+        """path → (blob sha, size) of a commit; None when GitHub truncates the listing."""
+        key = (repo.lower(), commit)
+        if key not in self._trees:
+            found = await gh.getitem(f"/repos/{repo}/git/trees/{commit}?recursive=1")
+            self._trees[key] = None if found.get("truncated") else {
+                str(item["path"]): (str(item["sha"]), int(item.get("size") or 0))
+                for item in found.get("tree") or [] if item.get("type") == "blob"}
+        return self._trees[key]
+
+    async def _by_contents(self, gh: GitHubAPI, repo: str, path: str, branch: str) -> FileAt:
+        from ..github.repos import FileTooLarge
+
+        try:
+            found = await get_file(gh, repo, path)
+        except FileTooLarge as exc:
+            return FileAt(path, problem=str(exc))
+        if found is None:
+            return FileAt(path, problem=f"`{path}` does not exist on {branch}")
+        self._texts[found.sha] = found.text
+        return FileAt(path, found.sha, found.text)
+
+    async def _from_archive(self, gh: GitHubAPI, repo: str, commit: str, wanted: set[str]
+                            ) -> None:
+        data = await download_archive(gh, repo, commit)
+        if data is None:
+            return
+        self.archives += 1
+        # Decompressing and hashing a large repository is CPU work: not on the event loop.
+        found = await asyncio.to_thread(blobs_in_archive, data, wanted)
+        for sha, text in found.items():
+            self._texts[sha] = text
+
+
+async def download_archive(gh: GitHubAPI, repo: str, commit: str) -> bytes | None:
+    """The commit's tarball, or None when GitHub does not give one (the caller reads blobs)."""
+    url = f"{gh.base_url}/repos/{repo}/tarball/{quote(commit, safe='')}"
+    headers = sansio.create_headers(gh.requester, accept="application/vnd.github+json",
+                                    oauth_token=gh.oauth_token)
+    await gh.manage_rate_limit(method="GET", url=url)
+    # The API answers 302; the HTTP client follows it to the archive host.
+    status, _, body = await gh._request("GET", url, headers)
+    if status != 200 or len(body) > MAX_ARCHIVE_BYTES:
+        log.info("repository archive unavailable; reading blobs",
+                 extra={"repository": repo, "status": status})
+        return None
+    return body
+
+
+def blobs_in_archive(data: bytes, wanted: set[str]) -> dict[str, str | None]:
+    """Texts of the archive's regular files whose git blob sha is in `wanted`."""
+    found: dict[str, str | None] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            for member in archive:
+                if not member.isfile() or member.size > MAX_FILE_BYTES:
+                    continue
+                handle = archive.extractfile(member)
+                if handle is None:
+                    continue
+                raw = handle.read()
+                sha = git_blob_sha(raw)
+                if sha in wanted:
+                    found[sha] = _decoded(raw)
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        log.warning("repository archive unreadable; reading blobs", extra={"error": str(exc)})
+    return found
+
+
+async def _blob_text(gh: GitHubAPI, repo: str, sha: str) -> str | None:
+    data = await gh.getitem(f"/repos/{repo}/git/blobs/{sha}")
+    try:
+        raw = base64.b64decode(data.get("content") or "")
+    except (binascii.Error, ValueError):
+        return None
+    return _decoded(raw)
+
+
+def _decoded(raw: bytes) -> str | None:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
