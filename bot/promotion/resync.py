@@ -29,6 +29,7 @@ from .marker import PromotionMarker, branch_prefix, parse_marker
 from .merger import merge_promotion
 from .opener import close_superseded, find_pull_for_branch, open_pulls
 from .policies import DeploymentRepo
+from .train import finish_interrupted_trains
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -123,6 +124,7 @@ async def finish_interrupted_promotions(ctx: Context, gh: GitHubAPI, repo: Deplo
     # never races with these merges and closes.
     async with ctx.locks.hold(repo.full_name):
         await _finish_interrupted(ctx, gh, repo)
+        await finish_interrupted_trains(ctx, gh, repo, await open_pulls(gh, repo.full_name))
 
 
 async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:

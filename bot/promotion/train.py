@@ -34,6 +34,7 @@ from .marker import (
     train_branch_name,
     train_prefix,
 )
+from .merger import merge_promotion
 from .opener import (
     LABEL,
     ROLLBACK_LABEL,
@@ -264,8 +265,6 @@ class TrainOpener:
         env = self.policy.environments[environment]
         if not env.auto_merge or env.gated:
             return False
-        from .merger import merge_promotion
-
         return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
                                      env.merge_method)
 
@@ -379,3 +378,37 @@ async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: Deployment
                         "detail": result.message})
         results.append((env.name, result))
     return results
+
+
+async def finish_interrupted_trains(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                                    pulls: list[dict[str, Any]]) -> None:
+    """Resync, under the repository's lock: of two open trains of one (group, environment),
+    the older is closed as superseded (its closing failed when the newer one was opened); a
+    train of an ungated `auto_merge` environment still at Conveyor's commit is merged."""
+    policy = repo.policy
+    assert policy is not None
+    newest: dict[tuple[str, str], int] = {}
+    trains: list[tuple[dict[str, Any], PromotionMarker]] = []
+    for pr in pulls:
+        marker = parse_marker(pr.get("body"))
+        if (marker is None or marker.kind != "train" or marker.group is None
+                or not opened_by_conveyor(ctx.bot_login, pr)
+                or not str(pr["head"]["ref"]).startswith(
+                    train_prefix(marker.environment, marker.group))):
+            continue
+        trains.append((pr, marker))
+        key = (marker.group, marker.environment)
+        newest[key] = max(newest.get(key, 0), int(pr["number"]))
+    for pr, marker in trains:
+        assert marker.group is not None
+        winner = newest[(marker.group, marker.environment)]
+        if winner != int(pr["number"]):
+            await close_superseded(ctx, gh, repo.full_name, pr, winner)
+            continue
+        env = policy.environments.get(marker.environment)
+        if env is None or not env.auto_merge or env.gated or marker.commit != pr["head"]["sha"]:
+            continue
+        log.info("resync: merging a train whose auto-merge did not happen",
+                 extra={"repository": repo.full_name, "pull": pr["number"]})
+        await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), str(marker.commit),
+                              env.merge_method)

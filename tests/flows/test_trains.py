@@ -471,3 +471,27 @@ async def test_a_merged_train_opens_the_next_train_where_promote_is_auto() -> No
         assert world.emulator.violations == []
     finally:
         await close_world(world)
+
+
+async def test_the_resync_closes_an_older_train_left_open_beside_a_newer_one(
+        trains: World) -> None:
+    world = trains
+    await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.1.0"})
+    number = await issue(world)
+    await say(world, number, "/promote production storefront")
+    [older] = trains_open(world)
+    # a newer train whose opener stopped before closing the older one (a crash, say)
+    branch = "conveyor/production/train-storefront-" + "f" * 12
+    await world.emulator.push_files(world.repo, {
+        WEB_PATHS["production"]: kustomization(image("web", "1.1.0"))}, branch=branch,
+        author=BOT, message="Promote storefront to production (1 service)")
+    await world.emulator.open_pull(world.repo, branch, author=BOT, body=older["body"],
+                                   title="Promote storefront to production (1 service)")
+    await world.settle()
+    newer = world.pull("(1 service)", state="open")
+
+    await resync_all(world.runtime.ctx)
+    await world.settle()
+    assert [pr["number"] for pr in world.open_pulls()] == [newer["number"]]
+    assert [c["body"] for c in world.emulator.comments(world.repo, older["number"])
+            if c["user"]["login"] == BOT] == [f"Superseded by #{newer['number']}."]
