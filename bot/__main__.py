@@ -70,7 +70,8 @@ def _sandbox(args: argparse.Namespace) -> int:
         return 1
     from .sandbox.cli import run
 
-    return run(config=args.config, keep=args.keep, log_dir=args.log_dir)
+    return run(config=args.config, keep=args.keep, log_dir=args.log_dir,
+               service=args.service, to=args.to)
 
 
 def _setup(args: argparse.Namespace) -> int:
@@ -105,7 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="play a release → staging → production story against the bundled GitHub emulator",
     )
     sandbox.add_argument("--config", type=Path, metavar="FILE",
-                         help="your .github/conveyor.yml (manifests are read from around it)")
+                         help="your .github/conveyor.yml; the files it names are read from "
+                              "its repository (the folder holding .github/, else its folder)")
+    sandbox.add_argument("--service", metavar="NAME",
+                         help="the service to release (default: the policy's first)")
+    sandbox.add_argument("--to", metavar="ENV",
+                         help="promote through every gated environment up to ENV (default: "
+                              "the first gated environment after the entry one)")
     sandbox.add_argument("--keep", action="store_true",
                          help="leave the emulator and the bot running after the story")
     sandbox.add_argument("--log-dir", type=log_folder, metavar="DIR",

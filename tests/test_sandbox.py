@@ -85,7 +85,7 @@ async def test_demo_story_plays_every_step(tmp_path: Path) -> None:
         "6. bob merges #2",
         "   source deployment recorded in acme/web (production): commit ",
         '7. bob comments "/rollback web production" on #2',
-        '"Roll back web 1.0.0 to production" (back to 1.0.0 sha256:',
+        '"Roll back web in production to 1.0.0 (from 1.1.0)" (1.0.0 is sha256:',
         'Dashboard: issue #3 "Conveyor dashboard" labelled conveyor-dashboard in acme/deploy',
         "   production   1.1.0",
         "Story played in ",
@@ -114,7 +114,7 @@ async def test_custom_config_plays_what_applies(tmp_path: Path) -> None:
     assert status == 0, text
     assert "example/deploy with " in text
     assert numbered(text) == [
-        "1. CI publishes ghcr.io/example/shop:2.3.0 (sha256:"
+        "1. CI publishes ghcr.io/example/shop:2.3.1 (sha256:"
         + numbered(text)[0].split("(sha256:", 1)[1],
         "2. bob merges #1",
         "3. #1 is merged; prod has `promote: auto`",
@@ -126,11 +126,12 @@ async def test_custom_config_plays_what_applies(tmp_path: Path) -> None:
         '9. (skipped) bob comments "/rollback shop prod" — envs/prod/shop.yaml pinned no '
         "digest before this story, so there is nothing to roll back to",
     ]
-    assert "and alice publishes release v2.3.0 in example/shop" in text
-    assert '   Conveyor opened #2 "Promote shop 2.3.0 to prod"; gate: action_required' in text
+    assert "and alice publishes release v2.3.1 in example/shop" in text
+    assert "  running today: shop 2.3.0 in dev, 2.3.0 in prod" in text
+    assert '   Conveyor opened #2 "Promote shop 2.3.1 to prod"; gate: action_required' in text
     assert "   gate: success" in text
     assert "source deployment recorded in example/shop (prod)" in text
-    assert "   prod         2.3.0" in text
+    assert "   prod         2.3.1" in text
 
 
 
@@ -142,10 +143,11 @@ async def test_custom_config_rolls_back_to_what_ran_before(tmp_path: Path) -> No
     status, text = await play(tmp_path, config)
     assert status == 0, text
     assert "  running in prod today: shop 2.3.1 (sha256:111111111111…)" in text
-    # a release newer than what runs in prod
-    assert "1. CI publishes ghcr.io/example/shop:2.4.0 (sha256:" in text
+    # a release newer than what runs anywhere
+    assert "1. CI publishes ghcr.io/example/shop:2.3.2 (sha256:" in text
     assert '9. bob comments "/rollback shop prod" on #2' in text
-    assert '"Roll back shop 2.3.1 to prod" (back to 2.3.1 sha256:111111111111…)' in text
+    assert '"Roll back shop in prod to 2.3.1 (from 2.3.2)" (2.3.1 is sha256:111111111111…)' \
+        in text
 
 async def test_custom_config_without_a_gated_environment(tmp_path: Path) -> None:
     policy = CUSTOM_POLICY.split("  - name: prod")[0].replace("from: release",
@@ -179,8 +181,8 @@ async def test_a_step_that_does_not_happen_fails_the_run(tmp_path: Path) -> None
     status, text = await play(tmp_path, config)
     assert status == 1, text
     assert '3. alice comments "/promote prod" on #1' in text
-    assert 'FAILED at step 3: no "Promote shop 2.3.0 to prod" was opened, Conveyor replied: ' \
-        in text
+    assert 'FAILED at step 3: Conveyor opened no "Promote shop 2.3.1 to prod" in ' \
+        "example/deploy: Conveyor replied: " in text
     assert "Story stopped in " in text
 
 
@@ -217,7 +219,7 @@ def test_command_line_missing_config_file(tmp_path: Path) -> None:
 
 async def test_keep_mode_serves_until_stopped(tmp_path: Path) -> None:
     # a tag policy that admits one version only: the example is the story's release again
-    config = write_config(tmp_path / "repo", CUSTOM_POLICY.replace("semver:^2.3", "semver:2.3.0"),
+    config = write_config(tmp_path / "repo", CUSTOM_POLICY.replace("semver:^2.3", "semver:2.3.1"),
                           {"envs/dev/shop.yaml": HELM_VALUES, "envs/prod/shop.yaml": HELM_VALUES})
     out = io.StringIO()
     stop = asyncio.Event()
@@ -229,9 +231,9 @@ async def test_keep_mode_serves_until_stopped(tmp_path: Path) -> None:
         await asyncio.sleep(0.05)
     text = out.getvalue()
     assert "keep running (Ctrl-C stops them)" in text, text
-    assert "(release v2.3.0 of example/shop again: Conveyor opens nothing new" in text
+    assert "(release v2.3.1 of example/shop again: Conveyor opens nothing new" in text
     payload = json.loads((tmp_path / "release.json").read_text(encoding="utf-8"))
-    assert (payload["action"], payload["release"]["tag_name"]) == ("released", "v2.3.0")
+    assert (payload["action"], payload["release"]["tag_name"]) == ("released", "v2.3.1")
     assert not task.done()
     stop.set()
     assert await asyncio.wait_for(task, 30) == 0
@@ -255,3 +257,107 @@ async def test_freeze_window_is_waited_out_and_auto_merge_merges(tmp_path: Path)
         "11:00 to 12:00 UTC)" in text
     assert "9. Conveyor merges #2 itself (prod has auto_merge)" in text
     assert "source deployment recorded in example/shop (prod)" in text
+
+
+# -- the user's own repository ---------------------------------------------------------------------
+LAYOUTS = ROOT / "tests" / "data" / "layouts"
+
+
+async def test_helm_chart_with_values_per_environment_and_flux(tmp_path: Path) -> None:
+    config = LAYOUTS / "podinfo-helm/.github/conveyor.yml"
+    status, text = await play(tmp_path, config)
+    assert status == 0, text
+    # staging pins 6.14.1 by tag: the release is newer than that
+    assert "  running in production today: podinfo 6.14.0 (sha256:6e1a4f0c3b2d…)" in text
+    assert "1. CI publishes ghcr.io/podinfo-org/podinfo:6.14.2 (sha256:" in text
+    assert "3. Flux reports kustomization/podinfo-staging/3f9c2a1b success on main@" in text
+    assert "Argo CD" not in text
+    assert '"Roll back podinfo in production to 6.14.0 (from 6.14.2)"' in text
+    assert "FAILED" not in text
+
+
+async def test_plain_manifests_through_two_gates_to_production(tmp_path: Path) -> None:
+    config = LAYOUTS / "plain-manifests/.github/conveyor.yml"
+    out = io.StringIO()
+    status = await run_sandbox(Options(config=config, log_dir=tmp_path, to="production",
+                                       service="billing"), out=out)
+    text = out.getvalue()
+    assert status == 0, text
+    assert "  services: orders, billing (played)" in text
+    assert "  running today: billing 0.8.3 in dev, 0.8.3 in staging, 0.8.2 in production" in text
+    assert numbered(text)[1:] == [
+        "2. #1 is merged; staging has `promote: auto`",
+        "3. (skipped) Argo CD reports dev synced — staging asks for no `deployed` evidence",
+        "4. (skipped) time passes — staging has no soak",
+        "5. (skipped) an approver reviews — staging needs no approvals",
+        "6. Conveyor merges #2 itself (staging has auto_merge)",
+        '7. alice comments "/promote production" on #2',
+        "8. Argo CD records a successful deployment to staging of main@"
+        + numbered(text)[7].rsplit("@", 1)[1],
+        "9. 2 hours pass (the sandbox clock moves from 10:00 to 12:00 UTC; 2 timer(s) of "
+        "Conveyor fire)",
+        "10. bob (@northwind/sre) approves #3",
+        "11. dave (@northwind/sre) approves #3",
+        "12. frozen until 2026-11-30T13:00:00Z: time passes (the sandbox clock moves from 12:00 "
+        "to 13:00 UTC)",
+        "13. bob merges #3",
+        '14. (skipped) bob comments "/rollback billing production" — '
+        "manifests/production/billing.yaml pinned no digest before this story, so there is "
+        "nothing to roll back to",
+    ]
+    assert "1. CI publishes ghcr.io/northwind/billing:0.8.4 (sha256:" in text
+    assert "   gate: action_required — needs 1 more approval from approvers (1 of 2)" in text
+    assert "source deployment recorded in northwind/billing (production)" in text
+
+
+async def test_unknown_service_or_environment(tmp_path: Path) -> None:
+    config = LAYOUTS / "plain-manifests/.github/conveyor.yml"
+    out = io.StringIO()
+    assert await run_sandbox(Options(config=config, log_dir=tmp_path, service="web"),
+                             out=out) == 1
+    assert out.getvalue() == (f"{config}: --service web: no such service; services are: "
+                              "orders, billing\n")
+    out = io.StringIO()
+    assert await run_sandbox(Options(log_dir=tmp_path, to="prod"), out=out) == 1
+    assert out.getvalue() == ("the demo policy: --to prod: no such environment; environments "
+                              "are: staging, production\n")
+
+
+async def test_a_refusal_is_explained_on_the_console(tmp_path: Path) -> None:
+    # the entry file does not mention the image: Conveyor refuses and says so on the source
+    config = write_config(tmp_path / "repo", CUSTOM_POLICY, {
+        "envs/dev/shop.yaml": "replicas: 2\n", "envs/prod/shop.yaml": HELM_VALUES})
+    status, text = await play(tmp_path, config)
+    assert status == 1
+    failure = next(line for line in text.splitlines() if line.startswith("FAILED at step 1: "))
+    assert failure.startswith('FAILED at step 1: Conveyor opened no "Promote shop 2.3.1 to '
+                              'dev" in example/deploy: Conveyor refused it (conveyor/promotion '
+                              "(dev): "), failure
+    assert "ghcr.io/example/shop" in failure
+
+
+async def test_only_the_files_the_policy_names_are_read(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "repo", CUSTOM_POLICY, {
+        "envs/dev/shop.yaml": HELM_VALUES, "envs/prod/shop.yaml": HELM_VALUES})
+    unrelated = tmp_path / "repo" / "other" / "notes.yaml"
+    unrelated.parent.mkdir()
+    unrelated.write_bytes("# caf\u00e9\n".encode("latin-1"))
+    status, text = await play(tmp_path, config)
+    assert status == 0, text
+    (tmp_path / "repo" / "envs/dev/shop.yaml").write_bytes(
+        HELM_VALUES.encode() + "# caf\u00e9\n".encode("latin-1"))
+    status, text = await play(tmp_path, config)
+    assert status == 1
+    assert text == (f"{(tmp_path / 'repo' / 'envs/dev/shop.yaml').resolve()}:6: not valid UTF-8 "
+                    "(byte 0xe9 at line 6, column 6); Conveyor edits UTF-8 files only\n")
+
+
+def test_a_run_leaves_no_temporary_folder(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GITHUB_")}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "bot", "sandbox"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Conveyor's log goes with the run's temporary folder (--log-dir DIR keeps it)." \
+        in done.stdout
+    assert list(tmp_path.iterdir()) == []

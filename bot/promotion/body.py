@@ -27,15 +27,22 @@ def short(digest: str | None) -> str:
     return digest.removeprefix("sha256:")[:12] if digest else "—"
 
 
-def pr_title(candidate: Candidate, environment: str, *, rollback: bool = False) -> str:
-    verb = "Roll back" if rollback else "Promote"
-    return f"{verb} {candidate.service} {candidate.version} to {environment}"
+def pr_title(candidate: Candidate, environment: str, *, rollback: bool = False,
+             from_version: str | None = None) -> str:
+    """`Promote web 1.4.2 to production`; a rollback says where it goes back to and from:
+    `Roll back web in production to 1.4.1 (from 1.4.2)`."""
+    if not rollback:
+        return f"Promote {candidate.service} {candidate.version} to {environment}"
+    since = f" (from {from_version})" if from_version and from_version != candidate.version \
+        else ""
+    return f"Roll back {candidate.service} in {environment} to {candidate.version}{since}"
 
 
-def commit_message(candidate: Candidate, environment: str, *, rollback: bool = False) -> str:
+def commit_message(candidate: Candidate, environment: str, *, rollback: bool = False,
+                   from_version: str | None = None) -> str:
     source = f"{candidate.source_repo}@{candidate.source_sha or 'unknown'}"
     return (
-        f"{pr_title(candidate, environment, rollback=rollback)}\n\n"
+        f"{pr_title(candidate, environment, rollback=rollback, from_version=from_version)}\n\n"
         f"Conveyor-Service: {candidate.service}\n"
         f"Conveyor-Environment: {environment}\n"
         f"Conveyor-Digest: {candidate.digest}\n"

@@ -16,7 +16,7 @@ from gidgethub.abc import GitHubAPI
 
 from ..domain.policy import Environment, Policy
 from ..domain.provenance import Provenance
-from ..domain.tags import compare_versions
+from ..domain.tags import compare_versions, version_from_tag
 from ..github.repos import add_labels, branch_head, content_path, get_file
 from ..manifests import ManifestError, promote_image
 from .body import Change, commit_message, pr_body, pr_title
@@ -180,12 +180,14 @@ class Opener:
     ) -> tuple[int, str, str]:
         repo = self.repo.full_name
         rollback = rollback_note is not None
+        from_version = version_from_tag(change.old_tag) if change.old_tag else None
         base_sha = await branch_head(self.gh, repo, self.default_branch)
         await self._create_branch(branch, base_sha)
         committed = await self.gh.put(
             f"/repos/{repo}/contents/{content_path(path)}",
             data={
-                "message": commit_message(candidate, env.name, rollback=rollback),
+                "message": commit_message(candidate, env.name, rollback=rollback,
+                                          from_version=from_version),
                 "content": base64.b64encode(new_text.encode()).decode(),
                 "sha": blob_sha,
                 "branch": branch,
@@ -205,7 +207,8 @@ class Opener:
                        upstream_note=upstream_note, rollback_note=rollback_note)
         try:
             pull = await self.gh.post(f"/repos/{repo}/pulls", data={
-                "title": pr_title(candidate, env.name, rollback=rollback),
+                "title": pr_title(candidate, env.name, rollback=rollback,
+                                  from_version=from_version),
                 "head": branch, "base": self.default_branch, "body": body,
                 "maintainer_can_modify": False,
             })

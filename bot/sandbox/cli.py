@@ -1,4 +1,5 @@
-"""`python -m bot sandbox [--config FILE] [--keep]`: the synchronous door to the story."""
+"""`python -m bot sandbox [--config FILE] [--service S] [--to ENV] [--keep]`: the synchronous
+door to the story."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 from .story import Options, run_sandbox
 
 
-def run(*, config: Path | None = None, keep: bool = False, log_dir: Path | None = None) -> int:
+def run(*, config: Path | None = None, keep: bool = False, log_dir: Path | None = None,
+        service: str | None = None, to: str | None = None) -> int:
     if log_dir is not None:
         try:
             log_dir.mkdir(exist_ok=True)
@@ -19,7 +21,8 @@ def run(*, config: Path | None = None, keep: bool = False, log_dir: Path | None 
                   file=sys.stderr)
             return 2
     try:
-        return asyncio.run(run_sandbox(Options(config=config, keep=keep, log_dir=log_dir)))
+        return asyncio.run(run_sandbox(Options(config=config, keep=keep, log_dir=log_dir,
+                                                   service=service, to=to)))
     except BrokenPipeError:
         # the reader went away (`python -m bot sandbox | head`): stop quietly, as `cat` does
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -111,18 +110,6 @@ def digest_of(text: str) -> str:
     import hashlib
 
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def read_config_dir(config: Path) -> dict[str, str]:
-    """A user's policy file, with the manifests found beside it (`--config FILE`)."""
-    files = {".github/conveyor.yml": config.read_text(encoding="utf-8")}
-    root = config.parent.parent if config.parent.name == ".github" else config.parent
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and path.suffix in (".yaml", ".yml") and path != config:
-            relative = path.relative_to(root).as_posix()
-            if not relative.startswith((".git/", ".github/")):
-                files[relative] = path.read_text(encoding="utf-8")
-    return files
 
 
 def seed(emulator: Emulator, files: Mapping[str, str] | None = None) -> Demo:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -136,10 +135,9 @@ async def start_sandbox(*, clock: SandboxClock | None = None, workers: int = 4) 
 
 
 @contextmanager
-def logs_to_file(directory: Path | None = None, level: str = "INFO") -> Iterator[Path]:
-    """Send every log record to a JSON-lines file instead of the console, for the duration;
-    yields the file's path. The previous handlers come back afterwards."""
-    folder = directory or Path(tempfile.mkdtemp(prefix="conveyor-sandbox-"))
+def logs_to_file(folder: Path, level: str = "INFO") -> Iterator[Path]:
+    """Send every log record to a JSON-lines file in `folder` instead of the console, for the
+    duration; yields the file's path. The previous handlers come back afterwards."""
     path = folder / "conveyor.log"
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(JsonFormatter())

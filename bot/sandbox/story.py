@@ -6,9 +6,9 @@ emulator: pull requests, check runs, replies, deployments, the dashboard issue. 
 bot is called directly except its timer wheel, which the story fires after moving the shared
 clock ("30 minutes pass" takes no time).
 
-With `--config FILE` the same story is played with the user's own policy and the manifests in
-the folder around it: the first service, the entry environment and the first gated environment
-after it; steps the policy does not call for are skipped, and said so.
+With `--config FILE` the same story is played with the user's own policy and the files it
+names (see `plan.py`): one service, from its entry environment through every gated
+environment up to `--to`; steps the policy does not call for are skipped, and said so.
 """
 
 from __future__ import annotations
@@ -16,42 +16,29 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 import signal
 import sys
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-import nodesemver
-
 from ..domain.deployed import fill_context
-from ..domain.durations import format_duration
-from ..domain.policy import (
-    Environment,
-    Policy,
-    PolicyError,
-    Service,
-    check_config_file,
-    load_policy,
-)
-from ..domain.tags import TagPolicy, compare_versions, sort_key, version_from_tag
-from ..manifests import ManifestError, find_images
+from ..domain.policy import Environment, PolicyError
+from ..domain.tags import version_from_tag
 from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
-from .demo import DEMO_FILES, DEPLOY_REPO, digest_of, read_config_dir, seed
+from .demo import digest_of, seed
 from .emulator.ops import ApiError
+from .plan import Plan, PlanError, Unplayable, describe_policy, pinned, plan_demo, plan_from_config
 from .runner import Sandbox, SandboxError, image_parts, logs_to_file, start_sandbox
 
-POLICY_PATH = ".github/conveyor.yml"
 GATE = "conveyor/promotion-gate"
-REQUESTERS = ("alice", "erin", "grace")  # write access; carol only reads
-TEAM_MEMBERS = ("bob", "dave", "frank")
+REFUSAL_CHECK = "conveyor/promotion"
 PEOPLE = {"alice": "Alice Dev", "bob": "Bob SRE", "carol": "Carol Reader", "dave": "Dave SRE",
           "erin": "Erin Dev", "frank": "Frank SRE"}
-VERSION_GUESSES = ("1.0.0", "1.1.0", "1.4.2", "1.5.0", "2.0.0", "0.2.0", "3.0.0")
-PREVIOUS_VERSION = "1.0.0"
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
@@ -106,204 +93,12 @@ def plain(markdown: str) -> str:
     return _LINK.sub(r"\1", markdown).replace("**", "").replace("`", "").replace("\\_", "_")
 
 
-# -- the plan: what the story plays, from the policy ----------------------------------------------
-@dataclass(frozen=True)
-class Cast:
-    requester: str  # asks for the promotion with /promote
-    approvers: tuple[tuple[str, str], ...]  # (login, why they count: "@acme/sre" or "listed")
-    merger: str  # merges the gated PR and asks for the rollback
-
-
-@dataclass(frozen=True)
-class Plan:
-    deploy_repo: str
-    files: Mapping[str, str]
-    policy: Policy
-    service: Service
-    entry: Environment
-    gated: Environment | None
-    tag: str  # the git tag of the release
-    version: str
-    next_tag: str | None  # a later release, for the `--keep` receive example
-    cast: Cast
-    previous: tuple[str, str] | None  # (version, digest) pinned in the gated file before
-    teams: Mapping[str, tuple[str, ...]]  # "org/slug" → members
-    demo: bool
-
-    @property
-    def digest(self) -> str:
-        return digest_of(f"{self.service.image}:{self.version}")
-
-
-def _admitted(policies: Sequence[TagPolicy], tag: str) -> bool:
-    return all(policy.admits(tag) for policy in policies)
-
-
-def _semver_guesses(policies: Sequence[TagPolicy]) -> list[str]:
-    guesses = list(VERSION_GUESSES)
-    for policy in policies:
-        if policy.kind != "semver":
-            continue
-        for comparators in nodesemver.make_range(policy.pattern, False).set:
-            for comparator in comparators:
-                if comparator.semver is nodesemver.ANY:
-                    continue
-                semver = comparator.semver
-                guesses += [f"{semver.major}.{semver.minor}.{semver.patch}",
-                            f"{semver.major}.{semver.minor}.{semver.patch + 1}",
-                            f"{semver.major}.{semver.minor + 1}.0"]
-    return guesses
-
-
-def choose_tags(policy: Policy, service: Service, entry: Environment,
-                gated: Environment | None, previous: str | None = None) -> list[str]:
-    """Release tags the story may use, one per version, best first: admitted into both
-    environments (else into the entry one), newer than `previous` when it can be, and then
-    a newer one for the `--keep` example."""
-    into_entry = policy.tag_policy_for(service.name, entry.name)
-    everywhere = into_entry + (policy.tag_policy_for(service.name, gated.name)[1:]
-                               if gated is not None else [])
-    chosen: list[str] = []
-    for policies in (everywhere, into_entry):
-        for version in dict.fromkeys(_semver_guesses(everywhere)):
-            tag = next((t for t in (f"v{version}", version, f"{service.name}-v{version}")
-                        if _admitted(policies, t)), None)
-            if tag is not None:
-                chosen.append(tag)
-        if chosen:
-            break
-    if previous is not None:
-        chosen = [tag for tag in chosen if version_from_tag(tag) != version_from_tag(previous)]
-        newer = [tag for tag in chosen if (compare_versions(tag, previous) or 0) > 0]
-        chosen = sorted(newer, key=lambda tag: sort_key(tag) or (0, 0, 0, (0,))) or chosen
-    if chosen:  # a later release (for `--keep`) comes after the story's own
-        first, rest = chosen[0], chosen[1:]
-        later = [tag for tag in rest if (compare_versions(tag, first) or 0) > 0]
-        chosen = [first, *later, *(tag for tag in rest if tag not in later)]
-    return chosen
-
-
-def _pinned(files: Mapping[str, str], path: str, image: str) -> tuple[str, str] | None:
-    text = files.get(path)
-    if text is None:
-        return None
-    try:
-        found = find_images(text, image, path=path)
-    except ManifestError:
-        return None
-    for occurrence in found:
-        if occurrence.digest:
-            return occurrence.tag or "", occurrence.digest
-    return None
-
-
-def _pin_previous(text: str, image: str, version: str, digest: str) -> str:
-    """The demo's Kustomize overlay with the version that runs today, pinned by digest."""
-    old = f'  - name: {image}\n    newTag: "0.9.0"  # promoted by Conveyor\n'
-    new = (f'  - name: {image}\n    newTag: "{version}"  # promoted by Conveyor\n'
-           f"    digest: {digest}\n")
-    return text.replace(old, new)
-
-
-def _cast(gated: Environment | None, teams: Mapping[str, tuple[str, ...]]) -> Cast:
-    """Who plays: a requester who is no approver (their approval would not count), the
-    approvers the policy names (team members are seeded), and one of them to merge."""
-    listed = gated.approvers if gated is not None else ()
-    users = {a.lower() for a in listed if not a.startswith("@")}
-    requester = next((name for name in REQUESTERS if name not in users), "sandbox-requester")
-    approvers: dict[str, str] = {}
-    for entry in listed:
-        if entry.startswith("@"):
-            for member in teams[entry[1:].lower()]:
-                approvers.setdefault(member, entry)
-        else:
-            approvers.setdefault(entry, "listed approver")
-    if not listed:
-        approvers = {member: "write access" for member in TEAM_MEMBERS}
-    merger = next(iter(approvers), "bob")
-    return Cast(requester, tuple(approvers.items()), merger)
-
-
-def plan_demo() -> Plan:
-    policy = load_policy(DEMO_FILES[POLICY_PATH])
-    service = policy.services["web"]
-    previous = digest_of(f"{service.image}:{PREVIOUS_VERSION}")
-    files = dict(DEMO_FILES)
-    for env in policy.environments:
-        path = policy.path_for("web", env)
-        files[path] = _pin_previous(files[path], service.image, PREVIOUS_VERSION, previous)
-    teams = {"acme/sre": ("bob", "dave")}
-    gated = policy.environments["production"]
-    # None (the rollback is skipped, and says why) if the demo's files changed shape
-    running = _pinned(files, policy.path_for("web", gated.name), service.image)
-    return Plan(DEPLOY_REPO, files, policy, service, policy.environments["staging"], gated,
-                "v1.1.0", "1.1.0", "v1.2.0", _cast(gated, teams), running, teams, demo=True)
-
-
-def plan_from_config(config: Path, narrator: Narrator) -> Plan | None:
-    """The plan for the user's policy, or None (errors printed) when it cannot be played."""
-    policy, issues = check_config_file(str(config))
-    if policy is None or issues:
-        for issue in issues:
-            narrator.line(str(issue))
-        narrator.line(f"{config}: {len(issues)} error(s); fix them and run the sandbox again")
-        return None
-    files = read_config_dir(config)
-    if not policy.services:
-        narrator.line(f"{config}: the policy has no services")
-        return None
-    service = next(iter(policy.services.values()))
-    entries = [env for env in policy.environments.values() if not env.gated]
-    if not entries:
-        narrator.line(f"{config}: no entry environment (one without `after:`)")
-        return None
-    entry = entries[0]
-    gated = next(iter(policy.downstream_of(entry.name)), None)
-    teams = {
-        approver[1:].lower(): TEAM_MEMBERS
-        for env in policy.environments.values() for approver in env.approvers
-        if approver.startswith("@")
-    }
-    previous = (_pinned(files, policy.path_for(service.name, gated.name), service.image)
-                if gated is not None else None)
-    tags = choose_tags(policy, service, entry, gated, previous[0] if previous else None)
-    if not tags:
-        narrator.line(f"{config}: the sandbox found no release tag that service "
-                      f"{service.name}'s tag policy `{service.tags}` admits into {entry.name}")
-        return None
-    tag, later = tags[0], tags[1:]
-    owner = service.source.split("/", 1)[0]
-    deploy_repo = f"{owner}/deploy" if service.source.lower() != f"{owner}/deploy".lower() \
-        else f"{owner}/deploy-config"
-    return Plan(deploy_repo, files, policy, service, entry, gated, tag, version_from_tag(tag),
-                later[0] if later else None, _cast(gated, teams), previous, teams, demo=False)
-
-
-def describe_policy(plan: Plan) -> list[str]:
-    entry, gated = plan.entry, plan.gated
-    lines = [f"service {plan.service.name}: {plan.service.image} from {plan.service.source}, "
-             f"tags `{plan.service.tags}`",
-             f"{entry.name}: entry ({'from ' + (entry.entry_from or 'any')} events"
-             f"{', auto-merge' if entry.auto_merge else ''}) — "
-             f"{plan.policy.path_for(plan.service.name, entry.name)}"]
-    if gated is not None:
-        facts = [f"after {gated.after}", f"promote {gated.promote}",
-                 f"evidence {', '.join(gated.evidence) or 'none'}",
-                 f"soak {format_duration(gated.soak)}"]
-        if gated.approvals:
-            plural = "s" if gated.approvals != 1 else ""
-            facts.append(f"{gated.approvals} approval{plural} by "
-                         f"{', '.join(gated.approvers) or 'anyone with write access'}")
-        if gated.deployed_context:
-            facts.append(f"deployed_context {gated.deployed_context}")
-        if gated.auto_merge:
-            facts.append("auto-merge")
-        lines.append(f"{gated.name}: gated ({'; '.join(facts)}) — "
-                     f"{plan.policy.path_for(plan.service.name, gated.name)}")
-    return lines
-
-
 # -- seeding ---------------------------------------------------------------------------------------
+def reporters(plan: Plan) -> list[str]:
+    """Who reports deployments in the story: the policy's `deployed_by`, else Argo CD."""
+    return [login for env in plan.chain for login in env.deployed_by] or ["argocd[bot]"]
+
+
 async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
     emulator = sandbox.emulator
     _registry, image_owner, package = image_parts(plan.service.image)
@@ -318,19 +113,20 @@ async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
             emulator.add_org(org)
         for login, name in PEOPLE.items():
             emulator.add_user(login, name=name)
-        for login in (plan.cast.requester, *(login for login, _ in plan.cast.approvers)):
+        for login in sorted(plan.cast.logins()):
             if emulator.account(login) is None:
                 emulator.add_user(login)
         emulator.add_user("github-actions[bot]", type="Bot")
-        emulator.add_user("argocd[bot]", type="Bot")
+        for login in {"argocd[bot]", *reporters(plan)}:
+            if emulator.account(login) is None:
+                emulator.add_user(login, type="Bot" if login.endswith("[bot]") else "User")
         for team, members in plan.teams.items():
             org, slug = team.split("/", 1)
             emulator.add_team(org, slug, list(members))
         emulator.add_repo(plan.service.source, files={
             "README.md": f"# {plan.service.source}\n", "Dockerfile": "FROM scratch\n"})
         emulator.add_repo(plan.deploy_repo, files=dict(plan.files))
-        writers = {*PEOPLE, plan.cast.requester, plan.cast.merger,
-                   *(login for login, _ in plan.cast.approvers)} - {"carol"}
+        writers = ({*PEOPLE, *plan.cast.logins(), *reporters(plan)} - {"carol"})
         for repo in (plan.deploy_repo, plan.service.source):
             for login in sorted(writers):
                 emulator.set_permission(repo, login, "write")
@@ -341,10 +137,19 @@ async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
         for owner, repos in by_owner.items():
             emulator.install(owner, repos)
     source = plan.service.source
+    # what runs today was released from the source's first commit, long ago: each version the
+    # files pin is a published image (and a git tag), so that Conveyor can look it up
+    first = emulator.commit(source, emulator.world.repo_by_name(source).default_branch)
+    running: dict[str, str] = {}
     if plan.previous is not None:
-        # what runs today was released from the source's first commit, long ago
-        version, digest = plan.previous
-        first = emulator.commit(source, emulator.world.repo_by_name(source).default_branch)
+        running[plan.previous[0]] = plan.previous[1]
+    for env in plan.policy.environments:
+        found = pinned(plan.files, plan.path(env), plan.service.image,
+                       plan.service.tag_key)
+        if found is not None:
+            tag, digest = found
+            running.setdefault(tag, digest or digest_of(f"{plan.service.image}:{tag}"))
+    for version, digest in sorted(running.items()):
         if version:
             git_tag = version if version.startswith("v") else f"v{version}"
             await emulator.create_tag(source, git_tag, first["sha"], user="alice")
@@ -404,6 +209,15 @@ def failed(reply: str) -> bool:
     return "❌" in reply or "⚠" in reply
 
 
+def reporting_tool(context: str | None) -> str:
+    """Who posts a deployment report of this context: Flux's notification-controller names
+    its statuses after the object (`kustomization/<name>/<id>`, `helmrelease/…`)."""
+    if context is not None and context.lower().startswith(("kustomization/", "helmrelease/",
+                                                           "flux")):
+        return "Flux"
+    return "Argo CD"
+
+
 def dashboard_rows(body: str) -> list[str]:
     """The tables of the dashboard issue, aligned for a console."""
     out: list[str] = []
@@ -441,17 +255,11 @@ def table_from_files(sandbox: Sandbox, plan: Plan) -> list[str]:
         for env in plan.policy.environments:
             path = plan.policy.path_for(name, env)
             text = sandbox.emulator.file(plan.deploy_repo, path)
-            pinned = _pinned({path: text}, path, service.image) if text is not None else None
-            tag = "—"
-            if text is not None:
-                try:
-                    found = find_images(text, service.image, path=path,
-                                        tag_key=service.tag_key)
-                except ManifestError:
-                    found = []
-                tag = next((o.tag for o in found if o.tag), "—")
+            found = pinned({path: text}, path, service.image, service.tag_key) \
+                if text is not None else None
+            tag, digest = found if found is not None else ("—", None)
             rows.append([name, env, tag if text is not None else "(no file)",
-                         short(pinned[1]) if pinned else "—"])
+                         short(digest) if digest else "—"])
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return ["   " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
             for row in rows]
@@ -472,6 +280,23 @@ class Story:
     def see_log(self) -> str:
         return f"see {self.log_path}"
 
+    def refusals(self) -> list[str]:
+        """What Conveyor reported as refused on the release's source commit."""
+        em, source = self.sandbox.emulator, self.plan.service.source
+        commit = em.commit(source, em.world.repo_by_name(source).default_branch)["sha"]
+        found = []
+        for run in em.check_runs(source, commit):
+            if str(run["name"]).startswith(REFUSAL_CHECK + " ("):
+                summary = str(run["output"].get("summary") or "").split("\n\n", 1)[0]
+                found.append(f"{run['name']}: {plain(summary)}")
+        return found
+
+    def nothing_opened(self, title: str, reply: str | None = None) -> StoryFailed:
+        seen = [f"Conveyor replied: {reply}"] if reply else []
+        seen += [f"Conveyor refused it ({refusal})" for refusal in self.refusals()]
+        because = "; ".join(seen) or f"Conveyor said nothing on GitHub; {self.see_log()}"
+        return StoryFailed(f'Conveyor opened no "{title}" in {self.repo}: {because}')
+
     async def release(self) -> dict[str, Any]:
         plan, em, say = self.plan, self.sandbox.emulator, self.narrator
         _registry, owner, package = image_parts(plan.service.image)
@@ -491,7 +316,9 @@ class Story:
         title = f"Promote {plan.service.name} {plan.version} to {plan.entry.name}"
         pr = find_pull(self.sandbox, self.repo, title)
         if pr is None:
-            raise StoryFailed(f'Conveyor opened no "{title}" in {self.repo} ({self.see_log()})')
+            raise self.nothing_opened(title)
+        for refusal in self.refusals():  # another entry environment may have refused it
+            say.problem(f"Conveyor refused a promotion: {refusal}")
         if pr["merged"]:
             done = "merged it (auto_merge)" if plan.entry.auto_merge else "it is merged"
             say.said(f'Conveyor opened #{pr["number"]} "{title}" and {done}')
@@ -509,24 +336,24 @@ class Story:
         await self.sandbox.settle()
         return pr
 
-    async def promote(self, entry_pr: dict[str, Any], gated: Environment) -> dict[str, Any]:
+    async def promote(self, upstream_pr: dict[str, Any], gated: Environment) -> dict[str, Any]:
         plan, em, say = self.plan, self.sandbox.emulator, self.narrator
         title = f"Promote {plan.service.name} {plan.version} to {gated.name}"
         reply: str | None = None
         if gated.promote == "auto":
-            say.step(f"#{entry_pr['number']} is merged; {gated.name} has `promote: auto`")
+            say.step(f"#{upstream_pr['number']} is merged; {gated.name} has `promote: auto`")
         else:
             command = f"/promote {gated.name}"
-            say.step(f'{plan.cast.requester} comments "{command}" on #{entry_pr["number"]}')
-            posted = await em.comment(self.repo, entry_pr["number"], plan.cast.requester,
+            say.step(f'{plan.cast.requester} comments "{command}" on #{upstream_pr["number"]}')
+            posted = await em.comment(self.repo, upstream_pr["number"], plan.cast.requester,
                                       command)
             await self.sandbox.settle()
-            reply = reply_to(self.sandbox, self.repo, entry_pr["number"], posted["id"])
+            reply = reply_to(self.sandbox, self.repo, upstream_pr["number"], posted["id"])
         pr = find_pull(self.sandbox, self.repo, title)
         if pr is None:
-            seen = f"Conveyor replied: {reply}" if reply else "and Conveyor did not reply"
-            raise StoryFailed(f'no "{title}" was opened, {seen} ({self.see_log()})')
-        say.said(f'Conveyor opened #{pr["number"]} "{title}"; '
+            raise self.nothing_opened(title, reply)
+        done = " and merged it (auto_merge)" if pr["merged"] else ""
+        say.said(f'Conveyor opened #{pr["number"]} "{title}"{done}; '
                  f"{gate_text(gate_of(self.sandbox, self.repo, pr))}")
         if reply is not None and failed(reply):
             say.problem(f"Conveyor replied: {reply}")
@@ -535,23 +362,27 @@ class Story:
     async def deployed(self, pr: dict[str, Any], gated: Environment) -> None:
         em, say = self.sandbox.emulator, self.narrator
         upstream = gated.after or ""
+        context = fill_context(gated.deployed_context, self.plan.service.name, upstream) \
+            if gated.deployed_context else None
+        tool = reporting_tool(context)
         if "deployed" not in gated.evidence:
-            say.skip(f"Argo CD reports {upstream} synced",
+            say.skip(f"{tool} reports {upstream} synced",
                      f"{gated.name} asks for no `deployed` evidence")
+            return
+        if self.merged(pr):
+            say.skip(f"{tool} reports {upstream} synced", f"#{pr['number']} is merged already")
             return
         default = em.world.repo_by_name(self.repo).default_branch
         head = em.commit(self.repo, default)["sha"]
-        if gated.deployed_context:
-            context = fill_context(gated.deployed_context, self.plan.service.name, upstream)
-            reporter = gated.deployed_by[0] if gated.deployed_by else "argocd[bot]"
-            say.step(f"Argo CD reports {context} success on {default}@{head[:7]}")
+        reporter = gated.deployed_by[0] if gated.deployed_by else "argocd[bot]"
+        if context is not None:
+            say.step(f"{tool} reports {context} success on {default}@{head[:7]}")
             await em.set_status(self.repo, head, context, "success", user=reporter,
                                 description=f"synced to {head[:7]}")
         else:
-            say.step(f"Argo CD records a successful deployment to {upstream} of "
+            say.step(f"{tool} records a successful deployment to {upstream} of "
                      f"{default}@{head[:7]}")
-            await em.create_deployment(self.repo, head, upstream, user=(
-                gated.deployed_by[0] if gated.deployed_by else "argocd[bot]"))
+            await em.create_deployment(self.repo, head, upstream, user=reporter)
         await self.sandbox.settle()
         run = gate_of(self.sandbox, self.repo, pr)
         say.said(gate_text(run))
@@ -563,6 +394,9 @@ class Story:
         say = self.narrator
         if not gated.soak:
             say.skip("time passes", f"{gated.name} has no soak")
+            return
+        if self.merged(pr):
+            say.skip(f"{spoken(gated.soak)} of soak", f"#{pr['number']} is merged already")
             return
         delta = gated.soak + timedelta(seconds=1)
         before = self.sandbox.clock()
@@ -582,7 +416,10 @@ class Story:
         if not gated.approvals:
             say.skip("an approver reviews", f"{gated.name} needs no approvals")
             return
-        people = plan.cast.approvers[:gated.approvals]
+        if self.merged(pr):
+            say.skip("an approver reviews", f"#{pr['number']} is merged already")
+            return
+        people = plan.cast.approvers.get(gated.name, ())[:gated.approvals]
         if len(people) < gated.approvals:
             raise StoryFailed(f"{gated.name} needs {gated.approvals} approval(s) but the "
                               f"sandbox has only {len(people)} approver(s) who may give one")
@@ -664,8 +501,8 @@ class Story:
         if reply is not None and failed(reply):
             say.problem(f"Conveyor replied: {reply}")
         version, digest = plan.previous
-        say.said(f'Conveyor opened #{back["number"]} "{back["title"]}" (back to '
-                 f"{version or 'the untagged image'} {short(digest)}); "
+        say.said(f'Conveyor opened #{back["number"]} "{back["title"]}" '
+                 f"({version or 'the untagged image'} is {short(digest)}); "
                  f"{gate_text(gate_of(self.sandbox, self.repo, back))}")
 
     async def dashboard(self) -> None:
@@ -687,18 +524,18 @@ class Story:
 
     async def play(self) -> None:
         plan, say = self.plan, self.narrator
-        entry_pr = await self.release()
-        gated = plan.gated
-        if gated is None:
+        pr = await self.release()
+        if not plan.chain:
             say.said(f"the policy has no gated environment after {plan.entry.name}: "
                      "the story ends here")
-        else:
-            pr = await self.promote(entry_pr, gated)
+        for gated in plan.chain:
+            pr = await self.promote(pr, gated)
             await self.deployed(pr, gated)
             await self.soak(pr, gated)
             await self.approve(pr, gated)
             await self.merge(pr, gated)
-            await self.rollback(pr, gated)
+        if plan.chain:
+            await self.rollback(pr, plan.chain[-1])
         await self.dashboard()
 
 
@@ -760,6 +597,25 @@ class Options:
     config: Path | None = None
     keep: bool = False
     log_dir: Path | None = None
+    service: str | None = None
+    to: str | None = None
+
+
+def choose_plan(options: Options, narrator: Narrator) -> Plan | None:
+    if options.config is not None:
+        chosen = plan_from_config(options.config, options.service, options.to)
+        if isinstance(chosen, Unplayable):
+            for line in chosen.lines:
+                narrator.line(line)
+            return None
+        return chosen
+    try:
+        return plan_demo(options.service, options.to)
+    except PlanError as exc:
+        narrator.line(f"the demo policy: {exc}")
+    except PolicyError as exc:  # the bundled demo is broken: a bug, not the user's
+        narrator.line(f"the demo policy is invalid: {exc.issues}")
+    return None
 
 
 async def run_sandbox(options: Options, out: TextIO | None = None,
@@ -768,16 +624,9 @@ async def run_sandbox(options: Options, out: TextIO | None = None,
     the task is cancelled, as Ctrl-C does)."""
     started = time.monotonic()
     narrator = Narrator(out or sys.stdout)
-    if options.config is not None:
-        plan = plan_from_config(options.config, narrator)
-        if plan is None:
-            return 1
-    else:
-        try:
-            plan = plan_demo()
-        except PolicyError as exc:  # the bundled demo is broken: a bug, not the user's
-            narrator.line(f"the demo policy is invalid: {exc.issues}")
-            return 1
+    plan = choose_plan(options, narrator)
+    if plan is None:
+        return 1
     try:
         image_parts(plan.service.image)
     except SandboxError as exc:
@@ -787,8 +636,15 @@ async def run_sandbox(options: Options, out: TextIO | None = None,
         narrator.line(f"{plan.service.image}: the sandbox publishes images to GitHub Packages "
                       "(ghcr.io), where Conveyor finds a release's image; this one is elsewhere")
         return 1
-    with logs_to_file(options.log_dir) as log_path:
-        return await _play(options, plan, narrator, log_path, started, stop)
+    folder = options.log_dir or Path(tempfile.mkdtemp(prefix="conveyor-sandbox-"))
+    status = 1
+    try:
+        with logs_to_file(folder) as log_path:
+            status = await _play(options, plan, narrator, log_path, started, stop)
+    finally:
+        if options.log_dir is None and status == 0:
+            shutil.rmtree(folder, ignore_errors=True)  # a failed run keeps its log to read
+    return status
 
 
 async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path,
@@ -802,17 +658,17 @@ async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path
         narrator.line(f"{plan.deploy_repo} with {where}:")
         for line in describe_policy(plan):
             narrator.line(f"  {line}")
-        for env in (plan.entry, plan.gated):
-            if env is None:
-                continue
-            path = plan.policy.path_for(plan.service.name, env.name)
+        for env in (plan.entry, *plan.chain):
+            path = plan.path(env)
             if path not in plan.files:
                 narrator.line(f"  note: {path} is not in the folder of the policy; "
                               "Conveyor will report that it cannot promote into it")
         if plan.previous is not None:
-            gated_name = plan.gated.name if plan.gated else plan.entry.name
-            narrator.line(f"  running in {gated_name} today: {plan.service.name} "
+            narrator.line(f"  running in {plan.target.name} today: {plan.service.name} "
                           f"{plan.previous[0] or '(no tag)'} ({short(plan.previous[1])})")
+        elif plan.live:
+            running = ", ".join(f"{version} in {env}" for env, version in plan.live.items())
+            narrator.line(f"  running today: {plan.service.name} {running}")
         narrator.line()
         story = Story(sandbox, plan, narrator, log_path)
         failure: str | None = None
@@ -837,8 +693,12 @@ async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path
                       f"UTC): {len(em.deliveries)} webhooks delivered, "
                       f"{len(em.requests.entries)} GitHub API requests by Conveyor.")
         errors = logged_errors(log_path)
-        narrator.line(f"Conveyor's log: {log_path}"
-                      + (f" ({len(errors)} error(s) logged, first: {errors[0]})" if errors else ""))
+        if ok and not errors and options.log_dir is None and not options.keep:
+            narrator.line("Conveyor's log goes with the run's temporary folder "
+                          "(--log-dir DIR keeps it).")
+        else:
+            narrator.line(f"Conveyor's log: {log_path}" + (
+                f" ({len(errors)} error(s) logged, first: {errors[0]})" if errors else ""))
         if options.keep:
             await keep_serving(sandbox, plan, narrator, log_path, stop)
         return 0 if ok else 1

@@ -359,7 +359,7 @@ async def test_rollback_to_the_previous_digest(world: World) -> None:
     first, _, shas = await production_history(world)
     number = await issue(world)
     posted = await say(world, number, "/rollback web production", user="dave")
-    pr = world.pull("Roll back web 1.0.0 to production", state="open")
+    pr = world.pull("Roll back web in production to 1.0.0 (from 1.1.0)", state="open")
     assert pr["head"]["ref"] == f"conveyor/rollback/production/web-{first[7:19]}"
     assert "rollback" in labels(world, pr["number"])
     marker = parse_marker(pr["body"])
@@ -387,10 +387,10 @@ async def test_rollback_to_a_given_tag_or_digest(world: World) -> None:
     await world.settle()
     number = await issue(world)
     await say(world, number, "/rollback web production v1.0.0")
-    pr = world.pull("Roll back web 1.0.0 to production", state="open")
+    pr = world.pull("Roll back web in production to 1.0.0 (from 1.2.0)", state="open")
     assert parse_marker(pr["body"]).digest == first  # type: ignore[union-attr]
     await say(world, number, f"/rollback web production {second}")
-    pr = world.pull("Roll back web 1.1.0 to production", state="open")
+    pr = world.pull("Roll back web in production to 1.1.0 (from 1.2.0)", state="open")
     assert parse_marker(pr["body"]).digest == second  # type: ignore[union-attr]
     assert len(world.open_pulls()) == 2  # a rollback never supersedes another PR
 
@@ -543,5 +543,5 @@ async def test_rollback_skips_a_commit_where_the_file_was_broken(world: World) -
     await world.settle()
     number = await issue(world)
     await say(world, number, "/rollback web production")
-    pr = world.pull("Roll back web 1.0.0 to production", state="open")
+    pr = world.pull("Roll back web in production to 1.0.0 (from 1.1.0)", state="open")
     assert parse_marker(pr["body"]).digest == first  # type: ignore[union-attr]

@@ -249,7 +249,7 @@ async def test_a_rollback_marks_the_earlier_commit_live_again(world: World) -> N
     world.clock.advance(minutes=5)
     await world.emulator.comment(world.repo, issue["number"], "bob", "/rollback web staging")
     await world.settle()
-    rollback = world.pull("Roll back web 1.4.1 to staging")
+    rollback = world.pull("Roll back web in staging to 1.4.1 (from 1.4.2)")
     assert rollback["merged"], rollback
 
     earlier = [d for d in world.emulator.deployments(SOURCE) if d["sha"] == first]
