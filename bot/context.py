@@ -36,7 +36,7 @@ class Context:
     status: StatusSources = field(default_factory=StatusSources)
     # The app's own login ("<slug>[bot]"), learned from GET /app at start-up.
     bot_login: str = ""
-    # The app's numeric id (GET /app): how its own check runs and deployments are recognised.
+    # The app's numeric id (GITHUB_APP_ID): how its own check runs and deployments are known.
     app_id: int | None = None
 
     @property

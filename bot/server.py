@@ -80,7 +80,7 @@ def create_app(
         queue = scaleout.queue
     intake: DeliveryQueue = queue or MemoryQueue(settings.queue_size)
     ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
-                  clock=clock)
+                  clock=clock, app_id=int(settings.app_id))
     if scaleout is not None:  # shared by the replicas instead of per process
         ctx.scheduler, ctx.locks = scaleout.scheduler, scaleout.locks
     runtime = Runtime(
@@ -145,7 +145,6 @@ async def learn_bot_login(runtime: Runtime) -> None:
         log.warning("could not read the app's identity yet", extra={"error": str(exc)})
         return
     runtime.ctx.bot_login = f"{app_info['slug']}[bot]"
-    runtime.ctx.app_id = int(app_info["id"])
 
 
 def _answer(status: int, message: str, **extra: Any) -> web.Response:

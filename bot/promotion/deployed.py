@@ -1,12 +1,12 @@
 """The search for `deployed` evidence in the deployment repository.
 
 Which commits: every default-branch commit at which the upstream file pins the digest, from the
-commit that set it (found in the file's own history) up to the commit that replaced it, or the
-branch head while it still stands, however many commits later the report came. Which reports:
-every page of each commit's commit statuses, its check runs (by name when the context has no
-wildcard) and its deployments, plus deployments of the environment whose payload names the
-digest. Every list is bounded, and every request is conditional (the client's ETag cache), so
-an unchanged repository answers with ``304``s.
+commit that set it up to the commit that replaced it, or the branch head while it still stands,
+however many commits later the report came (the file's own history says where it changed).
+Which reports: every page of each commit's commit statuses, its check runs (by name when the
+context has no wildcard) and its deployments, plus deployments of the environment whose payload
+names the digest. Every list is bounded, and every request is conditional (the client's ETag
+cache), so an unchanged repository answers with ``304``s.
 """
 
 from __future__ import annotations
@@ -39,15 +39,6 @@ PARALLEL_COMMITS = 4  # commits whose reports are read at the same time
 
 def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-@dataclass(frozen=True)
-class Interval:
-    """Where the digest stood: the commit that set it and the one that replaced it (None while
-    it still stands)."""
-
-    setting: dict[str, Any]
-    replaced_by: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -86,10 +77,10 @@ class DeployedSearch:
     pinned_at: Callable[[str], Awaitable[bool]]
 
     async def judge(self, target: Target, digest: str, trust: Trust) -> Judgement:
-        interval = await self.interval(target)
-        if interval is None:
+        commits = await self.pinning_commits(target)
+        if not commits:
             return Judgement(None, None, ())
-        shas = await self.commits(interval)
+        shas = [commit["sha"] for commit in commits]
         # Each commit's three lists are independent reads: a few at a time, not one by one.
         limit = asyncio.Semaphore(PARALLEL_COMMITS)
 
@@ -104,51 +95,46 @@ class DeployedSearch:
         for found, ids in await asyncio.gather(*(reports_on(sha) for sha in shas)):
             reports += found
             seen |= ids
-        reports += await self._deployments_naming(digest, target, interval, seen)
+        since = parse_time(commits[-1]["commit"]["committer"]["date"])
+        reports += await self._deployments_naming(digest, target, since, seen)
         return judge(reports, trust)
 
-    async def interval(self, target: Target) -> Interval | None:
-        """The newest stretch of the file's history in which it pinned the digest."""
-        replaced_by: dict[str, Any] | None = None
-        setting: dict[str, Any] | None = None
+    async def pinning_commits(self, target: Target) -> list[dict[str, Any]]:
+        """The default branch's own commits (its first-parent chain), newest first, in the
+        newest stretch during which the target's file pins the digest.
+
+        The file can only change at a commit that touches it — listed by the file's history —
+        or at a merge commit: git's history of a file names the merged branch's commit, not the
+        merge that brought it in. So the file is read only at those commits (a commit's text is
+        cached for good); every commit in between has the file of the next older one."""
+        touching: set[str] = set()
         async for commit in _bounded(self.gh.getiter(
             f"/repos/{self.repo}/commits?sha={quote(self.default_branch)}"
             f"&path={quote(target.path)}&per_page=100"
         ), MAX_FILE_HISTORY):
-            if await self.pinned_at(commit["sha"]):
-                setting = commit
-            elif setting is not None:
-                break
-            else:
-                replaced_by = commit
-        return Interval(setting, replaced_by) if setting is not None else None
-
-    async def commits(self, interval: Interval) -> list[str]:
-        """The first-parent chain from the last commit that pins the digest back to the one
-        that set it, newest first."""
-        setting = interval.setting["sha"]
-        if interval.replaced_by is not None:
-            parents = interval.replaced_by.get("parents") or []
-            if not parents:
-                return [setting]
-            start = parents[0]["sha"]
-        else:
-            start = self.default_branch
-        shas: list[str] = []
+            touching.add(commit["sha"])
+        complete = len(touching) < MAX_FILE_HISTORY  # else read the file at every commit
+        stretch: list[dict[str, Any]] = []
+        since_change: list[dict[str, Any]] = []
         expected: str | None = None
         async for commit in _bounded(self.gh.getiter(
-            f"/repos/{self.repo}/commits?sha={quote(start)}&per_page=100"
+            f"/repos/{self.repo}/commits?sha={quote(self.default_branch)}&per_page=100"
         ), MAX_RANGE_COMMITS):
             if expected is not None and commit["sha"] != expected:
                 continue  # a commit of a merged branch, not of the default branch itself
-            shas.append(commit["sha"])
-            if commit["sha"] == setting:
-                return shas
             parents = commit.get("parents") or []
-            if not parents:
+            expected = parents[0]["sha"] if parents else None
+            since_change.append(commit)
+            if complete and commit["sha"] not in touching and len(parents) == 1:
+                continue
+            if await self.pinned_at(commit["sha"]):
+                stretch += since_change
+            elif stretch:
+                break  # the commit before the digest was set
+            since_change = []
+            if expected is None:
                 break
-            expected = parents[0]["sha"]
-        return [*shas, setting]  # the bound was reached: the newest commits and the setting one
+        return stretch
 
     async def _statuses(self, sha: str, target: Target) -> list[Report]:
         if target.context is None:
@@ -203,11 +189,10 @@ class DeployedSearch:
                 found += await self._deployment_statuses(deployment, sha, target)
         return found, ids
 
-    async def _deployments_naming(self, digest: str, target: Target, interval: Interval,
+    async def _deployments_naming(self, digest: str, target: Target, since: datetime,
                                   seen: set[int]) -> list[Report]:
         """Deployments made for another ref that count because their payload names the
         digest, newest first down to the commit that set it."""
-        since = parse_time(interval.setting["commit"]["committer"]["date"])
         found: list[Report] = []
         async for deployment in _bounded(self.gh.getiter(
             f"/repos/{self.repo}/deployments?environment={quote(target.environment)}"

@@ -264,3 +264,34 @@ async def test_argo_cd_deployments_of_an_older_revision_need_auto_merge_off(
     assert await argo.deployment("web-staging", synced, "staging", auto_merge=False)
     assert f"deployment staging success on {synced[:7]}" in \
         deployed_line(world.gate(pr), "web → production")
+
+
+async def test_a_merge_commit_sets_the_digest_and_older_reports_do_not_count(
+        argo_world: World) -> None:
+    """A hand-made staging change merged with a merge commit: git's history of the file names
+    the branch's commit, not the merge; reports on main before the merge are about the old
+    digest."""
+    world, argo = argo_world, ArgoCD(argo_world)
+    digest = digest_of("web:1.0.0")
+    before = head(world)
+    await argo.status("web-staging", before)  # Argo CD ran the old digest here
+    staging = "apps/web/overlays/staging/kustomization.yaml"
+    await world.emulator.push_files(world.repo, {staging: pinned_kustomization("1.0.0", digest)},
+                                    branch="hand/staging", author="alice", message="web 1.0.0")
+    await world.emulator.push_files(world.repo, {"docs/notes.md": "on main meanwhile\n"},
+                                    author="bob", message="Notes")
+    opened = await world.emulator.open_pull(world.repo, "hand/staging", title="web to staging",
+                                            author="alice")
+    await world.emulator.merge_pull(world.repo, opened["number"], user="bob", method="merge")
+    await world.settle()
+    merge = world.emulator.commit(world.repo, "main")
+    assert len(merge["parents"]) == 2
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+    await world.emulator.comment(world.repo, pr["number"], "bob", "/recheck")
+    await world.settle()
+    line = deployed_line(world.gate(pr), "web → production")
+    assert "no deployed evidence from staging" in line, line
+
+    await argo.status("web-staging", merge["sha"])
+    line = deployed_line(world.gate(pr), "web → production")
+    assert f"on {merge['sha'][:7]} by argocd-notifications[bot]" in line
