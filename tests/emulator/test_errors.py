@@ -36,6 +36,8 @@ CASES: list[tuple[str, str, Any, int]] = [
     ("POST", R + "/git/trees", {"tree": [{"path": "a", "mode": "100644", "type": "blob",
                                           "sha": SHA0}]}, 422),
     ("POST", R + "/git/trees", {"base_tree": SHA0, "tree": []}, 422),
+    ("POST", R + "/git/trees", {"tree": [{"path": "a", "mode": "100644", "type": "blob",
+                                          "sha": SHA0, "content": "both"}]}, 422),
     ("GET", R + f"/git/blobs/{SHA0}", None, 404),
     ("GET", R + f"/git/tags/{SHA0}", None, 404),
     ("GET", R + f"/commits/{SHA0}", None, 404),

@@ -162,6 +162,10 @@ async def create_tree(ctx: Ctx) -> Reply:
         mode = str(entry.get("mode", FILE_MODE))
         kind = entry.get("type", "blob")
         if "content" in entry and entry["content"] is not None:
+            if entry.get("sha") is not None:
+                # @octokit/openapi, "Create a tree": "Using both `tree.sha` and `content`
+                # will return an error."
+                raise ApiError(422, "Invalid tree info: use either tree.sha or content")
             files[path] = (mode, repo.store.put_blob(str(entry["content"]).encode()))
             continue
         sha = entry.get("sha", "missing")
