@@ -495,3 +495,26 @@ async def test_the_resync_closes_an_older_train_left_open_beside_a_newer_one(
     assert [pr["number"] for pr in world.open_pulls()] == [newer["number"]]
     assert [c["body"] for c in world.emulator.comments(world.repo, older["number"])
             if c["user"]["login"] == BOT] == [f"Superseded by #{newer['number']}."]
+
+
+async def test_one_approving_review_counts_for_the_whole_train() -> None:
+    policy = POLICY.replace("    deployed_context: argocd/staging\n",
+                            "    deployed_context: argocd/staging\n    approvals: 1\n"
+                            '    approvers: ["@acme/sre"]\n')
+    versions = {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}
+    world = await make_world(files={**files(versions, versions), ".github/conveyor.yml": policy})
+    try:
+        await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.1.0"})
+        number = await issue(world)
+        await say(world, number, "/promote production storefront")
+        [pr] = trains_open(world)
+        run = world.gate(pr)
+        assert run["conclusion"] == "action_required", run["output"]
+        assert run["output"]["summary"].count("approval") == 1  # once, for the pull request
+
+        await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")
+        await world.settle()
+        assert world.gate(pr)["conclusion"] == "success", world.gate(pr)["output"]
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
