@@ -17,7 +17,7 @@ from aiohttp import web
 from gidgethub import routing, sansio
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from . import __version__
+from . import __version__, offload
 from .context import Context, utc_now
 from .github.client import GitHubClients, RetryPolicy
 from .logs import delivery_id_var
@@ -131,6 +131,7 @@ def create_app(
         if scaleout is not None:
             await scaleout.close()
         await clients.close()
+        offload.shutdown()
 
     app.on_startup.append(on_startup)
     app.on_shutdown.append(on_shutdown)

@@ -15,6 +15,10 @@ class ManifestError(Exception):
         self.line = line
         self.message = message
 
+    def __reduce__(self) -> tuple[type[ManifestError], tuple[str, int, str]]:
+        # Edits of very large files run in another process (bot/offload.py): rebuilt there.
+        return type(self), (self.path, self.line, self.message)
+
 
 class ImageNotFoundError(ManifestError):
     """The requested image does not occur in the file."""

@@ -30,6 +30,7 @@ from ..domain.policy import Policy
 from ..domain.provenance import attestation_problem
 from ..github.repos import get_file, is_bot, is_team_member, permission_of
 from ..manifests import ManifestError, find_images
+from ..offload import run_cpu
 from .deployed import parse_time
 from .evidence import EvidenceFinder
 from .marker import PromotionMarker, parse_marker
@@ -190,13 +191,15 @@ class GateService:
                              facts: PullFacts) -> list[ImageChange]:
         image, tag_key = policy.services[service].image, policy.services[service].tag_key
         try:
-            after = find_images(new_text, image, path=path, tag_key=tag_key)
+            after = await run_cpu(len(new_text), find_images, new_text, image, path=path,
+                                  tag_key=tag_key)
         except ManifestError as exc:
             return [ImageChange(service, environment, path, exc.line, image, None, None,
                                 f"the file does not parse: {exc.message}", True, True)]
         try:
             before = {(o.tag, o.digest)
-                      for o in find_images(old_text, image, path=path, tag_key=tag_key)}
+                      for o in await run_cpu(len(old_text), find_images, old_text, image,
+                                             path=path, tag_key=tag_key)}
         except ManifestError:
             before = set()
         found = []

@@ -19,6 +19,7 @@ from ..domain.provenance import Provenance
 from ..domain.tags import compare_versions, version_from_tag
 from ..github.repos import add_labels, branch_head, content_path, get_file
 from ..manifests import ManifestError, promote_image
+from ..offload import run_cpu
 from .body import Change, commit_message, pr_body, pr_title
 from .candidates import Candidate
 from .marker import PromotionMarker, branch_name, branch_prefix, parse_marker
@@ -112,9 +113,10 @@ class Opener:
                 return OpenResult("refused", f"`{path}` does not exist on {self.default_branch}")
             service_image = self.policy.services[candidate.service].image
             try:
-                edit = promote_image(current.text, image=service_image, tag=candidate.tag,
-                                     digest=candidate.digest, path=path,
-                                     tag_key=self.policy.services[candidate.service].tag_key)
+                edit = await run_cpu(
+                    len(current.text), promote_image, current.text, image=service_image,
+                    tag=candidate.tag, digest=candidate.digest, path=path,
+                    tag_key=self.policy.services[candidate.service].tag_key)
             except ManifestError as exc:
                 return OpenResult("refused", f"cannot edit {exc}")
             before = edit.occurrences[0] if edit.occurrences else None

@@ -17,6 +17,7 @@ from gidgethub.abc import GitHubAPI
 from ..domain.images import canonical_image_name
 from ..domain.policy import Policy, PolicyError, PolicyIssue, load_policy
 from ..github.repos import FileTooLarge, branch_head, get_file, get_repository
+from ..offload import run_cpu
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,8 @@ class PolicyIndex:
             return repo
         repo.policy_blob = policy_file.sha
         try:
-            repo.policy = load_policy(policy_file.text, POLICY_PATH)
+            repo.policy = await run_cpu(len(policy_file.text), load_policy, policy_file.text,
+                                        POLICY_PATH)
             repo.issues = []
         except PolicyError as exc:
             repo.issues = list(exc.issues)

@@ -1,0 +1,51 @@
+"""CPU-heavy work off the event loop, so that webhooks are acknowledged while it runs.
+
+Parsing and editing YAML is pure Python. Small inputs run inline: a thread hop costs more than
+parsing a thirty-line overlay. Larger ones run in a worker thread, and the event loop gets the
+interpreter back at every switch interval. Very large ones (a multi-thousand-line manifest,
+whose verified edit is hundreds of milliseconds of parsing) run in a separate process, because
+a thread would still hold the interpreter for most of that time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import multiprocessing
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
+
+INLINE_BELOW = 4 * 1024  # characters
+PROCESS_FROM = 64 * 1024
+
+T = TypeVar("T")
+_pool: ProcessPoolExecutor | None = None
+
+
+def _process_pool() -> ProcessPoolExecutor:
+    global _pool
+    if _pool is None:
+        # forkserver: a fork of a process running an event loop and threads is unsafe.
+        _pool = ProcessPoolExecutor(max_workers=1,
+                                    mp_context=multiprocessing.get_context("forkserver"))
+    return _pool
+
+
+async def run_cpu(size: int, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`func(*args, **kwargs)` for an input of `size` characters, where it costs the event
+    loop least. In a process, `func`, its arguments, result and exceptions must pickle."""
+    if size < INLINE_BELOW:
+        return func(*args, **kwargs)
+    call = functools.partial(func, *args, **kwargs)
+    if size < PROCESS_FROM:
+        return await asyncio.to_thread(call)
+    return await asyncio.get_running_loop().run_in_executor(_process_pool(), call)
+
+
+def shutdown() -> None:
+    """Stop the worker process, if one was started (server shutdown)."""
+    global _pool
+    if _pool is not None:
+        _pool.shutdown(wait=False, cancel_futures=True)
+        _pool = None

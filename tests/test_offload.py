@@ -1,0 +1,79 @@
+"""CPU-heavy work where it costs the event loop least: inline, a thread, another process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+import pytest
+
+from bot import offload
+from bot.manifests import ImageNotFoundError, ManifestError, promote_image
+from bot.sandbox.demo import digest_of
+
+DIGEST = digest_of("web:2.0.0")
+
+
+def where() -> tuple[int, str]:
+    return os.getpid(), threading.current_thread().name
+
+
+def manifest(documents: int) -> str:
+    return "---\n".join(
+        f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-{n}\nspec:\n"
+        f"  template:\n    spec:\n      containers:\n        - name: app\n"
+        f"          image: ghcr.io/acme/{'web' if n == documents // 2 else f'svc-{n}'}:1.0.0\n"
+        for n in range(documents))
+
+
+@pytest.fixture(autouse=True)
+def _stop_pool() -> object:
+    yield None
+    offload.shutdown()
+
+
+async def test_small_inputs_run_inline_larger_in_a_thread_very_large_in_a_process() -> None:
+    me = where()
+    assert await offload.run_cpu(10, where) == me
+    pid, thread = await offload.run_cpu(offload.INLINE_BELOW, where)
+    assert pid == me[0] and thread != me[1]
+    pid, _ = await offload.run_cpu(offload.PROCESS_FROM, where)
+    assert pid != me[0]
+
+
+async def test_a_large_edit_in_another_process_gives_the_same_edit() -> None:
+    text = manifest(600)
+    assert len(text) >= offload.PROCESS_FROM
+    local = promote_image(text, image="ghcr.io/acme/web", tag="2.0.0", digest=DIGEST,
+                          path="apps/all.yaml")
+    remote = await offload.run_cpu(len(text), promote_image, text, image="ghcr.io/acme/web",
+                                   tag="2.0.0", digest=DIGEST, path="apps/all.yaml")
+    assert remote == local and remote.changed
+
+
+async def test_editor_errors_cross_the_process_boundary_intact() -> None:
+    text = manifest(600)
+    with pytest.raises(ImageNotFoundError) as raised:
+        await offload.run_cpu(len(text), promote_image, text, image="ghcr.io/acme/nope",
+                              tag="2.0.0", digest=DIGEST, path="apps/all.yaml")
+    assert isinstance(raised.value, ManifestError)
+    assert raised.value.path == "apps/all.yaml" and str(raised.value).startswith("apps/all.yaml:")
+
+
+async def test_the_event_loop_keeps_running_during_a_large_edit() -> None:
+    text = manifest(600)
+    await offload.run_cpu(offload.PROCESS_FROM, where)  # the worker process is up
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.001)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    await offload.run_cpu(len(text), promote_image, text, image="ghcr.io/acme/web",
+                          tag="2.0.0", digest=DIGEST, path="apps/all.yaml")
+    ticker.cancel()
+    assert ticks > 0
