@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from .github.client import GitHubClients
+from .leases import Leases, LocalLeases
 from .metrics import Metrics
 from .promotion.candidates import PackageLookup
 from .promotion.gatekeeper import GateService
@@ -29,6 +30,7 @@ class Context:
     metrics: Metrics
     scheduler: Scheduler
     locks: RepoLocks = field(default_factory=KeyedLocks)
+    leases: Leases = field(default_factory=LocalLeases)
     clock: Callable[[], datetime] = utc_now
     policies: PolicyIndex = field(default_factory=PolicyIndex)
     packages: PackageLookup = field(default_factory=PackageLookup)

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -42,6 +42,8 @@ class Runtime:
     background: list[asyncio.Task[None]]
     ready: bool = False
     starting: asyncio.Task[None] | None = None
+    # Whether the shared delivery store (Redis) takes writes now: None = yes, else why not.
+    store_probe: Callable[[], Awaitable[str | None]] | None = None
 
 
 _RUNTIME: web.AppKey[Runtime] = web.AppKey("conveyor_runtime")
@@ -83,6 +85,7 @@ def create_app(
                   clock=clock, app_id=int(settings.app_id))
     if scaleout is not None:  # shared by the replicas instead of per process
         ctx.scheduler, ctx.locks = scaleout.scheduler, scaleout.locks
+        ctx.leases = scaleout.locks
     runtime = Runtime(
         settings=settings,
         router=router,
@@ -91,6 +94,7 @@ def create_app(
         pool=WorkerPool(intake, lambda job: process_job(runtime, job), workers=settings.workers),
         seen_deliveries=cachetools.TTLCache(maxsize=100_000, ttl=24 * 3600),
         background=[],
+        store_probe=scaleout.queue.writable if scaleout is not None else None,
     )
     # The body limit is enforced by the webhook handler itself so that it can answer 413.
     app = web.Application(client_max_size=settings.max_body_bytes + 1)
@@ -262,13 +266,20 @@ async def process_job(runtime: Runtime, job: Job) -> None:
 
 
 async def healthz(request: web.Request) -> web.Response:
+    """200 while deliveries can be accepted; 503 while starting or while the shared delivery
+    store (Redis) refuses writes, so that a load balancer sends GitHub to another replica."""
     runtime = runtime_of(request.app)
-    status = 200 if runtime.ready else 503
-    return web.json_response(
-        {"status": "ok" if runtime.ready else "starting", "version": __version__,
-         "queue_depth": runtime.queue.depth()},
-        status=status,
-    )
+    body: dict[str, Any] = {"status": "ok" if runtime.ready else "starting",
+                            "version": __version__, "queue_depth": runtime.queue.depth()}
+    healthy = runtime.ready
+    if runtime.store_probe is not None:
+        problem = await runtime.store_probe()
+        body["redis"] = "ok" if problem is None else f"unavailable ({problem})"
+        if problem is not None:
+            healthy = False
+            if runtime.ready:
+                body["status"] = "redis unavailable"
+    return web.json_response(body, status=200 if healthy else 503)
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:

@@ -24,10 +24,16 @@ def background_tasks(runtime: Runtime) -> list[asyncio.Task[None]]:
 
 async def reconcile_once(runtime: Runtime, redeliverer: Redeliverer) -> None:
     ctx = runtime.ctx
+    # Replicas on Redis share the work: one resyncs an installation, one asks for redeliveries
+    # (a delivery asked for twice would arrive twice), each holding on to it for the interval.
+    keep_for = max(0.0, runtime.settings.resync_interval - 1.0)
     token = delivery_id_var.set("resync")
     try:
-        repos = await resync_all(ctx)
-        asked = await redeliverer.run(ctx.clients.app(), ctx.clock())
+        repos = await resync_all(ctx, keep_for=keep_for)
+        asked = 0
+        async with ctx.leases.lease("redeliver", keep_for=keep_for) as mine:
+            if mine:
+                asked = await redeliverer.run(ctx.clients.app(), ctx.clock())
         log.info("resync done", extra={"deployment_repos": repos, "redeliveries": asked})
     except (gidgethub.GitHubException, OSError) as exc:
         log.warning("resync failed; next attempt at the next interval",

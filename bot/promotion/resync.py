@@ -40,17 +40,26 @@ RECENT_RELEASES = 10
 _PROMOTION_BRANCH = re.compile(r"conveyor/(?:rollback/)?[^/]+/[^/]+-[0-9a-f]{12}")
 
 
-async def resync_all(ctx: Context) -> int:
-    """Reconcile every installation; returns the number of deployment repositories seen."""
+async def resync_all(ctx: Context, *, keep_for: float = 0.0) -> int:
+    """Reconcile every installation; returns the number of deployment repositories seen.
+
+    Each installation is reconciled under its lease (`ctx.leases`): with several replicas on
+    Redis, one of them does it and keeps the lease `keep_for` seconds more (the rest of the
+    interval), so that the others skip it and three replicas cost GitHub what one does.
+    """
     app = ctx.clients.app()
     seen = 0
     async for installation in app.getiter("/app/installations?per_page=100"):
-        try:
-            gh = await ctx.clients.installation(int(installation["id"]))
-            seen += await resync_installation(ctx, gh, int(installation["id"]))
-        except gidgethub.GitHubException as exc:
-            log.warning("resync of an installation failed",
-                        extra={"installation": installation.get("id"), "error": str(exc)})
+        installation_id = int(installation["id"])
+        async with ctx.leases.lease(f"resync:{installation_id}", keep_for=keep_for) as mine:
+            if not mine:
+                continue
+            try:
+                gh = await ctx.clients.installation(installation_id)
+                seen += await resync_installation(ctx, gh, installation_id)
+            except gidgethub.GitHubException as exc:
+                log.warning("resync of an installation failed",
+                            extra={"installation": installation_id, "error": str(exc)})
     return seen
 
 

@@ -61,6 +61,9 @@ class Keys:
     def seen(self, delivery_id: str) -> str:
         return f"{self.prefix}:seen:{delivery_id}"
 
+    def health(self, consumer: str) -> str:
+        return f"{self.prefix}:health:{consumer}"
+
     def lock(self, key: str) -> str:
         return f"{self.prefix}:lock:{key}"
 

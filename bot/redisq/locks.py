@@ -5,7 +5,10 @@ replica's lock frees itself. The fence is a counter per key, increased on every 
 each holder gets a larger number than the one before (a fencing token). Only the holder whose
 exact token is in the key may renew or release it, so a replica that stalled past the expiry
 cannot release the lock its successor now holds. While a block runs, the lock is renewed every
-third of its expiry. A free lock goes to a replica already waiting for it before a newcomer
+third of its expiry. A lease (`lease`) is the same key taken without waiting, for work one
+replica does for all (the resync of an installation): kept while the work runs, then for the
+rest of the interval; a dead holder's lease expires with it and the next replica to look takes
+it. A free lock goes to a replica already waiting for it before a newcomer
 (the releasing replica's next task is one), so replicas take turns. Inside one process an
 asyncio lock queues the waiters first, so a replica polls Redis once per key, not once per
 waiting task.
@@ -95,6 +98,38 @@ class RedisLocks:
                 await asyncio.gather(keeper, return_exceptions=True)
                 with contextlib.suppress(*REDIS_ERRORS):
                     # Unreachable Redis: the lock expires by itself after `ttl`.
+                    await self.release(lease)
+
+    @contextlib.asynccontextmanager
+    async def lease(self, key: str, *, keep_for: float) -> AsyncIterator[bool]:
+        key = key.lower()
+        attempt = f"{self.owner}-{uuid.uuid4().hex[:8]}"
+        try:
+            fence = await self._acquire(
+                keys=[self.keys.lock(key), self.keys.fence(key), self.keys.wanted(key)],
+                args=[attempt, int(self.ttl * 1000), 1, 1])
+        except REDIS_ERRORS as exc:
+            if stop_requested():
+                raise asyncio.CancelledError from exc
+            log.warning("could not take a lease; another replica will do the work",
+                        extra={"lease": key, "error": str(exc)})
+            fence = None
+        if not fence:
+            yield False
+            return
+        lease = Lease(key, int(fence), f"{int(fence)}:{attempt}")
+        keeper = asyncio.create_task(self._keep(lease), name=f"conveyor-lease-{key}")
+        try:
+            yield True
+        finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
+            with contextlib.suppress(*REDIS_ERRORS):
+                # Held on for the rest of the interval (or freed now when there is none left).
+                if keep_for > 0:
+                    await self._renew(keys=[self.keys.lock(key)],
+                                      args=[lease.token, int(keep_for * 1000)])
+                else:
                     await self.release(lease)
 
     async def acquire(self, key: str) -> Lease:

@@ -154,6 +154,16 @@ class RedisQueue:
         self._backlog += 1
         return "accepted"
 
+    async def writable(self) -> str | None:
+        """None when Redis takes a write now (what `offer` needs), else why not. A write, not a
+        PING: a full `noeviction` Redis or a read-only replica answers PING but refuses
+        deliveries."""
+        try:
+            await wait(self.redis.set(self.keys.health(self.consumer), "1", px=60_000))
+        except REDIS_ERRORS as exc:
+            return f"{type(exc).__name__}: {exc}"[:200]
+        return None
+
     async def take(self) -> Job:
         while True:
             if self._paused.is_set():
