@@ -320,8 +320,12 @@ async def test_a_train_of_thirty_services_is_one_commit_and_nine_writes_in_all()
         head = world.emulator.commit(world.repo, pr["head"]["sha"])
         assert [parent["sha"] for parent in head["parents"]] == [base]
         assert len(head["files"]) == MANY
+        # the dashboard issue's debounced refresh is no part of the train (its timer fires
+        # after a few seconds of wall-clock time, so a slow run sees it here)
+        dashboard = {("POST", "/repos/{owner}/{repo}/issues"),
+                     ("PATCH", "/repos/{owner}/{repo}/issues/{issue_number}")}
         writes = sorted((e.method, e.path) for e in world.emulator.requests.entries
-                        if e.method in CONTENT_METHODS)
+                        if e.method in CONTENT_METHODS and (e.method, e.path) not in dashboard)
         repo = "/repos/{owner}/{repo}"
         assert writes == sorted([
             ("POST", f"{repo}/issues/comments/{{comment_id}}/reactions"),  # 👀
