@@ -275,6 +275,8 @@ def _expected(
             merging = _get(data[r.doc], r.merge.path)
             current = r.merge.tag if r.merge.tag is not None else r.tag
             _helm_values(merging, current, r.has_digest or r.merge.has_digest, tag, digest)
+            if _merged_tag_added(r):
+                merging["tag"] = tag or current  # a line of its own: the tag's text, a string
         if r.kind == "ref":
             for path in [r.path, *r.alias_paths]:
                 parent = _get(data[r.doc], path[:-1])
