@@ -21,6 +21,7 @@ from ..domain.deployed import (
 )
 from ..domain.policy import Policy
 from ..github.client import ConveyorGitHubAPI
+from ..promotion.deployed import parse_time
 from ..promotion.downstream import reevaluate_open_pulls
 from .pulls import deployment_repo
 
@@ -32,27 +33,29 @@ def report_of(event: sansio.Event) -> Report | None:
     """The report a webhook carries, in the shape the evidence search reads it."""
     data: dict[str, Any] = event.data
     kind: ReportKind
-    now = datetime.now(UTC)
     if event.event == "status":
         kind, name, state = "status", str(data.get("context") or ""), str(data.get("state"))
         reporter, app_id, sha = (data.get("sender") or {}).get("login", ""), None, data["sha"]
+        at = data.get("updated_at")
     elif event.event == "check_run":
         run = data["check_run"]
         app = run.get("app") or {}
         kind, name = "check_run", str(run.get("name") or "")
         state = check_run_state(run.get("status"), run.get("conclusion"))
         reporter, app_id, sha = f"{app.get('slug', '')}[bot]", app.get("id"), run["head_sha"]
+        at = run.get("completed_at")
     else:
         status, deployment = data["deployment_status"], data["deployment"]
         app = status.get("performed_via_github_app") or {}
         kind, name = "deployment", str(deployment.get("environment") or "")
         state = deployment_state(str(status.get("state") or ""))
         reporter = (status.get("creator") or {}).get("login", "")
-        app_id, sha = app.get("id"), deployment["sha"]
+        app_id, sha, at = app.get("id"), deployment["sha"], status.get("created_at")
     if state not in FINAL_STATES:
         return None
-    return Report(kind=kind, name=name, state=state, at=now, reporter=reporter, sha=sha, url="",
-                  app_id=app_id)
+    return Report(kind=kind, name=name, state=state,
+                  at=parse_time(at) if at else datetime.min.replace(tzinfo=UTC),
+                  reporter=reporter, sha=sha, url="", app_id=app_id)
 
 
 def concerns_a_gate(policy: Policy, report: Report, own_login: str, own_app_id: int | None

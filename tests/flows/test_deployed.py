@@ -295,3 +295,15 @@ async def test_a_merge_commit_sets_the_digest_and_older_reports_do_not_count(
     await argo.status("web-staging", merge["sha"])
     line = deployed_line(world.gate(pr), "web → production")
     assert f"on {merge['sha'][:7]} by argocd-notifications[bot]" in line
+
+
+async def test_the_config_check_gives_a_notice_without_deployed_by(world: World) -> None:
+    policy = DEMO_POLICY.replace('    deployed_by: ["argocd[bot]"]\n', "")
+    pr = await hand_pr(world, ".github/conveyor.yml", policy, title="Trust any reporter")
+    run = world.emulator.check_runs(world.repo, pr["head"]["sha"], "conveyor/config-check")[0]
+    assert run["conclusion"] == "success"
+    line = policy.splitlines().index("    evidence: [merged, deployed]") + 1
+    notices = [a for a in run["output"]["annotations"] if a["annotation_level"] == "notice"]
+    assert [(a["path"], a["start_line"]) for a in notices] == [(".github/conveyor.yml", line)]
+    assert "deployed_by" in notices[0]["message"]
+    assert "### Notices" in run["output"]["summary"]

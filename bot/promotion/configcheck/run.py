@@ -49,18 +49,19 @@ class Finding:
     line: int
     message: str
 
-    def annotation(self) -> dict[str, object]:
+    def annotation(self, level: str = "failure") -> dict[str, object]:
         return {"path": self.path, "start_line": self.line, "end_line": self.line,
-                "annotation_level": "failure", "message": self.message[:1000]}
+                "annotation_level": level, "message": self.message[:1000]}
 
 
 @dataclass
 class Report:
-    """What one run found: failures, neutral notes, and what it looked at."""
+    """What one run found: failures, neutral notes, advice, and what it looked at."""
 
     kubernetes_version: str
     findings: list[Finding] = field(default_factory=list)
     notes: list[Finding] = field(default_factory=list)
+    notices: list[Finding] = field(default_factory=list)  # the policy's advice
     files: int = 0
     documents: int = 0
     resources: int = 0
@@ -132,7 +133,7 @@ def check_text(report: Report, policy: Policy | None, path: str, text: str) -> l
     if path == POLICY_PATH:
         errors, notices = policy_findings(text)
         report.findings += errors
-        report.notes += notices
+        report.notices += notices
         return []
     if is_helm_template(path, text):
         report.notes.append(Finding(path, 1, "Helm template: checked once rendered, not here"))
@@ -325,12 +326,15 @@ def render(report: Report) -> tuple[str, str, str]:
     if report.notes:
         title += f"; {len(report.notes)} not validated" if not report.findings else ""
         lines += ["", "### Not validated", *_grouped(report.notes, SUMMARY_FINDINGS)]
+    if report.notices:
+        lines += ["", "### Notices", *_grouped(report.notices, SUMMARY_FINDINGS)]
     return conclusion, title, "\n".join(lines)
 
 
 async def _post(gh: GitHubAPI, repo: str, sha: str, report: Report, ctx: Context) -> None:
     conclusion, title, summary = render(report)
-    annotations = [f.annotation() for f in report.findings]
+    annotations = [f.annotation() for f in report.findings] + \
+        [f.annotation("notice") for f in report.notices]
     output = {"title": title, "summary": summary[:60_000],
               "annotations": annotations[:ANNOTATIONS_PER_REQUEST]}
     created = await gh.post(f"/repos/{repo}/check-runs", data={
