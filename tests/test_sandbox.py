@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import aiohttp
+
 from bot.sandbox.story import Options, run_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -226,7 +228,7 @@ async def test_keep_mode_serves_until_stopped(tmp_path: Path) -> None:
     task = asyncio.create_task(run_sandbox(Options(config=config, keep=True, log_dir=tmp_path),
                                            out=out, stop=stop))
     for _ in range(600):
-        if "then see the pull requests: " in out.getvalue() or task.done():
+        if "python -m bot receive -e release" in out.getvalue() or task.done():
             break
         await asyncio.sleep(0.05)
     text = out.getvalue()
@@ -234,10 +236,55 @@ async def test_keep_mode_serves_until_stopped(tmp_path: Path) -> None:
     assert "(release v2.3.1 of example/shop again: Conveyor opens nothing new" in text
     payload = json.loads((tmp_path / "release.json").read_text(encoding="utf-8"))
     assert (payload["action"], payload["release"]["tag_name"]) == ("released", "v2.3.1")
+    # every printed link opens a page: the pull request list, each PR, the dashboard
+    links = re.findall(r"(http://127\.0\.0\.1:\d+/example/deploy/(?:pulls|pull/\d+|issues/\d+))",
+                       text)
+    assert len(links) >= 4, text
+    async with aiohttp.ClientSession() as session:
+        for link in links:
+            async with session.get(link) as resp:
+                assert resp.status == 200, link
+                page = await resp.text()
+                assert page.startswith("<!doctype html>"), page
+        async with session.get(links[1]) as resp:
+            assert "conveyor/promotion-gate" in await resp.text()
     assert not task.done()
     stop.set()
     assert await asyncio.wait_for(task, 30) == 0
     assert out.getvalue().endswith("sandbox stopped\n")
+
+
+async def test_keep_prompt_acts_as_people(tmp_path: Path) -> None:
+    running = "sha256:" + "1" * 64
+    config = write_config(tmp_path / "repo", CUSTOM_POLICY, {
+        "envs/dev/shop.yaml": HELM_VALUES,
+        "envs/prod/shop.yaml": HELM_VALUES.replace('tag: "2.3.0"', f'tag: "2.3.1@{running}"')})
+    lines = asyncio.StreamReader()
+    out = io.StringIO()
+    task = asyncio.create_task(run_sandbox(Options(config=config, keep=True, log_dir=tmp_path),
+                                           out=out, stop=asyncio.Event(), commands=lines))
+    for _ in range(600):
+        if "Type `help`" in out.getvalue() or task.done():
+            break
+        await asyncio.sleep(0.05)
+    assert "Type `help`" in out.getvalue(), out.getvalue()
+    played = out.getvalue()
+    assert '"Roll back shop in prod to 2.3.1 (from 2.3.2)"' in played  # #3, two approvals
+    for line in ("comment 1 /promote prod", "approve 3 dave", "approve 3 frank", "merge 3",
+                 "merge 1", "deploy nowhere", "wait 5m", "frobnicate", "prs", "quit"):
+        lines.feed_data(f"{line}\n".encode())
+    assert await asyncio.wait_for(task, 30) == 0
+    said = out.getvalue()[len(played):]
+    assert "  Conveyor replied: /promote prod" in said
+    assert "  gate: action_required — needs 1 more approval from approvers (1 of 2)" in said
+    assert "  gate: success" in said, said
+    assert "  merged #3\n" in said
+    assert "  ✗ the emulator refused it: 405 " in said  # #1 is merged already
+    assert "  ✗ no environment nowhere; environments are: dev, prod" in said
+    assert "  ✗ cannot do 'frobnicate'; `help` lists what can be done" in said
+    assert re.search(r"  #3 Roll back shop in prod to 2\.3\.1 \(from 2\.3\.2\) \(merged\) "
+                     r"http://127\.0\.0\.1:\d+/example/deploy/pull/3", said), said
+    assert said.endswith("sandbox stopped\n")
 
 
 async def test_freeze_window_is_waited_out_and_auto_merge_merges(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Slash commands in comments (SPEC 8): parsing only, no permission checks or effects.
+"""Slash commands in comments: parsing only, no permission checks or effects.
 
 A command is a line that starts with ``/`` followed by a word (a letter, then letters, digits,
 ``-`` or ``_``) and then whitespace or the end of the line; up to 3 leading spaces are allowed,

@@ -1,4 +1,4 @@
-"""The verdict of the check run ``conveyor/promotion-gate`` (SPEC 6), as a pure function.
+"""The verdict of the check run ``conveyor/promotion-gate``, as a pure function.
 
 The I/O layer gathers the facts (which image references the pull request changes in gated
 files, the evidence found upstream for each digest, the reviews, hold and freeze state) into a

@@ -1,4 +1,4 @@
-"""Slash commands in comments of deployment repositories (SPEC 8).
+"""Slash commands in comments of deployment repositories.
 
 Only new comments run commands: an edited comment is never re-run (editing a typo must not
 open a second promotion). Comments by bots — Conveyor's own replies included — are ignored,

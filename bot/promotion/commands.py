@@ -1,4 +1,4 @@
-"""Running slash commands (SPEC 8): each command's effect and the one reply that reports them.
+"""Running slash commands: each command's effect and the one reply that reports them.
 
 The handler decides whether a comment is for Conveyor at all (not a bot, a deployment
 repository, a command line, a user who may run commands); this module runs the parsed

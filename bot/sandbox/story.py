@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import shutil
 import signal
 import sys
@@ -30,16 +29,16 @@ from ..domain.deployed import fill_context
 from ..domain.policy import Environment, PolicyError
 from ..domain.tags import version_from_tag
 from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
+from .console import Console, prompt
 from .demo import digest_of, seed
 from .emulator.ops import ApiError
 from .plan import Plan, PlanError, Unplayable, describe_policy, pinned, plan_demo, plan_from_config
+from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to, short
 from .runner import Sandbox, SandboxError, image_parts, logs_to_file, start_sandbox
 
-GATE = "conveyor/promotion-gate"
 REFUSAL_CHECK = "conveyor/promotion"
 PEOPLE = {"alice": "Alice Dev", "bob": "Bob SRE", "carol": "Carol Reader", "dave": "Dave SRE",
           "erin": "Erin Dev", "frank": "Frank SRE"}
-_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
 class StoryFailed(Exception):
@@ -73,10 +72,6 @@ class Narrator:
         self.line(f"   ✗ {text}")
 
 
-def short(digest: str) -> str:
-    return f"{digest[:19]}…" if digest.startswith("sha256:") else digest
-
-
 def spoken(value: timedelta) -> str:
     """`timedelta(minutes=90)` → "1 hour 30 minutes"."""
     seconds = int(value.total_seconds())
@@ -86,11 +81,6 @@ def spoken(value: timedelta) -> str:
         if count:
             parts.append(f"{count} {unit}{'s' if count != 1 else ''}")
     return " ".join(parts) or "no time"
-
-
-def plain(markdown: str) -> str:
-    """Markdown of one line as a person reads it on a console: no links, bold or code marks."""
-    return _LINK.sub(r"\1", markdown).replace("**", "").replace("`", "").replace("\\_", "_")
 
 
 # -- seeding ---------------------------------------------------------------------------------------
@@ -163,52 +153,6 @@ async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
 
 
 # -- reading what the bot did ----------------------------------------------------------------------
-def find_pull(sandbox: Sandbox, repo: str, title: str) -> dict[str, Any] | None:
-    found = [pr for pr in sandbox.emulator.pulls(repo, state="all") if pr["title"] == title]
-    return found[-1] if found else None
-
-
-def gate_of(sandbox: Sandbox, repo: str, pr: dict[str, Any]) -> dict[str, Any] | None:
-    fresh = next(p for p in sandbox.emulator.pulls(repo, state="all")
-                 if p["number"] == pr["number"])
-    runs = sandbox.emulator.check_runs(repo, fresh["head"]["sha"], GATE)
-    return runs[-1] if runs else None
-
-
-def gate_text(run: dict[str, Any] | None) -> str:
-    if run is None:
-        return "gate: no conveyor/promotion-gate check run on the PR's head commit"
-    state = run["conclusion"] if run["status"] == "completed" else run["status"]
-    title = str(run["output"].get("title") or "")
-    words = [title[:1].lower() + title[1:]] if title else []
-    for raw in str(run["output"].get("summary") or "").splitlines():
-        text = raw.removeprefix("- ").strip()
-        if text.startswith("⏳") and "soaking until" in text and "soak" not in title.lower():
-            words.append(plain(text.removeprefix("⏳").strip().split(" — ", 1)[0]))
-    return f"gate: {state} — {'; '.join(words)}" if words else f"gate: {state}"
-
-
-def gate_state(run: dict[str, Any] | None) -> str:
-    if run is None:
-        return "missing"
-    return str(run["conclusion"] if run["status"] == "completed" else run["status"])
-
-
-def reply_to(sandbox: Sandbox, repo: str, number: int, comment_id: int) -> str | None:
-    marker = f"<!-- conveyor:reply {comment_id} -->"
-    for comment in sandbox.emulator.comments(repo, number):
-        body = str(comment.get("body") or "")
-        if marker in body:
-            lines = [plain(line).strip() for line in body.replace(marker, "").splitlines()]
-            return " ".join(line for line in lines if line)
-    return None
-
-
-def failed(reply: str) -> bool:
-    """A reply that reports an error (Conveyor marks those ❌ or ⚠️)."""
-    return "❌" in reply or "⚠" in reply
-
-
 def reporting_tool(context: str | None) -> str:
     """Who posts a deployment report of this context: Flux's notification-controller names
     its statuses after the object (`kustomization/<name>/<id>`, `helmrelease/…`)."""
@@ -619,7 +563,8 @@ def choose_plan(options: Options, narrator: Narrator) -> Plan | None:
 
 
 async def run_sandbox(options: Options, out: TextIO | None = None,
-                      stop: asyncio.Event | None = None) -> int:
+                      stop: asyncio.Event | None = None,
+                      commands: asyncio.StreamReader | None = None) -> int:
     """Play the story; 0 when every step happened. With `keep`, serve until `stop` is set (or
     the task is cancelled, as Ctrl-C does)."""
     started = time.monotonic()
@@ -640,7 +585,9 @@ async def run_sandbox(options: Options, out: TextIO | None = None,
     status = 1
     try:
         with logs_to_file(folder) as log_path:
-            status = await _play(options, plan, narrator, log_path, started, stop)
+            if options.keep and commands is None:
+                commands = await stdin_lines()
+            status = await _play(options, plan, narrator, log_path, started, stop, commands)
     finally:
         if options.log_dir is None and status == 0:
             shutil.rmtree(folder, ignore_errors=True)  # a failed run keeps its log to read
@@ -648,7 +595,8 @@ async def run_sandbox(options: Options, out: TextIO | None = None,
 
 
 async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path,
-                started: float, stop: asyncio.Event | None) -> int:
+                started: float, stop: asyncio.Event | None,
+                commands: asyncio.StreamReader | None) -> int:
     sandbox = await start_sandbox()
     try:
         await seed_world(sandbox, plan)
@@ -700,35 +648,56 @@ async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path
             narrator.line(f"Conveyor's log: {log_path}" + (
                 f" ({len(errors)} error(s) logged, first: {errors[0]})" if errors else ""))
         if options.keep:
-            await keep_serving(sandbox, plan, narrator, log_path, stop)
+            await keep_serving(sandbox, plan, narrator, log_path, stop, commands)
         return 0 if ok else 1
     finally:
         await sandbox.close()
 
 
 async def keep_serving(sandbox: Sandbox, plan: Plan, narrator: Narrator, log_path: Path,
-                       stop: asyncio.Event | None) -> None:
+                       stop: asyncio.Event | None,
+                       commands: asyncio.StreamReader | None = None) -> None:
     sandbox.clock.run()
     example = await prepare_release_payload(sandbox, plan, log_path.parent)
-    say = narrator.line
+    say, em = narrator.line, sandbox.emulator
     say()
     say("The emulator and Conveyor keep running (Ctrl-C stops them):")
     say(f"  GitHub API (emulator):  {sandbox.api_url}")
-    say(f"  emulator web / control: {sandbox.emulator.web_url}/_emulator/app")
+    say(f"  pull requests (web):    {em.web_url}/{plan.deploy_repo}/pulls")
+    for pr in em.pulls(plan.deploy_repo, state="all"):
+        say(f"    #{pr['number']} {pr['title']}: {pr['html_url']}")
+    for issue in em.issues(plan.deploy_repo, labels=[DASHBOARD_LABEL]):
+        say(f"  dashboard:              {issue['html_url']}")
     say(f"  Conveyor webhook URL:   {sandbox.webhook_url}")
     say(f"  webhook secret:         {sandbox.secret}")
+    say(f"  Conveyor's log:         {log_path}")
+    say()
+    say("Act as a person over HTTP (docs/sandbox.md lists every action), for example:")
+    say(f"  curl -X POST {em.web_url}/_emulator/act/comment -d '{{\"repo\": "
+        f"\"{plan.deploy_repo}\", \"number\": 1, \"user\": \"{plan.cast.requester}\", "
+        f"\"body\": \"/status\"}}'")
     if example is not None:
         payload, effect = example
-        say(f"  example payload:        {payload}")
-        say(f"                          ({effect})")
         say()
-        say("Deliver it to Conveyor like GitHub would:")
+        say(f"Or deliver a saved release to Conveyor like GitHub would ({effect}):")
         say(f"  GITHUB_WEBHOOK_SECRET={sandbox.secret} python -m bot receive -e release "
             f"-p {payload} --url {sandbox.webhook_url}")
-        say(f"then see the pull requests: {sandbox.emulator.web_url}"
-            f"/_emulator/state/pulls?repo={plan.deploy_repo}&state=all")
-    await wait_for_stop(stop or asyncio.Event())
+    stop = stop or asyncio.Event()
+    if commands is not None:
+        say()
+        await prompt(Console(sandbox, plan, say), commands, stop)
+    await wait_for_stop(stop)
     say("sandbox stopped")
+
+
+async def stdin_lines() -> asyncio.StreamReader | None:
+    """The terminal's lines, for the `--keep` prompt; None when stdin is no terminal."""
+    if not sys.stdin.isatty():
+        return None
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    return reader
 
 
 async def wait_for_stop(stop: asyncio.Event) -> None:

@@ -1,4 +1,4 @@
-"""Slash-command parsing (SPEC 8)."""
+"""Slash-command parsing."""
 
 from __future__ import annotations
 

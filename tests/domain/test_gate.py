@@ -1,4 +1,4 @@
-"""The promotion gate's verdict (SPEC 6) over plain facts."""
+"""The promotion gate's verdict over plain facts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Loading valid policies: the SPEC example, defaults and the model's queries."""
+"""Loading valid policies: the documented example, defaults and the model's queries."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from bot.domain.freeze import parse_freeze
 from bot.domain.policy import Policy, check_config_file, load_policy
 from bot.domain.tags import TagPolicy
 
-SPEC_EXAMPLE = """\
+EXAMPLE = """\
 version: 1
 allowed_images: ["ghcr.io/acme/"]          # prefixes a promotion may write; others are refused
 services:
@@ -71,7 +71,7 @@ environments:
 
 @pytest.fixture
 def spec_policy() -> Policy:
-    return load_policy(SPEC_EXAMPLE)
+    return load_policy(EXAMPLE)
 
 
 def test_spec_example_loads(spec_policy: Policy) -> None:
@@ -218,12 +218,12 @@ def test_policy_is_immutable(spec_policy: Policy) -> None:
 
 def test_check_config_file(tmp_path: Path) -> None:
     good = tmp_path / "conveyor.yml"
-    good.write_text(SPEC_EXAMPLE)
+    good.write_text(EXAMPLE)
     policy, issues = check_config_file(str(good))
     assert policy is not None and issues == []
 
     bad = tmp_path / "bad.yml"
-    bad.write_text(SPEC_EXAMPLE.replace("after: staging", "after: stagin"))
+    bad.write_text(EXAMPLE.replace("after: staging", "after: stagin"))
     policy, issues = check_config_file(str(bad))
     assert policy is None
     assert [str(i) for i in issues] == [
@@ -249,8 +249,8 @@ def test_five_hundred_services_load() -> None:
         f'    tags: "semver:^{i % 7}.{i % 3}"\n'
         for i in range(500)
     )
-    text = SPEC_EXAMPLE.replace(
-        SPEC_EXAMPLE[SPEC_EXAMPLE.index("  web:") : SPEC_EXAMPLE.index("environments:")], services
+    text = EXAMPLE.replace(
+        EXAMPLE[EXAMPLE.index("  web:") : EXAMPLE.index("environments:")], services
     ).replace(
         "environments:\n",
         "environments:\n  - name: dev\n    path: dev/{service}.yaml\n"

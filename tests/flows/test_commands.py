@@ -1,4 +1,4 @@
-"""Slash commands (SPEC 8) over HTTP: the real bot against the emulator."""
+"""Slash commands over HTTP: the real bot against the emulator."""
 
 from __future__ import annotations
 

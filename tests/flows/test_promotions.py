@@ -1,4 +1,4 @@
-"""Promotion PRs from releases and published images (SPEC section 5), over HTTP."""
+"""Promotion PRs from releases and published images over HTTP."""
 
 from __future__ import annotations
 

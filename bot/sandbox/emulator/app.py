@@ -206,10 +206,11 @@ class Dispatcher:
 
 
 def build_app(emulator: Emulator) -> web.Application:
-    from . import control
+    from . import control, web_views
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     control.register(app, emulator)
+    web_views.register(app, emulator)
     dispatcher = Dispatcher(emulator)
 
     async def api(request: web.Request) -> web.StreamResponse:

@@ -1,0 +1,66 @@
+"""Reading what the bot did in the emulator, as a person reads it on a console."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .runner import Sandbox
+
+GATE = "conveyor/promotion-gate"
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+
+
+def short(digest: str) -> str:
+    return f"{digest[:19]}…" if digest.startswith("sha256:") else digest
+
+
+def plain(markdown: str) -> str:
+    """Markdown of one line as a person reads it on a console: no links, bold or code marks."""
+    return _LINK.sub(r"\1", markdown).replace("**", "").replace("`", "").replace("\\_", "_")
+
+
+def find_pull(sandbox: Sandbox, repo: str, title: str) -> dict[str, Any] | None:
+    found = [pr for pr in sandbox.emulator.pulls(repo, state="all") if pr["title"] == title]
+    return found[-1] if found else None
+
+
+def gate_of(sandbox: Sandbox, repo: str, pr: dict[str, Any]) -> dict[str, Any] | None:
+    fresh = next(p for p in sandbox.emulator.pulls(repo, state="all")
+                 if p["number"] == pr["number"])
+    runs = sandbox.emulator.check_runs(repo, fresh["head"]["sha"], GATE)
+    return runs[-1] if runs else None
+
+
+def gate_text(run: dict[str, Any] | None) -> str:
+    if run is None:
+        return "gate: no conveyor/promotion-gate check run on the PR's head commit"
+    state = run["conclusion"] if run["status"] == "completed" else run["status"]
+    title = str(run["output"].get("title") or "")
+    words = [title[:1].lower() + title[1:]] if title else []
+    for raw in str(run["output"].get("summary") or "").splitlines():
+        text = raw.removeprefix("- ").strip()
+        if text.startswith("⏳") and "soaking until" in text and "soak" not in title.lower():
+            words.append(plain(text.removeprefix("⏳").strip().split(" — ", 1)[0]))
+    return f"gate: {state} — {'; '.join(words)}" if words else f"gate: {state}"
+
+
+def gate_state(run: dict[str, Any] | None) -> str:
+    if run is None:
+        return "missing"
+    return str(run["conclusion"] if run["status"] == "completed" else run["status"])
+
+
+def reply_to(sandbox: Sandbox, repo: str, number: int, comment_id: int) -> str | None:
+    marker = f"<!-- conveyor:reply {comment_id} -->"
+    for comment in sandbox.emulator.comments(repo, number):
+        body = str(comment.get("body") or "")
+        if marker in body:
+            lines = [plain(line).strip() for line in body.replace(marker, "").splitlines()]
+            return " ".join(line for line in lines if line)
+    return None
+
+
+def failed(reply: str) -> bool:
+    """A reply that reports an error (Conveyor marks those ❌ or ⚠️)."""
+    return "❌" in reply or "⚠" in reply
