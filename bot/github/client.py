@@ -11,7 +11,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,6 +179,39 @@ def _path(url: str) -> str:
     return url.split("?", 1)[0]
 
 
+class GrowableCache(MutableMapping[str, Any]):
+    """An LRU whose size can grow while clients hold it (gidgethub keeps the mapping it was
+    given): the ETag cache of an installation, sized once its policies are known."""
+
+    def __init__(self, maxsize: int) -> None:
+        self._entries: cachetools.LRUCache[str, Any] = cachetools.LRUCache(maxsize=maxsize)
+
+    @property
+    def maxsize(self) -> int:
+        return int(self._entries.maxsize)
+
+    def grow(self, maxsize: int) -> None:
+        if maxsize > self._entries.maxsize:
+            grown: cachetools.LRUCache[str, Any] = cachetools.LRUCache(maxsize=maxsize)
+            grown.update(self._entries)
+            self._entries = grown
+
+    def __getitem__(self, key: str) -> Any:
+        return self._entries[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._entries[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._entries[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class GitHubClients:
     """Owns the shared HTTP session, the app auth and the per-installation caches."""
 
@@ -197,9 +230,8 @@ class GitHubClients:
         self.retry = retry or RetryPolicy()
         self._session: aiohttp.ClientSession | None = None
         self._etag_cache_entries = etag_cache_entries
-        self._caches: cachetools.LRUCache[int, cachetools.LRUCache[str, Any]] = (
-            cachetools.LRUCache(maxsize=1024)
-        )
+        self._caches: cachetools.LRUCache[int, GrowableCache] = cachetools.LRUCache(
+            maxsize=1024)
         # App-level reads (installations, hook deliveries) are conditional too.
         self._app_cache: cachetools.LRUCache[str, Any] = cachetools.LRUCache(maxsize=64)
         self._mutation_locks: dict[int | None, asyncio.Lock] = {}
@@ -237,13 +269,10 @@ class GitHubClients:
         """Let the installation's ETag cache hold at least `entries` (sized from the policies
         it serves: a cache smaller than one resync's reads turns every read into a full one)."""
         cache = self._caches.get(installation_id)
-        if cache is not None and cache.maxsize >= entries:
-            return
-        grown: cachetools.LRUCache[str, Any] = cachetools.LRUCache(
-            maxsize=max(entries, self._etag_cache_entries))
-        if cache is not None:
-            grown.update(cache)
-        self._caches[installation_id] = grown
+        if cache is None:
+            cache = GrowableCache(max(entries, self._etag_cache_entries))
+            self._caches[installation_id] = cache
+        cache.grow(entries)
 
     async def installation(
         self, installation_id: int, *, repositories: tuple[str, ...] = ()
@@ -251,7 +280,7 @@ class GitHubClients:
         token = await self.auth.installation_token(installation_id, repositories=repositories)
         cache = self._caches.get(installation_id)
         if cache is None:
-            cache = cachetools.LRUCache(maxsize=self._etag_cache_entries)
+            cache = GrowableCache(self._etag_cache_entries)
             self._caches[installation_id] = cache
         return self._client(installation_id, oauth_token=token, cache=cache)
 

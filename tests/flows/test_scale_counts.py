@@ -1,0 +1,90 @@
+"""500 services × 4 environments on one installation, over HTTP: the requests a cold start, a
+dashboard refresh and an idle resync cost are counted by the emulator, exactly.
+
+The world is the benchmark's (`benchmarks/scale.py`): one deployment repository whose policy
+names 500 services and 4 environments, 2,000 Kustomize overlays committed by hand.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import pytest
+
+from benchmarks.scale import deployment_files
+from bot.github import repos as github_repos
+from bot.handlers import packages as package_handlers
+from bot.promotion.dashboard import refresh_dashboard
+from bot.promotion.resync import resync_all
+from bot.sandbox.emulator.requestlog import RequestEntry
+from tests.harness import World, close_world, make_world
+
+SERVICES = 500
+
+
+@pytest.fixture
+async def scale() -> AsyncIterator[World]:
+    github_repos._immutable.clear()  # a fresh process: nothing remembered from other tests
+    package_handlers._recent.clear()
+    built = await make_world(files=deployment_files(SERVICES))
+    try:
+        yield built
+    finally:
+        await close_world(built)
+    assert built.emulator.violations == [], built.emulator.violations
+
+
+def counted(entries: list[RequestEntry]) -> Counter[tuple[str, str, int]]:
+    """Requests of the installation by route and status."""
+    return Counter((e.method, e.path, e.status) for e in entries if e.installation_id)
+
+
+R = "/repos/{owner}/{repo}"
+
+
+async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resyncs(
+        scale: World) -> None:
+    world = scale
+    ctx = world.runtime.ctx
+    world.emulator.requests.reset()
+    await resync_all(ctx)  # the first thing the periodic resync does after a start
+    await world.settle()
+    cold = counted(world.emulator.requests.entries)
+    rate_limited = sum(n for (_, _, status), n in cold.items() if status != 304)
+    assert rate_limited <= 100
+    # The 2,000 files come in one archive, not one request each; "since" of files committed
+    # by hand comes from their history, the first import commit answering for all of them.
+    assert cold[("GET", R + "/tarball/{ref}", 302)] == 1
+    assert cold[("GET", R + "/git/trees/{tree_sha}", 200)] == 1
+    assert sum(n for (_, path, _), n in cold.items() if path == R + "/git/blobs/{file_sha}") == 0
+    assert cold[("GET", R + "/commits/{ref}", 200)] == 7  # the import's files, 300 a page
+    assert cold[("POST", R + "/issues", 201)] == 1  # the dashboard
+    # The rest: the repository list, the policy (and a 404 with a head read for each of the
+    # two source repositories without one), the branch head, the open and the recently
+    # closed pull requests, the file history walk and its PR, web's releases, the stray
+    # branch listing and the dashboard issue list.
+    assert rate_limited == 24, "\n".join(map(str, sorted(cold.items())))
+
+    assert len(world.emulator.issues(world.repo, labels=["conveyor-dashboard"])) == 1
+
+    gh = await ctx.clients.installation(world.demo.installation_id)
+    [repo] = [r for r in await ctx.policies.load(gh, world.demo.installation_id) if r.policy]
+    world.emulator.requests.reset()
+    await refresh_dashboard(ctx, gh, repo)
+    warm = counted(world.emulator.requests.entries)
+    # The branch head, the open and the closed pull requests: 304s. The dashboard issue list
+    # changed since it was last read (the issue was created after it).
+    assert warm == {("GET", R + "/git/ref/{ref}", 304): 1, ("GET", R + "/pulls", 304): 2,
+                    ("GET", R + "/issues", 200): 1}, warm
+
+    for _ in range(2):  # settle: the first resyncs may still tidy up
+        await resync_all(ctx)
+        await world.settle()
+    world.emulator.requests.reset()
+    await resync_all(ctx)
+    await world.settle()
+    idle = counted(world.emulator.requests.entries)
+    assert {status for _, _, status in idle} == {304}, idle
+    assert sum(idle.values()) <= 50
+    assert sum(idle.values()) == 13, sorted(idle.items())
