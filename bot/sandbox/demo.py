@@ -48,6 +48,8 @@ environments:
     deployed_context: argocd/{service}-{env}   # Argo CD labels its statuses per Application
     deployed_by: ["argocd[bot]"]
     merge_method: squash
+groups:
+  storefront: [web, api]                  # /promote production storefront: one PR for both
 """
 
 _KUSTOMIZATION = """\

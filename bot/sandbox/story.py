@@ -36,6 +36,7 @@ from .plan import Plan, PlanError, Unplayable, describe_policy, pinned, plan_dem
 from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to, short
 from .runner import Sandbox, SandboxError, image_parts, logs_to_file, start_sandbox
 
+TRAIN_VERSION = "1.1.1"  # what the demo's release train carries
 REFUSAL_CHECK = "conveyor/promotion"
 PEOPLE = {"alice": "Alice Dev", "bob": "Bob SRE", "carol": "Carol Reader", "dave": "Dave SRE",
           "erin": "Erin Dev", "frank": "Frank SRE"}
@@ -449,6 +450,45 @@ class Story:
                  f"({version or 'the untagged image'} is {short(digest)}); "
                  f"{gate_text(gate_of(self.sandbox, self.repo, back))}")
 
+    async def train(self, pr: dict[str, Any]) -> None:
+        """The demo's release train: every service of the story's group gets a new image into
+        the entry environment, then one `/promote <env> <group>` moves them all at once."""
+        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
+        group = next((g for g in plan.policy.groups.values() if plan.service.name in g.services),
+                     None)
+        if not plan.demo or group is None or not plan.chain:
+            return
+        gated = plan.chain[0]
+        say.step(f"CI publishes {TRAIN_VERSION} of {', '.join(group.services)} "
+                 f"(group {group.name})")
+        for name in group.services:
+            service = plan.policy.services[name]
+            _registry, owner, package = image_parts(service.image)
+            await em.publish_container(owner, package,
+                                       digest_of(f"{service.image}:{TRAIN_VERSION}"),
+                                       [TRAIN_VERSION], source_repo=service.source)
+        await self.sandbox.settle()
+        entered = [p for name in group.services if (p := find_pull(
+            self.sandbox, self.repo, f"Promote {name} {TRAIN_VERSION} to {plan.entry.name}"))]
+        say.said("Conveyor opened " + ", ".join(
+            f"#{p['number']}{' (merged)' if p['merged'] else ''}" for p in entered)
+            + f" into {plan.entry.name}")
+        command = f"/promote {gated.name} {group.name}"
+        say.step(f'{plan.cast.requester} comments "{command}" on #{pr["number"]}')
+        posted = await em.comment(self.repo, pr["number"], plan.cast.requester, command)
+        await self.sandbox.settle()
+        reply = reply_to(self.sandbox, self.repo, pr["number"], posted["id"])
+        prefix = f"Promote {group.name} to {gated.name} ("
+        trains = [p for p in em.pulls(self.repo, state="open") if p["title"].startswith(prefix)]
+        if not trains:
+            say.problem(f"no release train was opened; Conveyor replied: {reply}")
+            return
+        train = trains[-1]
+        head = em.commit(self.repo, train["head"]["sha"])
+        say.said(f'Conveyor opened #{train["number"]} "{train["title"]}" — one commit '
+                 f"changing {len(head.get('files') or [])} file(s); "
+                 f"{gate_text(gate_of(self.sandbox, self.repo, train))}")
+
     async def dashboard(self) -> None:
         say, em = self.narrator, self.sandbox.emulator
         await self.sandbox.pass_time(DEBOUNCE + timedelta(seconds=1))
@@ -480,6 +520,7 @@ class Story:
             await self.merge(pr, gated)
         if plan.chain:
             await self.rollback(pr, plan.chain[-1])
+            await self.train(pr)
         await self.dashboard()
 
 
