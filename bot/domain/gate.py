@@ -20,6 +20,7 @@ __all__ = [
     "Condition",
     "EnvironmentRules",
     "Evidence",
+    "FileProblem",
     "GateInput",
     "ImageChange",
     "Review",
@@ -52,11 +53,20 @@ class Evidence:
     # environment's upstream (`after`) for merged/deployed, and the environment itself for
     # history, so that evidence from an unrelated environment never satisfies a gate.
     environment: str | None = None
+    # The canonical image name the evidence is about; None means "the change's own image".
+    # The same digest under another name is another image (SPEC 6: full name and digest).
+    image: str | None = None
 
 
 @dataclass(frozen=True)
 class ImageChange:
-    """One image reference the pull request changes in a gated file."""
+    """One image reference the pull request changes in a gated file.
+
+    ``service`` and ``environment`` name the file's owner in the policy; ``owned`` is false
+    for an image that is not that service's own (a sidecar, another registry's image).
+    ``canonical`` is the comparable name the evidence must be about. ``tags_text`` replaces
+    the default wording of the tags condition (the I/O layer names the registry's versions).
+    """
 
     service: str
     environment: str
@@ -69,6 +79,18 @@ class ImageChange:
     allowed: bool
     tag_admitted: bool
     attestation_problem: str | None = None
+    owned: bool = True
+    canonical: str | None = None
+    tags_text: str | None = None
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A gated file the gate cannot judge (deleted, renamed, unreadable, unlisted...)."""
+
+    environment: str
+    path: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -117,6 +139,7 @@ class GateInput:
     # by digest: what the deployed search saw besides evidence (a newer failure, ignored
     # reports and whose), shown on the digest's deployed condition
     evidence_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    problems: tuple[FileProblem, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,14 +204,19 @@ def short_digest(digest: str) -> str:
 
 
 def evaluate_gate(gate: GateInput) -> Verdict:
-    if not gate.changes:
+    if not gate.changes and not gate.problems:
         return NO_GATED_CHANGE
 
-    conditions: list[Condition] = []
+    conditions: list[Condition] = [
+        Condition(ok=False, text=problem.reason, subject=f"{problem.path} ({problem.environment})")
+        for problem in gate.problems
+    ]
     for change in gate.changes:
         conditions.extend(_change_conditions(change, gate))
 
-    environments = list(dict.fromkeys(change.environment for change in gate.changes))
+    environments = list(dict.fromkeys(
+        [change.environment for change in gate.changes]
+        + [problem.environment for problem in gate.problems]))
     conditions.extend(_freeze_condition(environment, gate) for environment in environments)
 
     known_rules = [gate.rules[env] for env in environments if env in gate.rules]
@@ -240,6 +268,8 @@ def _title(condition: Condition, more: int) -> str:
 
 def _change_conditions(change: ImageChange, gate: GateInput) -> list[Condition]:
     subject = f"{change.service} → {change.environment}"
+    if not change.owned:
+        subject = f"{change.image} in {subject}"
 
     def condition(ok: bool, text: str) -> Condition:
         return Condition(ok=ok, text=text, subject=subject)
@@ -269,9 +299,12 @@ def _change_conditions(change: ImageChange, gate: GateInput) -> list[Condition]:
     found.append(
         condition(
             change.tag_admitted,
-            f"{version} is admitted in {change.environment}"
-            if change.tag_admitted
-            else f"{version} is not admitted in {change.environment} by its tags policy",
+            change.tags_text
+            or (
+                f"{version} is admitted in {change.environment}"
+                if change.tag_admitted
+                else f"{version} is not admitted in {change.environment} by its tags policy"
+            ),
         )
     )
     if change.attestation_problem is not None:
@@ -386,6 +419,8 @@ def _matching(
     matching = []
     for item in evidence:
         if item.digest != digest:
+            continue
+        if None not in (item.image, change.canonical) and item.image != change.canonical:
             continue
         if item.kind == kind:
             expected = rules.after

@@ -33,6 +33,10 @@ class FileTooLarge(Exception):
     pass
 
 
+class UnreadableFile(Exception):
+    """A path GitHub holds whose text cannot be read; ``str()`` says why."""
+
+
 def split_repo(full_name: str) -> tuple[str, str]:
     owner, _, name = full_name.partition("/")
     return owner, name
@@ -42,8 +46,13 @@ def content_path(path: str) -> str:
     return quote(path.lstrip("/"), safe="/")
 
 
-async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None) -> RepoFile | None:
-    """A file's text at `ref` (default branch when None), or None when it does not exist."""
+async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None, *,
+                   strict: bool = False) -> RepoFile | None:
+    """A file's text at `ref` (default branch when None), or None when it does not exist.
+
+    A path that is not a regular file, is not UTF-8 or is too large is None too, unless
+    `strict`: then it raises UnreadableFile with the reason (the gate must not skip it).
+    """
     url = f"/repos/{repo}/contents/{content_path(path)}"
     immutable_key = (repo.lower(), path, ref) if ref and _SHA_RE.fullmatch(ref) else None
     if immutable_key is not None and immutable_key in _immutable:
@@ -56,20 +65,44 @@ async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None) 
             if immutable_key is not None:
                 _immutable[immutable_key] = None
             return None
+        if strict and exc.status_code == 403 and "too large" in str(exc):
+            raise UnreadableFile("larger than the 1 MB GitHub returns through the contents "
+                                 "API") from exc
         raise
     if not isinstance(data, dict) or data.get("type") != "file":
+        if strict:
+            kind = data.get("type") if isinstance(data, dict) else "dir"
+            raise UnreadableFile(f"not a regular file (GitHub calls it a {kind})")
         return None
+    if strict and str(data.get("path", path)) != path.strip("/"):
+        # The contents API follows a symlink to the file it names.
+        raise UnreadableFile(f"a symbolic link to {data.get('path')}")
     if int(data.get("size", 0)) > MAX_FILE_BYTES:
+        if strict:
+            raise UnreadableFile(f"larger than {MAX_FILE_BYTES} bytes")
         raise FileTooLarge(f"{path} is larger than {MAX_FILE_BYTES} bytes")
     try:
         raw = base64.b64decode(data.get("content", ""))
         text = raw.decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        if strict:
+            raise UnreadableFile(_undecodable(raw if isinstance(exc, UnicodeDecodeError)
+                                              else b"")) from exc
         return None
     result = RepoFile(path=path, text=text, sha=str(data["sha"]))
     if immutable_key is not None:
         _immutable[immutable_key] = result
     return result
+
+
+def _undecodable(raw: bytes) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "not UTF-8 (it starts with a UTF-16 byte order mark)"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+    return "its content is not valid Base64"
 
 
 async def branch_head(gh: GitHubAPI, repo: str, branch: str) -> str:

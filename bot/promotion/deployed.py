@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -75,6 +75,7 @@ class DeployedSearch:
     default_branch: str
     # whether the target's file pins the digest at a commit
     pinned_at: Callable[[str], Awaitable[bool]]
+    _stretches: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     async def judge(self, target: Target, digest: str, trust: Trust) -> Judgement:
         commits = await self.pinning_commits(target)
@@ -100,6 +101,12 @@ class DeployedSearch:
         return judge(reports, trust)
 
     async def pinning_commits(self, target: Target) -> list[dict[str, Any]]:
+        """:meth:`_pinning_commits`, read once per search (`merged` evidence shares it)."""
+        if target.path not in self._stretches:
+            self._stretches[target.path] = await self._pinning_commits(target)
+        return self._stretches[target.path]
+
+    async def _pinning_commits(self, target: Target) -> list[dict[str, Any]]:
         """The default branch's own commits (its first-parent chain), newest first, in the
         newest stretch during which the target's file pins the digest.
 

@@ -1,37 +1,44 @@
 """Evidence from an upstream environment that a digest proved itself there.
 
-`merged`: the default branch set the upstream file to the digest (Conveyor's merged promotion
-PR, or the file as it stands). `deployed`: a successful GitHub deployment, commit status or check
-run for the upstream environment on a deployment-repo commit at which the upstream file pins
-the digest. `history`: for rollbacks, the digest was live in the environment before.
+`merged`: a commit in the default branch's history of the upstream file set it to the image's
+full name and digest (branch names and markers play no part). `deployed`: a successful GitHub
+deployment, commit status or check run for the upstream environment on a deployment-repo commit
+at which the upstream file pins the digest. `history`: for rollbacks, the digest was live in the
+environment before.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
 from ..domain.deployed import Trust
 from ..domain.gate import Evidence
+from ..domain.images import canonical_image_name
 from ..domain.policy import Environment, Policy
 from ..github.repos import get_file
-from ..manifests import ManifestError, find_images
+from ..manifests import ManifestError
+from ..manifests.references import deploy_references
 from .deployed import DeployedSearch, Target, parse_time
-from .marker import branch_name
-from .opener import find_pull_for_branch
 
 # Bounds: how far back the history is read.
 MAX_HISTORY_COMMITS = 30
 
 
-def pins(text: str | None, image: str, digest: str, path: str) -> bool:
+def pins(text: str | None, image: str, digest: str, path: str,
+         tag_keys: tuple[str, ...] = ()) -> bool:
+    """Whether the file deploys ``image`` (its full name) at exactly ``digest``."""
     if text is None:
         return False
     try:
-        return any(o.digest == digest for o in find_images(text, image, path=path))
-    except ManifestError:
+        wanted = canonical_image_name(image)
+        return any(r.canonical_name == wanted and r.digest == digest
+                   for r in deploy_references(text, path=path, tag_keys=tag_keys))
+    except (ManifestError, ValueError):
         return False
 
 
@@ -47,63 +54,67 @@ class EvidenceFinder:
     # what the deployed search found besides evidence (the latest failure, ignored reports)
     notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    async def for_digest(self, service: str, environment: Environment, digest: str
-                         ) -> list[Evidence]:
+    async def for_digest(self, service: str, environment: Environment, digest: str, *,
+                         image: str | None = None) -> list[Evidence]:
+        """Evidence that ``image`` (default: the service's) at ``digest`` passed upstream:
+        the upstream file of the same service, on the default branch, pinned it."""
         upstream = environment.after
         if upstream is None:
             return []
-        image = self.policy.services[service].image
+        image = image or self.policy.services[service].image
         path = self.policy.path_for(service, upstream)
-        found: list[Evidence] = []
-        setting = await self._merged(service, upstream, image, path, digest)
-        if setting is not None:
-            found.append(setting[0])
+        tag_keys = self._tag_keys(service)
+
+        async def pinned_at(sha: str) -> bool:
+            file = await get_file(self.gh, self.repo, path, sha)
+            return pins(file.text if file else None, image, digest, path, tag_keys)
+
+        search = DeployedSearch(self.gh, self.repo, self.default_branch, pinned_at)
+        target = Target(service, upstream, path, environment.deployed_context)
+        stretch = await search.pinning_commits(target)
+        if not stretch:
+            return []
+        # The oldest commit of the stretch is the one that brought the digest to the branch.
+        found = [await self._merged(stretch[-1], upstream, path, image, digest)]
         if "deployed" in environment.evidence:
-            deployed, notes = await self._deployed(service, environment, image, path, digest)
+            deployed, notes = await self._deployed(search, target, environment, digest)
             found += deployed
             if notes:
                 self.notes[digest] = notes
         return found
 
-    async def _merged(self, service: str, upstream: str, image: str, path: str, digest: str
-                      ) -> tuple[Evidence, str] | None:
-        """Merged evidence and the sha of the commit that set the digest upstream."""
-        pr = await find_pull_for_branch(self.gh, self.repo,
-                                        branch_name(upstream, service, digest))
-        if pr is not None and pr.get("merged_at") and pr.get("merge_commit_sha"):
-            return Evidence(
-                kind="merged", digest=digest, at=parse_time(pr["merged_at"]),
-                url=pr["html_url"], description=f"#{pr['number']} merged into {upstream}",
-                environment=upstream,
-            ), str(pr["merge_commit_sha"])
-        current = await get_file(self.gh, self.repo, path)
-        if not pins(current.text if current else None, image, digest, path):
-            return None
-        commits = await self.gh.getitem(
-            f"/repos/{self.repo}/commits?sha={quote(self.default_branch)}"
-            f"&path={quote(path)}&per_page=1"
-        )
-        if not commits:
-            return None
-        commit = commits[0]
+    async def _merged(self, commit: dict[str, Any], upstream: str, path: str, image: str,
+                      digest: str) -> Evidence:
+        """`merged`: the commit of the default branch's history of the upstream file that set
+        it to this full name and digest (never a branch name or a marker)."""
+        at, how = await self._arrival(commit)
         return Evidence(
-            kind="merged", digest=digest,
-            at=parse_time(commit["commit"]["committer"]["date"]),
-            url=commit["html_url"],
-            description=f"{path} pins it on {self.default_branch} ({commit['sha'][:7]})",
+            kind="merged", digest=digest, at=at, url=commit["html_url"],
+            description=f"{path} pins {image}@{digest[:19]}… on {self.default_branch} "
+                        f"since {commit['sha'][:7]}{how}",
             environment=upstream,
-        ), str(commit["sha"])
+        )
 
-    async def _deployed(self, service: str, environment: Environment, image: str, path: str,
-                        digest: str) -> tuple[list[Evidence], tuple[str, ...]]:
-        upstream = environment.after or environment.name
+    async def _arrival(self, commit: dict[str, Any]) -> tuple[datetime, str]:
+        """When a commit reached the default branch. A commit GitHub itself made (a squash or
+        a merge, an API write: committed and signed by GitHub) carries a date GitHub set; any
+        other commit's dates are whatever its author wrote, so the merge of its pull request
+        dates it instead."""
+        data = commit.get("commit") or {}
+        committed = parse_time(data["committer"]["date"])
+        signed = (data.get("verification") or {}).get("verified") is True
+        if signed and (commit.get("committer") or {}).get("login") == "web-flow":
+            return committed, ""
+        pulls = await self.gh.getitem(f"/repos/{self.repo}/commits/{commit['sha']}/pulls")
+        merged = [parse_time(pr["merged_at"]) for pr in pulls or []
+                  if pr.get("merged_at") and pr.get("base", {}).get("ref") == self.default_branch]
+        if merged:
+            return min(merged), " (dated by the merge of its pull request)"
+        return committed, ""
 
-        async def pinned_at(sha: str) -> bool:
-            file = await get_file(self.gh, self.repo, path, sha)
-            return pins(file.text if file else None, image, digest, path)
-
-        search = DeployedSearch(self.gh, self.repo, self.default_branch, pinned_at)
-        target = Target(service, upstream, path, environment.deployed_context)
+    async def _deployed(self, search: DeployedSearch, target: Target,
+                        environment: Environment, digest: str
+                        ) -> tuple[list[Evidence], tuple[str, ...]]:
         judgement = await search.judge(target, digest, Trust(
             environment.deployed_by, self.own_login, self.own_app_id))
         report = judgement.evidence
@@ -112,12 +123,17 @@ class EvidenceFinder:
         return [Evidence(
             kind="deployed", digest=digest, at=report.at,
             url=report.url or f"{self.web_url}/{self.repo}/commit/{report.sha}",
-            description=report.describe(), environment=upstream,
+            description=report.describe(), environment=target.environment,
         )], judgement.notes()
 
-    async def history(self, service: str, environment: str, digest: str) -> list[Evidence]:
+    def _tag_keys(self, service: str) -> tuple[str, ...]:
+        tag_key = self.policy.services[service].tag_key
+        return (tag_key,) if tag_key else ()
+
+    async def history(self, service: str, environment: str, digest: str, *,
+                      image: str | None = None) -> list[Evidence]:
         """When the digest was live in this environment before (rollback evidence)."""
-        image = self.policy.services[service].image
+        image = image or self.policy.services[service].image
         path = self.policy.path_for(service, environment)
         commits = await self.gh.getitem(
             f"/repos/{self.repo}/commits?sha={quote(self.default_branch)}&path={quote(path)}"
@@ -125,7 +141,8 @@ class EvidenceFinder:
         )
         for commit in commits:
             text = await get_file(self.gh, self.repo, path, commit["sha"])
-            if pins(text.text if text else None, image, digest, path):
+            if pins(text.text if text else None, image, digest, path,
+                    self._tag_keys(service)):
                 return [Evidence(
                     kind="history", digest=digest,
                     at=parse_time(commit["commit"]["committer"]["date"]),

@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,17 +19,20 @@ from ..domain.gate import (
     NO_GATED_CHANGE,
     EnvironmentRules,
     Evidence,
+    FileProblem,
     GateInput,
     ImageChange,
     Review,
     Verdict,
     evaluate_gate,
+    short_digest,
 )
-from ..domain.images import image_allowed
-from ..domain.policy import Policy
+from ..domain.images import image_allowed, same_image
+from ..domain.policy import Environment, Policy, Service
 from ..domain.provenance import attestation_problem
-from ..github.repos import get_file, is_bot, is_team_member, permission_of
-from ..manifests import ManifestError, find_images
+from ..github.repos import UnreadableFile, get_file, is_bot, is_team_member, permission_of
+from ..manifests import ManifestError
+from ..manifests.references import ImageReference, deploy_references
 from ..offload import run_cpu
 from .deployed import parse_time
 from .evidence import EvidenceFinder
@@ -60,6 +63,7 @@ class PullFacts:
     marker: PromotionMarker | None
     html_url: str
     state: str
+    changed_files: int | None = None
 
     @classmethod
     def from_api(cls, pr: dict[str, Any]) -> PullFacts:
@@ -69,6 +73,8 @@ class PullFacts:
             labels=tuple(label["name"] for label in pr.get("labels") or []),
             marker=parse_marker(pr.get("body")), html_url=pr.get("html_url", ""),
             state=pr.get("state", "open"),
+            changed_files=pr.get("changed_files") if isinstance(pr.get("changed_files"), int)
+            else None,
         )
 
 
@@ -128,23 +134,32 @@ class GateService:
         if policy is None:
             return Verdict("completed", "failure", "The policy .github/conveyor.yml is invalid",
                            (), None)
-        changes = await self._changes(ctx, gh, repo, policy, facts)
-        if not changes:
+        changes, problems = await self._changes(ctx, gh, repo, policy, facts)
+        if not changes and not problems:
             return NO_GATED_CHANGE
         finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, ctx.web_url,
                                 own_login=ctx.bot_login, own_app_id=ctx.app_id)
         rollback = facts.marker is not None and facts.marker.kind == "rollback"
-        evidence: dict[str, tuple[Evidence, ...]] = {}
+        evidence: dict[str, list[Evidence]] = {}
+        looked: set[tuple[str, str, str, str | None]] = set()
         for change in changes:
-            if change.new_digest is None or change.new_digest in evidence:
+            key = (change.service, change.environment, change.new_digest or "",
+                   change.canonical)
+            if change.new_digest is None or change.resolution_error is not None or key in looked:
                 continue
+            looked.add(key)
             env = policy.environments[change.environment]
-            found = await finder.for_digest(change.service, env, change.new_digest)
+            found = await finder.for_digest(change.service, env, change.new_digest,
+                                            image=change.image)
             if rollback:
                 found += await finder.history(change.service, change.environment,
-                                              change.new_digest)
-            evidence[change.new_digest] = tuple(found)
-        envs = {change.environment for change in changes}
+                                              change.new_digest, image=change.image)
+            # Evidence is about one name: the same digest under another name is another image.
+            evidence.setdefault(change.new_digest, []).extend(
+                item if item.image is not None else replace(item, image=change.canonical)
+                for item in found)
+        envs = {change.environment for change in changes} | {
+            p.environment for p in problems if p.environment in policy.environments}
         rules = {
             name: EnvironmentRules(
                 name=name, after=policy.environments[name].after or "",
@@ -156,8 +171,9 @@ class GateService:
         now = ctx.clock()
         held, hold_url = await self._hold(ctx, gh, repo.full_name, facts)
         return evaluate_gate(GateInput(
-            changes=tuple(changes), rules=rules, evidence=evidence, rollback=rollback,
-            evidence_notes=dict(finder.notes),
+            changes=tuple(changes), rules=rules,
+            evidence={digest: tuple(items) for digest, items in evidence.items()},
+            rollback=rollback, problems=tuple(problems), evidence_notes=dict(finder.notes),
             reviews=tuple(await self._reviews(gh, repo, policy, facts, envs)),
             head_sha=facts.head_sha, pr_author=facts.author,
             requester=facts.marker.requester if facts.marker else None,
@@ -168,65 +184,120 @@ class GateService:
         ))
 
     async def _changes(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
-                       facts: PullFacts) -> list[ImageChange]:
+                       facts: PullFacts) -> tuple[list[ImageChange], list[FileProblem]]:
         changes: list[ImageChange] = []
+        problems: list[FileProblem] = []
+        listed = 0
         async for changed in gh.getiter(
             f"/repos/{repo.full_name}/pulls/{facts.number}/files?per_page=100"
         ):
+            listed += 1
             path = changed["filename"]
-            owners = [(s, e) for s, e in policy.environment_for_path(path) if e.gated]
-            if not owners or changed.get("status") == "removed":
+            previous = changed.get("previous_filename")
+            owners = gated_owners(policy, path)
+            former = gated_owners(policy, previous) if previous else []
+            status = changed.get("status")
+            if status == "renamed" and (owners or former):
+                for _, env in owners or former:
+                    problems.append(FileProblem(env.name, previous or path,
+                                                f"renamed to {path}: the gate cannot judge a "
+                                                "moved gated file"))
                 continue
-            new = await get_file(gh, repo.full_name, path, facts.head_sha)
-            old = await get_file(gh, repo.full_name, changed.get("previous_filename") or path,
-                                 facts.base_sha)
-            for service, env in owners:
-                changes += await self._image_changes(ctx, gh, policy, service.name, env.name,
-                                                     path, old.text if old else "",
-                                                     new.text if new else "", facts)
-        return changes
+            if not owners:
+                continue
+            if status == "removed":
+                problems += [FileProblem(env.name, path, "deleted: the gate cannot judge a "
+                                         "removed gated file") for _, env in owners]
+                continue
+            try:
+                new = await get_file(gh, repo.full_name, path, facts.head_sha, strict=True)
+                old = await get_file(gh, repo.full_name, path, facts.base_sha, strict=True)
+            except UnreadableFile as exc:
+                problems += [FileProblem(env.name, path, f"cannot be read: {exc}")
+                             for _, env in owners]
+                continue
+            tag_keys = tuple(dict.fromkeys(s.tag_key for s, _ in owners if s.tag_key))
+            new_text, old_text = new.text if new else "", old.text if old else ""
+            try:
+                after = await run_cpu(len(new_text), deploy_references, new_text, path=path,
+                                      tag_keys=tag_keys)
+            except ManifestError as exc:
+                problems += [FileProblem(env.name, path, f"line {exc.line}: {exc.message}")
+                             for _, env in owners]
+                continue
+            try:
+                before = {r.identity for r in await run_cpu(
+                    len(old_text), deploy_references, old_text, path=path, tag_keys=tag_keys)}
+            except ManifestError:
+                before = set()  # an unreadable base: every reference counts as changed
+            changed_refs = list({r.identity: r for r in after if r.identity not in before}
+                                .values())
+            for reference in changed_refs:
+                service, environment = _judging_owner(policy, owners, reference)
+                changes.append(await self._image_change(ctx, gh, policy, service, environment,
+                                                        path, reference, facts))
+        total = facts.changed_files
+        if total is not None and total > listed:
+            problems.append(FileProblem(
+                "every gated environment", "the pull request",
+                f"changes {total} files and GitHub lists only the first {listed}: files past "
+                "them cannot be judged; split the pull request"))
+        return changes, problems
 
-    async def _image_changes(self, ctx: Context, gh: GitHubAPI, policy: Policy, service: str,
-                             environment: str, path: str, old_text: str, new_text: str,
-                             facts: PullFacts) -> list[ImageChange]:
-        image, tag_key = policy.services[service].image, policy.services[service].tag_key
-        try:
-            after = await run_cpu(len(new_text), find_images, new_text, image, path=path,
-                                  tag_key=tag_key)
-        except ManifestError as exc:
-            return [ImageChange(service, environment, path, exc.line, image, None, None,
-                                f"the file does not parse: {exc.message}", True, True)]
-        try:
-            before = {(o.tag, o.digest)
-                      for o in await run_cpu(len(old_text), find_images, old_text, image,
-                                             path=path, tag_key=tag_key)}
-        except ManifestError:
-            before = set()
-        found = []
-        for occurrence in after:
-            if (occurrence.tag, occurrence.digest) in before:
-                continue
-            digest, error = occurrence.digest, None
-            if digest is None:
-                if occurrence.tag is None:
-                    error = "neither a tag nor a digest"
+    async def _image_change(self, ctx: Context, gh: GitHubAPI, policy: Policy, service: str,
+                            environment: str, path: str, reference: ImageReference,
+                            facts: PullFacts) -> ImageChange:
+        owner = _service_of(policy, reference.canonical_name)
+        digest, error = reference.digest, reference.problem
+        if error is None and digest is None:
+            if reference.tag is None:
+                error = "neither a tag nor a digest"
+            else:
+                try:
+                    digest = await registry_digest(ctx, gh, reference.name, reference.tag)
+                except Exception as exc:  # any lookup failure fails the gate, never the check
+                    error = f"tag {reference.tag} could not be looked up: {_reason(exc)}"
                 else:
-                    match = await ctx.packages.find_by_tags(gh, image, [occurrence.tag])
-                    digest = match[0].digest if match else None
-                    error = None if match else f"tag {occurrence.tag} resolves to no digest"
-            tag_subject = occurrence.tag or (facts.marker.tag if facts.marker else None)
-            admitted = all(p.admits(tag_subject) for p in policy.tag_policy_for(
-                service, environment)) if tag_subject else True
+                    if digest is None:
+                        error = f"tag {reference.tag} resolves to no digest"
+        admitted, tags_text = await self._tags_rule(ctx, gh, policy, owner, environment,
+                                                    reference, digest)
+        problem = None
+        if owner is not None and owner == service and error is None:
             problem = await self._attestation_problem(gh, policy, service, environment, digest,
                                                       facts)
-            found.append(ImageChange(
-                service=service, environment=environment, path=path, line=occurrence.line,
-                image=occurrence.name, new_tag=occurrence.tag, new_digest=digest,
-                resolution_error=error,
-                allowed=image_allowed(occurrence.name, policy.allowed_images),
-                tag_admitted=admitted, attestation_problem=problem,
-            ))
-        return found
+        return ImageChange(
+            service=service, environment=environment, path=path, line=reference.line,
+            image=reference.name, new_tag=reference.tag, new_digest=digest,
+            resolution_error=error,
+            allowed=image_allowed(reference.name, policy.allowed_images),
+            tag_admitted=admitted, attestation_problem=problem,
+            owned=owner == service, canonical=reference.canonical_name, tags_text=tags_text,
+        )
+
+    async def _tags_rule(self, ctx: Context, gh: GitHubAPI, policy: Policy, owner: str | None,
+                         environment: str, reference: ImageReference, digest: str | None
+                         ) -> tuple[bool, str | None]:
+        """The environment's ``tags`` against the versions the registry gives the digest."""
+        env_tags = policy.environments[environment].tags
+        if env_tags is None:
+            return True, f"{environment} has no tags rule"
+        if owner is None:
+            return True, f"{environment}'s tags rule is about its services' images"
+        rules = policy.tag_policy_for(owner, environment)
+        if digest is None:
+            return False, f"without a digest, the version admitted by {env_tags} is unknown"
+        try:
+            versions = await registry_versions(ctx, gh, reference.name, digest)
+        except Exception as exc:  # any lookup failure fails the gate, never the check
+            return False, (f"the registry's versions of {short_digest(digest)} could not be "
+                           f"looked up: {_reason(exc)}")
+        admitted = [v for v in versions if all(rule.admits(v) for rule in rules)]
+        if admitted:
+            return True, f"version {admitted[0]} is admitted in {environment}"
+        carried = ", ".join(versions[:5]) if versions else "no tag"
+        return False, (f"{short_digest(digest)} carries {carried} in the registry: no version "
+                       f"admitted in {environment} by {env_tags}")
 
     async def _attestation_problem(self, gh: GitHubAPI, policy: Policy, service: str,
                                    environment: str, digest: str | None, facts: PullFacts
@@ -361,6 +432,47 @@ class GateService:
             return
         await merge_promotion(ctx, gh, repo.full_name, facts.number, facts.head_sha,
                               env.merge_method)
+
+
+def gated_owners(policy: Policy, path: str) -> list[tuple[Service, Environment]]:
+    return [(s, e) for s, e in policy.environment_for_path(path) if e.gated]
+
+
+def _service_of(policy: Policy, canonical: str) -> str | None:
+    """The policy service whose image this is, if any."""
+    for service in policy.services.values():
+        if same_image(service.image, canonical):
+            return service.name
+    return None
+
+
+def _judging_owner(policy: Policy, owners: list[tuple[Service, Environment]],
+                   reference: ImageReference) -> tuple[str, str]:
+    """Which of the file's (service, environment) owners judges a reference: the service
+    whose image it is when that service owns the file, else the first owner."""
+    service = _service_of(policy, reference.canonical_name)
+    for owner, env in owners:
+        if owner.name == service:
+            return owner.name, env.name
+    return owners[0][0].name, owners[0][1].name
+
+
+async def registry_digest(ctx: Context, gh: GitHubAPI, image: str, tag: str) -> str | None:
+    """The digest ``image:tag`` names in its registry (None: no such tag)."""
+    found = await ctx.packages.find_by_tags(gh, image, [tag])
+    return found[0].digest if found else None
+
+
+async def registry_versions(ctx: Context, gh: GitHubAPI, image: str, digest: str
+                            ) -> list[str]:
+    """The tags that point at ``digest`` in the image's registry."""
+    version = await ctx.packages.find_by_digest(gh, image, digest)
+    return list(version.tags) if version else []
+
+
+def _reason(exc: Exception) -> str:
+    text = " ".join(str(exc).split())[:200]
+    return text or type(exc).__name__
 
 
 def _time(value: str | None) -> datetime:

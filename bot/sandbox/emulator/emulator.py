@@ -259,12 +259,12 @@ class Emulator:
             raise KeyError(f"{repo.full_name}#{number} does not exist")
         return item
 
-    async def push_files(self, repo: str, files: Mapping[str, str | None], *,
+    async def push_files(self, repo: str, files: Mapping[str, str | bytes | None], *,
                          branch: str | None = None, message: str = "Update files",
                          author: str = "alice") -> str:
         r = self._repo(repo)
         target = branch or r.default_branch
-        encoded = {p: (c.encode() if c is not None else None) for p, c in files.items()}
+        encoded = {p: (c.encode() if isinstance(c, str) else c) for p, c in files.items()}
         if r.branch_sha(target) is None and r.refs:
             # a new branch starts from the default branch, like `git checkout -b`
             base = r.branch_sha(r.default_branch)

@@ -32,6 +32,9 @@ async def get_repo(ctx: Ctx) -> Reply:
     return Reply(200, shapes.full_repository(ctx.world, ctx.repo))
 
 
+CONTENTS_LIMIT = 1024 * 1024
+
+
 @router.add("GET", R + "/contents/{path}")
 async def get_contents(ctx: Ctx) -> Reply:
     repo = ctx.repo
@@ -46,6 +49,14 @@ async def get_contents(ctx: Ctx) -> Reply:
     if entry is None:
         raise not_found()
     if entry.type == "blob":
+        blob = repo.store.blob(entry.sha)
+        if blob is not None and len(blob.data) > CONTENTS_LIMIT:
+            # "Get repository content": files of 1-100 MB are served only with the raw or
+            # object media types (not emulated); the default JSON answer is a 403.
+            raise ApiError(403, "This API returns blobs up to 1 MB in size. The requested blob "
+                           "is too large to fetch via the API, but you can use the raw media "
+                           "type or the git/blobs endpoint to get it.",
+                           [{"resource": "Blob", "field": "data", "code": "too_large"}])
         return Reply(200, shapes.content_file(ctx.world, repo, path, entry.sha, ref))
     tree = repo.store.tree(entry.sha)
     assert tree is not None

@@ -1,0 +1,225 @@
+"""The gate against a writer who wants around it: each test is one way that used to pass.
+
+Every attempt is a hand-written pull request (or a merged one upstream) over the real bot and
+the stateful emulator; each must end with a failing `conveyor/promotion-gate` that says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
+from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
+
+PROD = "apps/web/overlays/prod/kustomization.yaml"
+STAGING = "apps/web/overlays/staging/kustomization.yaml"
+API_PROD = "charts/api/values-production.yaml"
+HEADER = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+          "  - ../../base\nimages:\n")
+
+
+async def staged(world: World, version: str = "1.0.0", service: str = "web") -> str:
+    digest = await world.release(service, version)
+    assert world.pull(f"Promote {service} {version} to staging")["merged"]
+    return digest
+
+
+def summary(run: dict[str, Any]) -> str:
+    return f"{run['output']['title']}\n{run['output']['summary']}"
+
+
+def failing(world: World, pr: dict[str, Any], *needles: str) -> str:
+    run = world.gate(pr)
+    text = summary(run)
+    assert run["status"] == "completed" and run["conclusion"] == "failure", text
+    for needle in needles:
+        assert needle in text, text
+    return text
+
+
+async def world_with(policy: str) -> World:
+    return await make_world(files={**DEMO_FILES, ".github/conveyor.yml": policy})
+
+
+def evidence_only(extra: str = "") -> str:
+    """The demo policy with production needing only `merged` evidence: no report, no soak,
+    no approval, so that evidence is all the gate judges."""
+    kept = [line for line in DEMO_POLICY.splitlines(keepends=True)
+            if not line.lstrip().startswith(("approvers:", "deployed_context:", "deployed_by:"))]
+    policy = "".join(kept).replace("evidence: [merged, deployed]", "evidence: [merged]")
+    policy = policy.replace("soak: 30m", "soak: 0s").replace("approvals: 1", "approvals: 0")
+    return policy.replace("    after: staging\n", "    after: staging\n" + extra)
+
+
+@pytest.fixture
+async def merged_only() -> AsyncIterator[World]:
+    built = await world_with(evidence_only())
+    try:
+        yield built
+    finally:
+        await close_world(built)
+    assert built.emulator.violations == []
+
+
+# -- 1. every image in a gated file, not only the service's own -----------------------------
+async def test_a_second_image_beside_the_services_own_is_judged(merged_only: World) -> None:
+    world = merged_only
+    digest = await staged(world)
+    sidecar = pinned_kustomization("1.0.0", digest) + (
+        "  - name: docker.io/library/nginx\n    newTag: latest\n")
+    pr = await hand_pr(world, PROD, sidecar)
+    failing(world, pr, "docker.io/library/nginx is not under allowed_images",
+            "tag latest resolves to no digest")
+
+
+async def test_a_helm_repository_swapped_outside_allowed_images_fails(world: World) -> None:
+    values = world.emulator.file(world.repo, API_PROD)
+    assert values is not None
+    swapped = values.replace("repository: ghcr.io/acme/api", "repository: docker.io/evil/api")
+    pr = await hand_pr(world, API_PROD, swapped.replace('tag: "0.9.0"', "tag: latest"))
+    failing(world, pr, "docker.io/evil/api is not under allowed_images")
+
+
+# -- 2. names are part of what changes -------------------------------------------------------
+async def test_a_kustomize_new_name_that_keeps_the_digest_needs_its_own_evidence(
+        merged_only: World) -> None:
+    world = merged_only
+    digest = await staged(world)
+    control = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest),
+                            branch="hand/control", title="Control")
+    assert world.gate(control)["conclusion"] == "success", summary(world.gate(control))
+
+    swapped = (HEADER + "  - name: ghcr.io/acme/web\n    newName: ghcr.io/acme/web-debug\n"
+               f'    newTag: "1.0.0"\n    digest: {digest}\n')
+    pr = await hand_pr(world, PROD, swapped)
+    failing(world, pr, "ghcr.io/acme/web-debug in web → production",
+            "no merged evidence from staging")
+
+
+async def test_a_lookalike_name_is_another_image(merged_only: World) -> None:
+    world = merged_only
+    digest = await staged(world)
+    lookalike = (HEADER + "  - name: ghcr.io/acme/web\n    newName: ghcr.io/acme/w\u0435b\n"
+                 f'    newTag: "1.0.0"\n    digest: {digest}\n')
+    pr = await hand_pr(world, PROD, lookalike)
+    failing(world, pr, "non-ASCII", "U+0435")
+
+
+# -- 3. the environment's tags rule reads the registry, not the file ------------------------
+async def test_production_tags_apply_to_the_registrys_versions_of_the_digest() -> None:
+    world = await world_with(evidence_only('    tags: "semver:~1.4"\n'))
+    try:
+        old = await staged(world, "1.4.1")
+        new = await staged(world, "1.5.0")
+        admitted = await hand_pr(world, PROD, pinned_kustomization("1.4.1", old),
+                                 branch="hand/admitted", title="Admitted")
+        run = world.gate(admitted)
+        assert run["conclusion"] == "success", summary(run)
+        assert "version 1.4.1 is admitted in production" in summary(run)
+
+        disguised = await hand_pr(world, PROD, pinned_kustomization("1.4.1", new))
+        failing(world, disguised, "carries 1.5.0 in the registry",
+                "no version admitted in production by semver:~1.4")
+
+        bare = (HEADER + f"  - name: ghcr.io/acme/web\n    digest: {new}\n")
+        untagged = await hand_pr(world, PROD, bare, branch="hand/bare", title="Bare digest")
+        failing(world, untagged, "carries 1.5.0 in the registry")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+# -- 4. a gated file the gate cannot read fails it ----------------------------------------------
+async def test_a_deleted_gated_file_fails(world: World) -> None:
+    await world.emulator.push_files(world.repo, {PROD: None}, branch="hand/delete",
+                                    message="Drop prod overlay")
+    await world.emulator.open_pull(world.repo, "hand/delete", title="Drop prod", author="alice")
+    await world.settle()
+    failing(world, world.pull("Drop prod", state="open"), "deleted")
+
+
+async def test_a_renamed_gated_file_fails(world: World) -> None:
+    text = world.emulator.file(world.repo, PROD)
+    await world.emulator.push_files(world.repo, {PROD: None, "apps/web/overlays/p.yaml": text},
+                                    branch="hand/rename", message="Move prod overlay")
+    await world.emulator.open_pull(world.repo, "hand/rename", title="Move prod", author="alice")
+    await world.settle()
+    failing(world, world.pull("Move prod", state="open"), "renamed to apps/web/overlays/p.yaml")
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    pytest.param("utf-16", "UTF-16 byte order mark", id="utf-16-bom"),
+    pytest.param("latin-1", "not valid UTF-8 (byte 0xe9", id="latin-1-byte"),
+    pytest.param("huge", "larger than the 1 MB", id="over-1-mb"),
+])
+async def test_a_gated_file_that_cannot_be_read_fails(world: World, content: str,
+                                                      reason: str) -> None:
+    text = pinned_kustomization("1.0.0", digest_of("never staged"))
+    data = {
+        "utf-16": text.encode("utf-16"),
+        "latin-1": ("# caf\u00e9\n" + text).encode("latin-1"),
+        "huge": (text + "# " + "x" * (1024 * 1024) + "\n").encode(),
+    }[content]
+    await world.emulator.push_files(world.repo, {PROD: data}, branch="hand/bytes")
+    await world.emulator.open_pull(world.repo, "hand/bytes", title="Odd bytes", author="alice")
+    await world.settle()
+    failing(world, world.pull("Odd bytes", state="open"), reason)
+
+
+async def test_a_gated_file_past_the_3000_files_github_lists_fails(world: World) -> None:
+    # GitHub lists 3,000 files of a pull request at most; "apps/…" sorts after "a-filler/…",
+    # so the gated file is the 3,001st.
+    files: dict[str, str | bytes | None] = {f"a-filler/{n:04}.txt": f"{n}\n" for n in range(3000)}
+    files[PROD] = pinned_kustomization("1.0.0", digest_of("never staged"))
+    await world.emulator.push_files(world.repo, files, branch="hand/big")
+    await world.emulator.open_pull(world.repo, "hand/big", title="Big change", author="alice")
+    await world.settle()
+    failing(world, world.pull("Big change", state="open"), "changes 3001 files",
+            "GitHub lists only the first 3000")
+
+
+# -- 5. YAML read as Helm and Kustomize read it ------------------------------------------------
+async def test_a_second_digest_key_fails(merged_only: World) -> None:
+    world = merged_only
+    digest = await staged(world)
+    doubled = pinned_kustomization("1.0.0", digest) + f"    digest: {digest_of('other')}\n"
+    pr = await hand_pr(world, PROD, doubled)
+    failing(world, pr, "duplicate key 'digest'")
+
+
+async def test_an_image_block_filled_by_a_merge_key_is_judged(world: World) -> None:
+    values = ("replicaCount: 4\nevil: &evil\n  repository: docker.io/evil/api\n"
+              "  tag: latest\nimage:\n  <<: *evil\n  pullPolicy: IfNotPresent\n")
+    pr = await hand_pr(world, API_PROD, values)
+    failing(world, pr, "docker.io/evil/api is not under allowed_images")
+
+
+# -- 6. merged evidence is the upstream file's history, by full digest -------------------------
+async def test_a_merged_pr_on_a_conveyor_named_branch_is_no_evidence(merged_only: World) -> None:
+    world = merged_only
+    digest = digest_of("web:6.6.6")
+    await world.emulator.publish_container("acme", "web", digest, ["6.6.6"],
+                                           source_repo="acme/web", emit=False)
+    branch = f"conveyor/staging/web-{digest[7:19]}"
+    await world.emulator.push_files(world.repo, {"README.md": "# harmless\n"}, branch=branch)
+    await world.emulator.open_pull(world.repo, branch, title="Looks like Conveyor",
+                                   author="alice")
+    await world.settle()
+    decoy = world.pull("Looks like Conveyor", state="open")
+    await world.emulator.merge_pull(world.repo, decoy["number"], user="alice")
+    await world.settle()
+
+    pr = await hand_pr(world, PROD, pinned_kustomization("6.6.6", digest))
+    failing(world, pr, "no merged evidence from staging")
+
+
+async def test_a_digest_sharing_the_first_12_hex_digits_is_no_evidence(
+        merged_only: World) -> None:
+    world = merged_only
+    digest = await staged(world)
+    twin = digest[:19] + ("0" if digest[19] != "0" else "1") + digest[20:]
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", twin))
+    failing(world, pr, "no merged evidence from staging")
