@@ -52,7 +52,7 @@ USAGE = {
     "hold": "/hold [reason]",
     "unhold": "/unhold",
     "recheck": "/recheck",
-    "status": "/status [service]",
+    "status": "/status [service or group]",
     "help": "/help",
 }
 
@@ -69,8 +69,8 @@ moving every service of the group (or every service) to the digest that holds ev
 combination in `<env>` |
 | `/hold [reason]`, `/unhold` | on a promotion PR | the gate fails while held |
 | `/recheck` | on a PR | re-evaluates the gate now |
-| `/status [service]` | anywhere | replies with a table: environment → version, digest, since, \
-open PRs |
+| `/status [service or group]` | anywhere | replies with a table: environment → version, \
+digest, since, open PRs |
 | `/help` | anywhere | replies with this table |
 
 One command per line, at the start of the line; several lines run in order (at most \
@@ -154,6 +154,7 @@ class Recheck(Command):
 @dataclass(frozen=True)
 class Status(Command):
     service: str | None
+    group: str | None = None  # ``/status <group>``: the tables of the group's services
 
 
 @dataclass(frozen=True)
@@ -404,8 +405,10 @@ def _parse_status(line: _Line) -> Command | str:
     if len(line.args) > 1:
         return line.wrong_arity("at most 1 argument")
     service = line.args[0] if line.args else None
+    if service is not None and service in line.groups:
+        return Status(line.word, line.args, line.number, line.text, service=None, group=service)
     if service is not None:
-        problem = _check_service(service, line.services)
+        problem = _check_service(service, line.services, line.groups)
         if problem:
             return problem
     return Status(line.word, line.args, line.number, line.text, service=service)

@@ -509,6 +509,9 @@ class _Runner:
     # -- /status -----------------------------------------------------------------------------
     async def _status(self, command: Status) -> str:
         rows = await collect_status(self.ctx, self.gh, self.where.repo)
+        if command.group is not None:
+            members = self.where.policy.groups[command.group].services
+            rows = [row for row in rows if row.service in members]
         return render_status(rows, command.service)
 
 

@@ -198,7 +198,7 @@ ERRORS = [
     ("/unhold now", "/unhold takes no arguments: /unhold"),
     ("/recheck please", "/recheck takes no arguments: /recheck"),
     ("/help promote", "/help takes no arguments: /help"),
-    ("/status web api", "/status takes at most 1 argument: /status [service]"),
+    ("/status web api", "/status takes at most 1 argument: /status [service or group]"),
     ("/status wbe", "unknown service 'wbe'; services are: web, api"),
     ("/promte production", "unknown command '/promte'; did you mean /promote?"),
     ("/Promote production", "unknown command '/Promote'; did you mean /promote?"),
@@ -488,6 +488,13 @@ def test_promote_a_group_and_every_service() -> None:
     assert (group.environment, group.group) == ("production", "storefront")
     every = train("/promote production --all")
     assert isinstance(every, PromoteTrain) and every.group is None
+
+
+def test_status_of_a_group() -> None:
+    status = train("/status storefront")
+    assert isinstance(status, Status)
+    assert (status.service, status.group) == (None, "storefront")
+    assert isinstance(train("/status web"), Status)
 
 
 def test_rollback_a_group() -> None:

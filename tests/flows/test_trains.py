@@ -42,6 +42,7 @@ environments:
     deployed_context: argocd/staging
 groups:
   storefront: [web, api, cart]
+  checkout: [api, cart]
 """
 
 WEB_PATHS = {"staging": "apps/web/staging.yaml", "production": "apps/web/prod.yaml"}
@@ -356,6 +357,8 @@ async def test_status_shows_the_open_train_beside_each_service_it_moves(trains: 
     assert f"#{pr['number']} `1.1.0` (train storefront)" in web
     assert f"#{pr['number']}" not in api  # api is left out: already at that digest
     assert f"#{pr['number']} `1.2.0` (train storefront)" in cart
+    group = await say(world, number, "/status checkout")
+    assert "### api" in group and "### cart" in group and "### web" not in group
 
 
 TOGETHER_POLICY = POLICY.replace("source: acme/web", "source: acme/api").replace(
