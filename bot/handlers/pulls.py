@@ -11,6 +11,7 @@ from gidgethub import routing, sansio
 from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.downstream import promote_downstream, reevaluate_open_pulls
+from ..promotion.gatekeeper import keep_hold
 from ..promotion.marker import parse_marker
 from ..promotion.policies import DeploymentRepo
 from ..promotion.train import opened_by_conveyor, promote_train_downstream
@@ -38,12 +39,17 @@ async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Conte
 @router.register("pull_request_review", action="edited")
 @router.register("pull_request_review", action="dismissed")
 async def on_pull_changed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    """A change to the PR or its reviews: re-evaluate its gate with the PR from the payload."""
+    """A change to the PR or its reviews: re-evaluate its gate.
+
+    The payload only says which PR: a delivery may be late or replayed, so the evaluation reads
+    the PR's labels, body and head from GitHub as they are now."""
     repo = await deployment_repo(event, gh, ctx)
     if repo is None:
         return
-    pr = event.data["pull_request"]
-    await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]), pr)
+    number = int(event.data["pull_request"]["number"])
+    if event.data.get("action") == "unlabeled":
+        await keep_hold(ctx, gh, repo.full_name, number, event.data)
+    await ctx.gates.evaluate(ctx, gh, repo, number)
 
 
 @router.register("pull_request", action="closed")

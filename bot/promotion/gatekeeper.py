@@ -30,7 +30,15 @@ from ..domain.gate import (
 from ..domain.images import image_allowed, same_image
 from ..domain.policy import Environment, Policy, Service
 from ..domain.provenance import attestation_problem
-from ..github.repos import UnreadableFile, get_file, is_bot, is_team_member, permission_of
+from ..github.repos import (
+    UnreadableFile,
+    add_labels,
+    comment,
+    get_file,
+    is_bot,
+    is_team_member,
+    permission_of,
+)
 from ..manifests import ManifestError
 from ..manifests.references import ImageReference, deploy_references
 from ..offload import run_cpu
@@ -51,6 +59,8 @@ GATE_CHECK = "conveyor/promotion-gate"
 HOLD_LABEL = "conveyor/hold"
 HOLD_MARKER = "<!-- conveyor:hold -->"
 WRITE_PERMISSIONS = ("admin", "maintain", "write")
+# "List pull requests files": responses include a maximum of 3000 files.
+MAX_LISTED_FILES = 3000
 
 
 @dataclass
@@ -237,10 +247,12 @@ class GateService:
                 changes.append(await self._image_change(ctx, gh, policy, service, environment,
                                                         path, reference, facts))
         total = facts.changed_files
-        if total is not None and total > listed:
+        # A PR read from a list has no changed_files: a full listing is then taken as cut off.
+        if (total > listed) if total is not None else listed >= MAX_LISTED_FILES:
+            changed = f"{total}" if total is not None else f"at least {listed}"
             problems.append(FileProblem(
                 "every gated environment", "the pull request",
-                f"changes {total} files and GitHub lists only the first {listed}: files past "
+                f"changes {changed} files and GitHub lists only the first {listed}: files past "
                 "them cannot be judged; split the pull request"))
         return changes, problems
 
@@ -477,6 +489,31 @@ def _reason(exc: Exception) -> str:
 
 def _time(value: str | None) -> datetime:
     return parse_time(value) if value else datetime.min.replace(tzinfo=UTC)
+
+
+async def keep_hold(ctx: Context, gh: GitHubAPI, repo: str, number: int,
+                    payload: dict[str, Any]) -> None:
+    """Put `conveyor/hold` back when someone without write permission removed it.
+
+    GitHub lets triage users manage labels; lifting a hold is `/unhold`'s job, which needs
+    write, maintain or admin permission like every command."""
+    if (payload.get("label") or {}).get("name") != HOLD_LABEL:
+        return
+    sender = payload.get("sender") or {}
+    login = str(sender.get("login") or "")
+    if not login or (ctx.bot_login and login.lower() == ctx.bot_login.lower()):
+        return
+    if await permission_of(gh, repo, login) in WRITE_PERMISSIONS:
+        return
+    current = await gh.getitem(f"/repos/{repo}/pulls/{number}")
+    if current.get("state") != "open" or HOLD_LABEL in {
+            label.get("name") for label in current.get("labels") or []}:
+        return
+    await add_labels(gh, repo, number, [HOLD_LABEL])
+    await comment(gh, repo, number, (
+        f"⏸️ @{login} removed `{HOLD_LABEL}` without write permission on the repository, so "
+        f"the hold stays. Someone with write access lifts it with `/unhold`."))
+    log.info("hold label put back", extra={"pull": number, "sender": login})
 
 
 async def evaluate_many(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,

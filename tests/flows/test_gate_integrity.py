@@ -223,3 +223,50 @@ async def test_a_digest_sharing_the_first_12_hex_digits_is_no_evidence(
     twin = digest[:19] + ("0" if digest[19] != "0" else "1") + digest[20:]
     pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", twin))
     failing(world, pr, "no merged evidence from staging")
+
+
+# -- 8. each evaluation reads the PR as it is now ------------------------------------------------
+async def held_pr(world: World) -> dict[str, Any]:
+    digest = await staged(world)
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+    assert world.gate(pr)["conclusion"] == "success", summary(world.gate(pr))
+    await world.emulator.comment(world.repo, pr["number"], "bob", "/hold until the incident ends")
+    await world.settle()
+    failing(world, pr, "on hold")
+    return pr
+
+
+async def test_a_late_review_delivery_cannot_lift_a_hold(merged_only: World) -> None:
+    world = merged_only
+    digest = await staged(world)
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+    await world.emulator.review(world.repo, pr["number"], "dave", "APPROVE")
+    await world.settle()
+    review = next(d for d in reversed(world.emulator.deliveries)
+                  if d.event == "pull_request_review")
+    await world.emulator.comment(world.repo, pr["number"], "bob", "/hold until the incident ends")
+    await world.settle()
+    failing(world, pr, "on hold")
+
+    # The same review arrives again, late, with the PR as it was before the hold.
+    await world.emulator.send_event("pull_request_review", review.payload)
+    await world.settle()
+    failing(world, pr, "on hold")
+
+
+async def test_a_triage_user_cannot_remove_the_hold(merged_only: World) -> None:
+    world = merged_only
+    pr = await held_pr(world)
+    world.emulator.set_permission(world.repo, "carol", "triage")
+    await world.emulator.remove_label(world.repo, pr["number"], "conveyor/hold", user="carol")
+    await world.settle()
+    current = world.pull("Bump production by hand", state="open")
+    assert "conveyor/hold" in [label["name"] for label in current["labels"]]
+    failing(world, current, "on hold")
+    assert any("without write permission" in c["body"]
+               for c in world.emulator.comments(world.repo, pr["number"]))
+
+    # A writer may still take the label off by hand.
+    await world.emulator.remove_label(world.repo, pr["number"], "conveyor/hold", user="dave")
+    await world.settle()
+    assert world.gate(current)["conclusion"] == "success"

@@ -423,6 +423,11 @@ class Emulator:
         item = self._issue(r, number)
         await self._act(lambda: self.ops.add_labels(r, item, list(labels), user))
 
+    async def remove_label(self, repo: str, number: int, name: str, *, user: str) -> None:
+        r = self._repo(repo)
+        item = self._issue(r, number)
+        await self._act(lambda: self.ops.remove_label(r, item, name, user))
+
     async def create_deployment(self, repo: str, sha: str, environment: str, *,
                                 state: str = "success", user: str = "argocd[bot]",
                                 payload: dict[str, Any] | None = None,
