@@ -387,6 +387,17 @@ async def test_a_refusal_is_explained_on_the_console(tmp_path: Path) -> None:
     assert "ghcr.io/example/shop" in failure
 
 
+async def test_a_downstream_skip_is_explained_from_the_log(tmp_path: Path) -> None:
+    # prod runs 3.0.0 already; every release the tag policy admits is older
+    config = write_config(tmp_path / "repo", CUSTOM_POLICY, {
+        "envs/dev/shop.yaml": HELM_VALUES,
+        "envs/prod/shop.yaml": HELM_VALUES.replace('"2.3.0"', '"3.0.0"')})
+    status, text = await play(tmp_path, config)
+    assert status == 1
+    assert "3. #1 is merged; prod has `promote: auto`" in text
+    assert "example/deploy: Conveyor logged: shop 3.0.0 is live in prod, newer than 2.3." in text
+
+
 async def test_only_the_files_the_policy_names_are_read(tmp_path: Path) -> None:
     config = write_config(tmp_path / "repo", CUSTOM_POLICY, {
         "envs/dev/shop.yaml": HELM_VALUES, "envs/prod/shop.yaml": HELM_VALUES})

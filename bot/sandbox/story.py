@@ -236,9 +236,12 @@ class Story:
                 found.append(f"{run['name']}: {plain(summary)}")
         return found
 
-    def nothing_opened(self, title: str, reply: str | None = None) -> StoryFailed:
+    def nothing_opened(self, title: str, reply: str | None = None,
+                       env: str | None = None) -> StoryFailed:
         seen = [f"Conveyor replied: {reply}"] if reply else []
         seen += [f"Conveyor refused it ({refusal})" for refusal in self.refusals()]
+        if not seen and env is not None:
+            seen = [f"Conveyor logged: {why}" for why in logged_reasons(self.log_path, env)[-1:]]
         because = "; ".join(seen) or f"Conveyor said nothing on GitHub; {self.see_log()}"
         return StoryFailed(f'Conveyor opened no "{title}" in {self.repo}: {because}')
 
@@ -261,7 +264,7 @@ class Story:
         title = f"Promote {plan.service.name} {plan.version} to {plan.entry.name}"
         pr = find_pull(self.sandbox, self.repo, title)
         if pr is None:
-            raise self.nothing_opened(title)
+            raise self.nothing_opened(title, env=plan.entry.name)
         for refusal in self.refusals():  # another entry environment may have refused it
             say.problem(f"Conveyor refused a promotion: {refusal}")
         if pr["merged"]:
@@ -296,7 +299,7 @@ class Story:
             reply = reply_to(self.sandbox, self.repo, upstream_pr["number"], posted["id"])
         pr = find_pull(self.sandbox, self.repo, title)
         if pr is None:
-            raise self.nothing_opened(title, reply)
+            raise self.nothing_opened(title, reply, gated.name)
         done = " and merged it (auto_merge)" if pr["merged"] else ""
         say.said(f'Conveyor opened #{pr["number"]} "{title}"{done}; '
                  f"{gate_text(gate_of(self.sandbox, self.repo, pr))}")
@@ -534,6 +537,23 @@ def logged_errors(path: Path) -> list[str]:
             continue
         if isinstance(record, dict) and record.get("level") in ("error", "critical"):
             found.append(f"{record.get('logger')}: {record.get('message')}")
+    return found
+
+
+def logged_reasons(path: Path, env: str) -> list[str]:
+    """Why Conveyor skipped or refused a promotion into `env`, from its JSON log (a downstream
+    promotion that is not opened is reported nowhere on GitHub)."""
+    found: list[str] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(record, dict) or record.get("env") != env:
+            continue
+        message = str(record.get("message") or "")
+        if "skipped" in message or "refused" in message:
+            found.append(str(record.get("detail") or message))
     return found
 
 
