@@ -395,7 +395,9 @@ async def test_a_downstream_skip_is_explained_from_the_log(tmp_path: Path) -> No
     status, text = await play(tmp_path, config)
     assert status == 1
     assert "3. #1 is merged; prod has `promote: auto`" in text
-    assert "example/deploy: Conveyor logged: shop 3.0.0 is live in prod, newer than 2.3." in text
+    assert "1. CI publishes ghcr.io/example/shop:2.3.1 (sha256:" in text  # newer than dev's
+    assert "example/deploy: Conveyor logged: shop 3.0.0 is live in prod, newer than 2.3.1; " \
+        "use /rollback to go back" in text
 
 
 async def test_only_the_files_the_policy_names_are_read(tmp_path: Path) -> None:

@@ -235,6 +235,10 @@ def make_plan(policy: Policy, files: Mapping[str, str], *, deploy_repo: str, dem
     previous = (found[0], found[1]) if found is not None and found[1] is not None else None
     running = newest(list(live.values()))
     tags = [tag] if tag is not None else choose_tags(policy, service, entry, chain, running)
+    if tag is None and tags and running is not None and entry.name in live \
+            and (compare_versions(tags[0], running) or 0) <= 0:
+        # nothing admitted is newer than everything: newer than the entry's at least
+        tags = choose_tags(policy, service, entry, chain, live[entry.name]) or tags
     if not tags:
         newer = ""
         if running is not None:
