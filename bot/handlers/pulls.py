@@ -14,7 +14,8 @@ from ..promotion.downstream import promote_downstream, reevaluate_open_pulls
 from ..promotion.gatekeeper import keep_hold
 from ..promotion.marker import parse_marker
 from ..promotion.policies import DeploymentRepo
-from ..promotion.train import opened_by_conveyor, promote_train_downstream
+from ..promotion.train import promote_train_downstream
+from ..promotion.trust import opened_by_conveyor, trusted_marker
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -60,9 +61,10 @@ async def on_pull_closed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Contex
     repo = await deployment_repo(event, gh, ctx)
     if repo is None:
         return
+    trusted = await trusted_marker(gh, repo.full_name, pr, ctx.bot_login)
+    if trusted is not None and trusted[0].kind == "promotion":
+        await promote_downstream(ctx, gh, repo, trusted[0], int(pr["number"]))
     marker = parse_marker(pr.get("body"))
-    if marker is not None and marker.kind == "promotion":
-        await promote_downstream(ctx, gh, repo, marker, int(pr["number"]))
     if marker is not None and marker.kind == "train" and opened_by_conveyor(ctx.bot_login, pr):
         await promote_train_downstream(ctx, gh, repo, marker)
     await reevaluate_open_pulls(ctx, gh, repo)

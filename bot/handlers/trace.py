@@ -17,6 +17,7 @@ from ..promotion.dashboard import DASHBOARD_EVENT, refresh_dashboard, schedule_d
 from ..promotion.marker import PromotionMarker, parse_marker, service_markers
 from ..promotion.policies import DeploymentRepo
 from ..promotion.trace import Promotion, report_promotion, source_commit
+from ..promotion.trust import trusted_marker
 from ..scheduler import INTERNAL_PREFIX
 
 log = logging.getLogger(__name__)
@@ -42,9 +43,18 @@ async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: C
     marker = parse_marker(pr.get("body"))
     if not pr.get("merged") or marker is None or marker.kind not in TRACED_KINDS:
         return
-    # A release train is traced as the promotion of each service it moved.
-    for promoted in service_markers(marker):
-        await _trace(ctx, gh, repo, pr, promoted)
+    if marker.is_train:
+        # A release train is traced as the promotion of each service it moved.
+        for promoted in service_markers(marker):
+            await _trace(ctx, gh, repo, pr, promoted)
+        return
+    # What is traced is what Conveyor's own commit says, never an edited marker.
+    trusted = await trusted_marker(gh, repo.full_name, pr, ctx.bot_login)
+    if trusted is None:
+        log.warning("a promotion marker in a PR Conveyor did not open, not traced",
+                    extra={"pull": pr["number"]})
+        return
+    await _trace(ctx, gh, repo, pr, trusted[0])
 
 
 async def _trace(ctx: Context, gh: ConveyorGitHubAPI, repo: DeploymentRepo, pr: dict[str, Any],

@@ -40,14 +40,24 @@ def pr_title(candidate: Candidate, environment: str, *, rollback: bool = False,
 
 def commit_message(candidate: Candidate, environment: str, *, rollback: bool = False,
                    from_version: str | None = None) -> str:
+    """The title, then the trailers the trust decisions read (``trust.py``): this commit is
+    Conveyor's own, so they are the facts nobody else can edit."""
     source = f"{candidate.source_repo}@{candidate.source_sha or 'unknown'}"
-    return (
-        f"{pr_title(candidate, environment, rollback=rollback, from_version=from_version)}\n\n"
-        f"Conveyor-Service: {candidate.service}\n"
-        f"Conveyor-Environment: {environment}\n"
-        f"Conveyor-Digest: {candidate.digest}\n"
-        f"Conveyor-Source: {source}\n"
-    )
+    trailers = [
+        f"Conveyor-Service: {candidate.service}",
+        f"Conveyor-Environment: {environment}",
+        f"Conveyor-Digest: {candidate.digest}",
+        f"Conveyor-Source: {source}",
+        f"Conveyor-Version: {candidate.version}",
+    ]
+    if candidate.tag:
+        trailers.append(f"Conveyor-Tag: {candidate.tag}")
+    if candidate.requester:
+        trailers.append(f"Conveyor-Requested-By: {candidate.requester}")
+    if rollback:
+        trailers.append("Conveyor-Kind: rollback")
+    title = pr_title(candidate, environment, rollback=rollback, from_version=from_version)
+    return title + "\n\n" + "\n".join(trailers) + "\n"
 
 
 def pr_body(

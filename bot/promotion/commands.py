@@ -41,7 +41,7 @@ from ..github.repos import add_labels, commit_for_ref, is_bot, remove_label
 from .candidates import Candidate, PackageVersion, release_tag_variants
 from .downstream import promote_downstream
 from .flows import find_release
-from .gatekeeper import GATE_CHECK, HOLD_LABEL, HOLD_MARKER, PullFacts
+from .gatekeeper import GATE_CHECK, HOLD_LABEL, HOLD_MARKER
 from .marker import PromotionMarker, branch_name, parse_marker
 from .opener import Opener, OpenResult, find_pull_for_branch
 from .policies import POLICY_PATH, DeploymentRepo
@@ -49,6 +49,7 @@ from .provenance import find_attestation, gather_provenance
 from .rollback import choose_rollback, live_periods, read_history, rollback_note
 from .status import collect_status, render_status
 from .train import TrainOpener, TrainResult, promote_group
+from .trust import opened_by_conveyor, trusted_marker
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -258,21 +259,24 @@ class _Runner:
             return (refusal + " Here, name the image: "
                     "`/promote <service> <tag-or-digest> <env>`.")
         pr = await self._pull()
-        marker = parse_marker(pr.get("body"))
-        if marker is None:
-            return (f"❌ #{self.where.number} is not a Conveyor promotion PR, so there is no "
-                    "digest to carry on. Name the image instead: "
+        shown = parse_marker(pr.get("body"))
+        target = command.environment
+        if shown is not None and shown.is_train and opened_by_conveyor(self.ctx.bot_login, pr):
+            return (f"ℹ️ #{self.where.number} is a release train of {shown.group}: "
+                    f"`/promote {target} {shown.group if shown.group != ALL_GROUP else '--all'}`"
+                    f" opens its train at the digests that hold evidence upstream of {target} "
+                    "now.")
+        trusted = await trusted_marker(self.gh, self.repo, pr, self.ctx.bot_login)
+        if trusted is None:
+            # A marker proves nothing: anyone can paste one into a pull request they opened.
+            return (f"❌ #{self.where.number} is not a promotion PR Conveyor opened, so there is "
+                    "no digest to carry on. Name the image instead: "
                     "`/promote <service> <tag-or-digest> <env>`.")
+        marker = trusted[0]
         if pr.get("state") != "open" and not pr.get("merged"):
             return (f"❌ #{self.where.number} was closed without merging; promote from an open "
                     "or merged promotion PR, or name the image with "
                     "`/promote <service> <tag-or-digest> <env>`.")
-        target = command.environment
-        if marker.is_train:
-            return (f"ℹ️ #{self.where.number} is a release train of {marker.group}: "
-                    f"`/promote {target} {marker.group if marker.group != ALL_GROUP else '--all'}`"
-                    f" opens its train at the digests that hold evidence upstream of {target} "
-                    "now.")
         reachable = downstream_of(self.where.policy, marker.environment)
         if target not in reachable:
             return "❌ " + _unreachable(marker, target, reachable)
@@ -321,12 +325,14 @@ class _Runner:
         return self._markers[service, digest]
 
     async def _find_marker(self, service: str, digest: str) -> PromotionMarker | None:
+        """Provenance from an earlier promotion PR of this digest that Conveyor opened."""
         for environment in self.where.policy.environments:
             pr = await find_pull_for_branch(self.gh, self.repo,
                                             branch_name(environment, service, digest))
-            marker = parse_marker(pr.get("body")) if pr else None
-            if marker is not None and marker.digest == digest:
-                return marker
+            trusted = await trusted_marker(self.gh, self.repo, pr, self.ctx.bot_login) \
+                if pr else None
+            if trusted is not None and trusted[0].digest == digest:
+                return trusted[0]
         return None
 
     async def _candidate(self, service: str, digest: str, tag: str | None, trigger: str,
@@ -501,7 +507,8 @@ class _Runner:
                                                 self.where.number)
         if verdict is None:
             # An evaluation was already running; it re-runs once more. Compute the state here.
-            facts = PullFacts.from_api(await self.gh.getitem(
+            facts = await self.ctx.gates.facts_of(self.ctx, self.gh, self.where.repo,
+                                                  await self.gh.getitem(
                 f"/repos/{self.repo}/pulls/{self.where.number}"))
             verdict = await self.ctx.gates.verdict_for(self.ctx, self.gh, self.where.repo, facts)
         return describe_verdict(verdict)

@@ -49,6 +49,7 @@ from .merger import merge_promotion
 from .policies import DeploymentRepo
 from .provenance import find_attestation
 from .render_gate import render_gate_output
+from .trust import ConveyorCommit, trusted_pull
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -74,6 +75,8 @@ class PullFacts:
     html_url: str
     state: str
     changed_files: int | None = None
+    # the commit Conveyor made on its own PR, the only source of trust (None for anyone else's)
+    trusted: ConveyorCommit | None = None
 
     @classmethod
     def from_api(cls, pr: dict[str, Any]) -> PullFacts:
@@ -119,11 +122,18 @@ class GateService:
             self._running.pop(key, None)
         return verdict
 
+    async def facts_of(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                       pr: dict[str, Any]) -> PullFacts:
+        facts = PullFacts.from_api(pr)
+        if facts.state == "open":
+            facts.trusted = await trusted_pull(gh, repo.full_name, pr, ctx.bot_login)
+        return facts
+
     async def _evaluate_once(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
                              number: int, pr: dict[str, Any] | None) -> Verdict | None:
         if pr is None:
             pr = await gh.getitem(f"/repos/{repo.full_name}/pulls/{number}")
-        facts = PullFacts.from_api(pr)
+        facts = await self.facts_of(ctx, gh, repo, pr)
         if facts.state != "open":
             return None
         verdict = await self.verdict_for(ctx, gh, repo, facts)
@@ -149,7 +159,7 @@ class GateService:
             return NO_GATED_CHANGE
         finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, ctx.web_url,
                                 own_login=ctx.bot_login, own_app_id=ctx.app_id)
-        rollback = facts.marker is not None and facts.marker.kind == "rollback"
+        rollback = facts.trusted is not None and facts.trusted.rollback
         evidence: dict[str, list[Evidence]] = {}
         looked: set[tuple[str, str, str, str | None]] = set()
         for change in changes:
@@ -186,7 +196,7 @@ class GateService:
             rollback=rollback, problems=tuple(problems), evidence_notes=dict(finder.notes),
             reviews=tuple(await self._reviews(gh, repo, policy, facts, envs)),
             head_sha=facts.head_sha, pr_author=facts.author,
-            requester=facts.marker.requester if facts.marker else None,
+            requester=facts.trusted.requester if facts.trusted else None,
             held=held, hold_url=hold_url,
             freeze_until={name: freeze_status(policy.environments[name].freeze, now)
                           for name in envs},
@@ -332,7 +342,7 @@ class GateService:
             if required:
                 return f"no attestation found for {digest[:19]} in {source}"
             return None
-        expected_commit = facts.marker.source_sha if facts.marker else None
+        expected_commit = facts.trusted.source_sha if facts.trusted else None
         return attestation_problem(attested_repo=attested.repository,
                                    attested_commit=attested.commit, expected_repo=source,
                                    expected_commit=expected_commit)
@@ -427,20 +437,18 @@ class GateService:
 
     async def _auto_merge(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
                           facts: PullFacts, verdict: Verdict) -> None:
-        marker = facts.marker
-        if verdict.conclusion != "success" or marker is None or repo.policy is None:
+        trusted = facts.trusted
+        if verdict.conclusion != "success" or repo.policy is None:
             return
-        env = repo.policy.environments.get(marker.environment)
+        if trusted is None:
+            # A marker can be copied into any PR body: only PRs this app opened auto-merge.
+            return
+        env = repo.policy.environments.get(trusted.environment)
         if env is None or not env.auto_merge or not env.gated:
             return
-        if marker.commit != facts.head_sha:
+        if not trusted.head:
             log.info("not auto-merging: someone pushed to the promotion PR",
                      extra={"pull": facts.number})
-            return
-        if not ctx.bot_login or facts.author.lower() != ctx.bot_login.lower():
-            # A marker can be copied into any PR body: only PRs this app opened auto-merge.
-            log.info("not auto-merging: the PR was not opened by Conveyor",
-                     extra={"pull": facts.number, "author": facts.author})
             return
         await merge_promotion(ctx, gh, repo.full_name, facts.number, facts.head_sha,
                               env.merge_method)

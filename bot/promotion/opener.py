@@ -25,6 +25,7 @@ from .candidates import Candidate
 from .marker import PromotionMarker, branch_name, branch_prefix, parse_marker
 from .policies import DeploymentRepo
 from .provenance import LazyProvenance, with_compare
+from .trust import trusted_marker
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -123,8 +124,8 @@ class Opener:
             if not edit.changed:
                 return OpenResult("live", f"{candidate.service} {candidate.version} is already "
                                           f"live in {environment} (`{path}`)")
-            newer = self._newer_than_candidate(candidate, before.tag if before else None, pulls,
-                                               environment)
+            newer = await self._newer_than_candidate(candidate, before.tag if before else None,
+                                                     pulls, environment)
             if newer and not explicit and not rollback:
                 return OpenResult("skipped", newer)
             if not explicit:
@@ -158,19 +159,29 @@ class Opener:
                                             "digest": candidate.digest})
         return OpenResult("opened", "opened", number, url, merged=merged)
 
-    def _newer_than_candidate(self, candidate: Candidate, live_tag: str | None,
-                              pulls: list[dict[str, Any]], environment: str) -> str | None:
-        if live_tag and (compare_versions(live_tag, candidate.version) or 0) > 0:
-            return (f"{candidate.service} {live_tag} is live in {environment}, newer than "
-                    f"{candidate.version}; use /rollback to go back")
-        prefix = branch_prefix(environment, candidate.service)
+    async def _promotions_of(self, pulls: list[dict[str, Any]], environment: str, service: str
+                             ) -> list[tuple[dict[str, Any], PromotionMarker]]:
+        """Open promotion PRs of one service and environment that Conveyor opened, with the
+        facts of Conveyor's own commit: an edited marker or a look-alike branch decides
+        nothing (release trains are left to the train opener)."""
+        prefix = branch_prefix(environment, service)
+        found = []
         for pr in pulls:
             if not pr["head"]["ref"].startswith(prefix):
                 continue
-            marker = parse_marker(pr.get("body"))
-            if marker and marker.is_train:
-                continue  # a release train of a group (a service may be named "train")
-            if marker and (compare_versions(marker.version, candidate.version) or 0) > 0:
+            trusted = await trusted_marker(self.gh, self.repo.full_name, pr, self.ctx.bot_login)
+            if trusted is not None and trusted[0].service == service \
+                    and trusted[0].environment == environment:
+                found.append((pr, trusted[0]))
+        return found
+
+    async def _newer_than_candidate(self, candidate: Candidate, live_tag: str | None,
+                                    pulls: list[dict[str, Any]], environment: str) -> str | None:
+        if live_tag and (compare_versions(live_tag, candidate.version) or 0) > 0:
+            return (f"{candidate.service} {live_tag} is live in {environment}, newer than "
+                    f"{candidate.version}; use /rollback to go back")
+        for pr, marker in await self._promotions_of(pulls, environment, candidate.service):
+            if (compare_versions(marker.version, candidate.version) or 0) > 0:
                 return (f"#{pr['number']} already promotes the newer {marker.version} "
                         f"to {environment}")
         return None
@@ -239,13 +250,8 @@ class Opener:
 
     async def _supersede(self, candidate: Candidate, environment: str, branch: str, number: int,
                          pulls: list[dict[str, Any]], explicit: bool) -> None:
-        prefix = branch_prefix(environment, candidate.service)
-        for pr in pulls:
-            ref = pr["head"]["ref"]
-            if not ref.startswith(prefix) or ref == branch:
-                continue
-            marker = parse_marker(pr.get("body"))
-            if marker is None or marker.is_train:
+        for pr, marker in await self._promotions_of(pulls, environment, candidate.service):
+            if pr["head"]["ref"] == branch:
                 continue
             order = compare_versions(marker.version, candidate.version)
             if order is not None and order > 0:

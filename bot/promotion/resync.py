@@ -30,6 +30,7 @@ from .merger import merge_promotion
 from .opener import close_superseded, find_pull_for_branch, open_pulls
 from .policies import DeploymentRepo
 from .train import finish_interrupted_trains
+from .trust import trusted_marker
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -143,11 +144,18 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
     ours: list[tuple[dict[str, Any], PromotionMarker]] = []
     pulls = await open_pulls(gh, repo.full_name)
     await _delete_stray_branches(gh, repo.full_name, {str(pr["head"]["ref"]) for pr in pulls})
+    heads: dict[int, bool] = {}
     for pr in pulls:
-        marker = parse_marker(pr.get("body"))
-        if marker is None or marker.kind != "promotion" or not opened_by_app(ctx, pr) or not str(
-                pr["head"]["ref"]).startswith(branch_prefix(marker.environment, marker.service)):
+        # Only what Conveyor's own commit says: an edited marker cannot make the resync close
+        # the real newer promotion or merge after a person pushed.
+        trusted = await trusted_marker(gh, repo.full_name, pr, ctx.bot_login)
+        if trusted is None:
             continue
+        marker, commit = trusted
+        if marker.kind != "promotion" or not str(pr["head"]["ref"]).startswith(
+                branch_prefix(marker.environment, marker.service)):
+            continue
+        heads[int(pr["number"])] = commit.head
         ours.append((pr, marker))
         key = (marker.service, marker.environment)
         best = newest.get(key)
@@ -159,7 +167,7 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
             await close_superseded(ctx, gh, repo.full_name, pr, int(winner["number"]))
             continue
         env = policy.environments.get(marker.environment)
-        if (env is None or not env.auto_merge or env.gated or marker.commit != pr["head"]["sha"]
+        if (env is None or not env.auto_merge or env.gated or not heads[int(pr["number"])]
                 or marker.service not in policy.services):
             continue
         current = await get_file(gh, repo.full_name,
@@ -176,7 +184,7 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
             continue
         log.info("resync: merging a promotion whose auto-merge did not happen",
                  extra={"repository": repo.full_name, "pull": pr["number"]})
-        await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), str(marker.commit),
+        await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), str(pr["head"]["sha"]),
                               env.merge_method)
 
 

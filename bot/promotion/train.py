@@ -47,6 +47,7 @@ from .opener import (
 from .policies import DeploymentRepo
 from .provenance import gather_provenance, with_compare
 from .train_body import Move, TrainTooLarge, train_body, train_commit_message, train_title
+from .trust import opened_by_conveyor
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -194,7 +195,7 @@ class TrainOpener:
         # Rendered before anything is written: a train too large for one body writes nothing.
         train_body(group, env, moves, plan.left_out, marker, rollback_note=rollback_note)
         head_sha = await self._commit(branch, plan, train_commit_message(
-            group, environment, moves, rollback=rollback))
+            group, environment, moves, rollback=rollback, requester=requester))
         marker = replace(marker, commit=head_sha)
         body = train_body(group, env, moves, plan.left_out, marker, rollback_note=rollback_note)
         try:
@@ -267,16 +268,6 @@ class TrainOpener:
             return False
         return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
                                      env.merge_method)
-
-
-def opened_by_conveyor(bot_login: str, pr: dict[str, Any]) -> bool:
-    """Opened by this app from a branch of the repository itself: a marker and a branch name
-    alone can be copied into anyone's pull request."""
-    author = str((pr.get("user") or {}).get("login") or "")
-    head_repo = ((pr.get("head") or {}).get("repo") or {}).get("full_name")
-    base_repo = ((pr.get("base") or {}).get("repo") or {}).get("full_name")
-    return bool(bot_login) and author.lower() == bot_login.lower() and (
-        head_repo is None or head_repo == base_repo)
 
 
 async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[str],

@@ -43,7 +43,7 @@ def train_title(group: str, environment: str, count: int, *, rollback: bool = Fa
 
 
 def train_commit_message(group: str, environment: str, moves: Sequence[Move], *,
-                         rollback: bool = False) -> str:
+                         rollback: bool = False, requester: str | None = None) -> str:
     """Title, one line per service, then the trailers: one Service/Digest/Source triple per
     service, in the order of the table."""
     lines = [train_title(group, environment, len(moves), rollback=rollback), ""]
@@ -51,6 +51,10 @@ def train_commit_message(group: str, environment: str, moves: Sequence[Move], *,
         lines.append(f"{move.candidate.service}: {move.change.old_tag or '—'} → "
                      f"{move.candidate.version} ({short(move.candidate.digest)})")
     lines += ["", f"Conveyor-Train: {group}", f"Conveyor-Environment: {environment}"]
+    if requester:
+        lines.append(f"Conveyor-Requested-By: {requester}")
+    if rollback:
+        lines.append("Conveyor-Kind: rollback")
     for move in moves:
         candidate = move.candidate
         lines += [

@@ -135,7 +135,7 @@ async def test_promote_env_on_a_hand_written_pr_is_refused(world: World) -> None
     pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
     posted = await say(world, pr["number"], "/promote production")
     body = reply_to(world, pr["number"], posted)
-    assert f"#{pr['number']} is not a Conveyor promotion PR" in body
+    assert f"#{pr['number']} is not a promotion PR Conveyor opened" in body
     assert "/promote <service> <tag-or-digest> <env>" in body
     assert len(world.open_pulls()) == 1
 

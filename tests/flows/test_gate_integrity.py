@@ -7,10 +7,12 @@ the stateful emulator; each must end with a failing `conveyor/promotion-gate` th
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from bot.promotion.marker import parse_marker
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
 from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
 
@@ -270,3 +272,96 @@ async def test_a_triage_user_cannot_remove_the_hold(merged_only: World) -> None:
     await world.emulator.remove_label(world.repo, pr["number"], "conveyor/hold", user="dave")
     await world.settle()
     assert world.gate(current)["conclusion"] == "success"
+
+
+# -- 7. trust rests on what only Conveyor writes ------------------------------------------------
+def approved_by_sre(extra: str = "") -> str:
+    """Production needs `merged` evidence and one approval by @acme/sre."""
+    return evidence_only(extra).replace(
+        "    approvals: 0\n", '    approvals: 1\n    approvers: ["@acme/sre"]\n')
+
+
+async def promoted_to_production(world: World, requester: str) -> dict[str, Any]:
+    await staged(world)
+    staging = world.pull("Promote web 1.0.0 to staging")
+    await world.emulator.comment(world.repo, staging["number"], requester,
+                                 "/promote production")
+    await world.settle()
+    return world.pull("Promote web 1.0.0 to production", state="open")
+
+
+def forge(body: str, **fields: str) -> str:
+    marker = parse_marker(body)
+    assert marker is not None
+    return body.replace(marker.render(), replace(marker, **fields).render())
+
+
+async def test_an_edited_requester_does_not_enable_self_approval() -> None:
+    world = await world_with(approved_by_sre())
+    try:
+        pr = await promoted_to_production(world, "dave")
+        await world.emulator.edit_pull(world.repo, pr["number"], user="dave",
+                                       body=forge(pr["body"], requester="alice"))
+        await world.emulator.review(world.repo, pr["number"], "dave", "APPROVE")
+        await world.settle()
+        run = world.gate(pr)
+        assert run["conclusion"] == "action_required", summary(run)
+        assert "@dave (requested the promotion)" in summary(run)
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_an_edited_commit_does_not_bring_back_auto_merge_after_a_push() -> None:
+    world = await world_with(approved_by_sre("    auto_merge: true\n"))
+    try:
+        pr = await promoted_to_production(world, "dave")
+        head = await world.emulator.push_files(world.repo, {"apps/web/notes.txt": "x\n"},
+                                               branch=pr["head"]["ref"], author="bob")
+        await world.emulator.edit_pull(world.repo, pr["number"], user="bob",
+                                       body=forge(pr["body"], commit=head))
+        await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")
+        await world.settle()
+        current = world.pull("Promote web 1.0.0 to production")
+        assert world.gate(current)["conclusion"] == "success", summary(world.gate(current))
+        assert not current["merged"] and current["state"] == "open"
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_promote_on_a_hand_written_pr_with_a_forged_marker_is_refused(
+        merged_only: World) -> None:
+    world = merged_only
+    await staged(world)
+    real = world.pull("Promote web 1.0.0 to staging")
+    laundered = digest_of("web:6.6.6")
+    await world.emulator.publish_container("acme", "web", laundered, ["6.6.6"],
+                                           source_repo="acme/web", emit=False)
+    text = pinned_kustomization("6.6.6", laundered)
+    await world.emulator.push_files(world.repo, {STAGING: text}, branch="hand/staging")
+    await world.emulator.open_pull(world.repo, "hand/staging", title="Hand staging",
+                                   author="alice", body=forge(real["body"], digest=laundered,
+                                                              version="6.6.6", tag="6.6.6"))
+    await world.settle()
+    forged = world.pull("Hand staging", state="open")
+    await world.emulator.comment(world.repo, forged["number"], "alice", "/promote production")
+    await world.settle()
+    replies = [c["body"] for c in world.emulator.comments(world.repo, forged["number"])
+               if c["user"]["login"].endswith("[bot]")]
+    assert any("is not a promotion PR Conveyor opened" in body for body in replies), replies
+    assert [pr["title"] for pr in world.open_pulls()] == ["Hand staging"]
+
+
+async def test_a_forged_newer_marker_on_a_conveyor_branch_does_not_block_a_release(
+        world: World) -> None:
+    await staged(world)
+    real = world.pull("Promote web 1.0.0 to staging")
+    decoy = "conveyor/staging/web-" + "e" * 12
+    await world.emulator.push_files(world.repo, {"README.md": "# decoy\n"}, branch=decoy)
+    await world.emulator.open_pull(world.repo, decoy, title="Decoy", author="alice",
+                                   body=forge(real["body"], version="9.9.9", tag="9.9.9",
+                                              digest="sha256:" + "e" * 64))
+    await world.settle()
+    await world.release("web", "1.1.0")
+    assert world.pull("Promote web 1.1.0 to staging")["merged"]

@@ -30,6 +30,7 @@ from bot.promotion.gatekeeper import PullFacts
 from bot.promotion.marker import PromotionMarker
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.resync import resync_all
+from bot.promotion.trust import ConveyorCommit
 from bot.sandbox.demo import DEMO_POLICY, DEPLOY_REPO, digest_of
 from tests.harness import SECRET, World, pinned_kustomization
 from tests.reliability.support import post_signed
@@ -335,8 +336,15 @@ async def test_only_prs_opened_by_conveyor_auto_merge_when_their_gate_passes(
     passed = Verdict(status="completed", conclusion="success", title="ok", conditions=(),
                      recheck_at=None)
     gh = await ctx.clients.installation(world.demo.installation_id)
-    for number, author in ((1, "carol"), (2, ctx.bot_login)):
-        facts = PullFacts(number=number, head_sha="a" * 40, base_sha="b" * 40, author=author,
-                          labels=(), marker=marker, html_url="", state="open")
+    def conveyors(head: bool) -> ConveyorCommit:
+        return ConveyorCommit(sha="a" * 40, environment="production", services=("web",),
+                              digests=(digest,), source_repo="acme/web", source_sha=None,
+                              version="6.6.6", tag="6.6.6", requester=None, rollback=False,
+                              train=None, head=head)
+
+    # 1: a marker in someone else's PR; 2: Conveyor's commit is the head; 3: someone pushed.
+    for number, trusted in ((1, None), (2, conveyors(True)), (3, conveyors(False))):
+        facts = PullFacts(number=number, head_sha="a" * 40, base_sha="b" * 40, author="carol",
+                          labels=(), marker=marker, html_url="", state="open", trusted=trusted)
         await ctx.gates._auto_merge(ctx, gh, repo, facts, passed)
     assert merged == [2]

@@ -380,6 +380,14 @@ class Emulator:
         com = await self._act(lambda: self.ops.add_comment(r, item, user, body))
         return shapes.comment(self.world, r, com)
 
+    async def edit_pull(self, repo: str, number: int, *, body: str, user: str
+                        ) -> dict[str, Any]:
+        """Someone with write access edits the PR's description (anyone's PR, as on GitHub)."""
+        r = self._repo(repo)
+        item = self._issue(r, number)
+        await self._act(lambda: self.ops.edit_issue(r, item, user, body=body, body_set=True))
+        return self.ops.pull_json(r, item)
+
     async def edit_comment(self, repo: str, comment_id: int, body: str, *,
                            user: str) -> dict[str, Any]:
         r = self._repo(repo)

@@ -1,0 +1,60 @@
+"""Which commits are Conveyor's own, and what their trailers say (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.promotion.marker import PromotionMarker
+from bot.promotion.trust import conveyor_commit, made_by, parse_trailers, reconcile
+
+BOT = "conveyor[bot]"
+DIGEST = "sha256:" + "a" * 64
+MESSAGE = (
+    "Promote web 1.4.2 to production\n\nConveyor-Service: web\n"
+    "Conveyor-Environment: production\n"
+    f"Conveyor-Digest: {DIGEST}\nConveyor-Source: acme/web@{'c' * 40}\n"
+    "Conveyor-Version: 1.4.2\nConveyor-Tag: v1.4.2\nConveyor-Requested-By: dave\n"
+)
+
+
+def commit(author: str = BOT, committer: str = "web-flow", verified: bool = True,
+           message: str = MESSAGE) -> dict[str, Any]:
+    return {"sha": "f" * 40, "author": {"login": author}, "committer": {"login": committer},
+            "commit": {"message": message, "verification": {"verified": verified}}}
+
+
+def test_only_a_commit_github_attributes_to_the_app_and_signed_is_conveyors() -> None:
+    assert made_by(commit(), BOT)
+    assert made_by(commit(committer=BOT), BOT)
+    assert not made_by(commit(verified=False), BOT)  # the bot's e-mail in a pushed commit
+    assert not made_by(commit(author="alice"), BOT)
+    assert not made_by(commit(committer="alice"), BOT)
+    assert not made_by(commit(), "")
+
+
+def test_trailers_are_the_last_paragraph_only() -> None:
+    text = "Title\n\nConveyor-Digest: in the body\n\nConveyor-Service: web\nnot a trailer line\n"
+    assert parse_trailers(text) == {"Conveyor-Service": ["web"]}
+    assert parse_trailers("Conveyor-Service: web") == {}
+
+
+def test_the_trusted_facts_override_an_edited_marker() -> None:
+    found = conveyor_commit(commit(), BOT, head=True)
+    assert found is not None
+    assert (found.service, found.digest, found.requester, found.tag) == (
+        "web", DIGEST, "dave", "v1.4.2")
+    edited = PromotionMarker(service="web", environment="production", digest=DIGEST,
+                             tag="9.9.9", version="9.9.9", paths=("p.yaml",),
+                             source_repo="evil/web", requester="alice", commit="0" * 40)
+    marker = reconcile(edited, found)
+    assert (marker.requester, marker.version, marker.source_repo, marker.commit) == (
+        "dave", "1.4.2", "acme/web", "f" * 40)
+    assert marker.paths == ("p.yaml",)  # display details survive when the story agrees
+    other = reconcile(PromotionMarker(service="api", environment="production", digest=DIGEST,
+                                      tag=None, version="x", paths=("q.yaml",),
+                                      source_repo=""), found)
+    assert (other.service, other.paths) == ("web", ())
+
+
+def test_a_commit_without_trailers_is_not_a_promotion() -> None:
+    assert conveyor_commit(commit(message="Update README\n"), BOT, head=True) is None
