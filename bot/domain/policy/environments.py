@@ -30,7 +30,7 @@ MAX_REPORTERS = 20
 ENV_KEYS = (
     "name", "path", "from", "after", "promote", "evidence", "soak", "tags", "approvals",
     "approvers", "allow_self_approval", "deployed_context", "deployed_by", "freeze",
-    "merge_method", "auto_merge", "require_attestation",
+    "merge_method", "auto_merge", "require_attestation", "on_failure", "watch",
 )  # fmt: skip
 GATE_ONLY_KEYS = (
     "promote", "evidence", "soak", "approvals", "approvers", "allow_self_approval",
@@ -39,6 +39,8 @@ FROM_VALUES = ("release", "package", "any")
 PROMOTE_VALUES = ("manual", "auto")
 EVIDENCE_VALUES = ("merged", "deployed")
 MERGE_METHODS = ("squash", "merge", "rebase")
+ON_FAILURE_VALUES = ("rollback", "hold")
+DEFAULT_WATCH = timedelta(hours=1)
 
 
 def suggest(word: str, candidates: list[str]) -> str:
@@ -126,7 +128,11 @@ class _EnvParser:
         if "promote" in raw and gated:
             promote = _choice(reader, raw, "promote", where, PROMOTE_VALUES) or "manual"
         evidence = self._evidence(raw, where) if gated else ()
-        soak = self._soak(raw, where) if "soak" in raw and gated else timedelta(0)
+        soak = (self._duration(raw, "soak", where) or timedelta(0)
+                if "soak" in raw and gated else timedelta(0))
+        on_failure = (_choice(reader, raw, "on_failure", where, ON_FAILURE_VALUES)
+                      if "on_failure" in raw else None)
+        watch = self._watch(raw, where)
         approvals = self._approvals(raw, where) if "approvals" in raw and gated else 0
         approvers = self._approvers(raw, where) if "approvers" in raw and gated else ()
         if approvals is not None:  # an invalid count is reported once, not again here
@@ -134,6 +140,12 @@ class _EnvParser:
         allow_self = self._bool(raw, "allow_self_approval", where) if gated else False
         context = self._deployed_context(raw, where, evidence, gated)
         reporters = self._deployed_by(raw, where, evidence, gated)
+        if on_failure is not None and not reporters:
+            reader.notice(
+                reader.value_pos(raw, "on_failure"),
+                f"{where}.on_failure: a failure report by anyone who can post commit statuses "
+                "or deployments counts; name your Argo CD or Flux login in deployed_by",
+            )
         if gated and "deployed" in evidence and not reporters:
             reader.notice(
                 reader.key_pos(raw, "evidence"),
@@ -163,6 +175,8 @@ class _EnvParser:
             auto_merge=self._bool(raw, "auto_merge", where),
             require_attestation=self._bool(raw, "require_attestation", where),
             line=reader.node_pos(raw)[0],
+            on_failure=on_failure,
+            watch=watch,
         )
 
     def _after(self, raw: dict[Any, Any], where: str, name: str) -> str | None:
@@ -211,21 +225,38 @@ class _EnvParser:
                 result.append(item)
         return tuple(result) or ("merged",)
 
-    def _soak(self, raw: dict[Any, Any], where: str) -> timedelta:
-        value = raw["soak"]
-        pos = self.reader.value_pos(raw, "soak")
+    def _duration(self, raw: dict[Any, Any], key: str, where: str) -> timedelta | None:
+        """The duration, or None when it is invalid (the error is reported here)."""
+        value = raw[key]
+        pos = self.reader.value_pos(raw, key)
         if value == 0 and isinstance(value, int) and not isinstance(value, bool):
             return timedelta(0)
         if not isinstance(value, str):
             self.reader.error(
-                pos, f"{where}.soak: expected a duration such as 30m, got {type_name(value)}"
+                pos, f"{where}.{key}: expected a duration such as 30m, got {type_name(value)}"
             )
-            return timedelta(0)
+            return None
         try:
             return parse_duration(value)
         except ValueError as exc:
-            self.reader.error(pos, f"{where}.soak: {exc}")
-            return timedelta(0)
+            self.reader.error(pos, f"{where}.{key}: {exc}")
+            return None
+
+    def _watch(self, raw: dict[Any, Any], where: str) -> timedelta:
+        """How long after a merge a failure report counts against the promotion."""
+        if "watch" not in raw:
+            return DEFAULT_WATCH
+        watch = self._duration(raw, "watch", where)
+        if watch is None:
+            return DEFAULT_WATCH
+        if watch <= timedelta(0):
+            self.reader.error(
+                self.reader.value_pos(raw, "watch"),
+                f"{where}.watch: must be longer than 0; a failure report counts only "
+                "within watch of the merge",
+            )
+            return DEFAULT_WATCH
+        return watch
 
     def _approvals(self, raw: dict[Any, Any], where: str) -> int | None:
         """The count, or None when it is invalid (the error is reported here)."""
@@ -314,7 +345,7 @@ class _EnvParser:
         self, raw: dict[Any, Any], key: str, where: str, evidence: tuple[str, ...], gated: bool
     ) -> None:
         # On an entry environment the keys describe its own deployment reports (on_failure).
-        if gated and "deployed" not in evidence:
+        if gated and "deployed" not in evidence and "on_failure" not in raw:
             self.reader.error(
                 self.reader.value_pos(raw, key),
                 f"{where}.{key}: only used with evidence: [deployed]; add 'deployed' to evidence",

@@ -48,6 +48,9 @@ class Environment:
     line: int
     # logins whose deployment reports count (apps as "<slug>[bot]"); empty: anyone but Conveyor
     deployed_by: tuple[str, ...] = ()
+    # what a trusted failure report within `watch` of a merge does: "rollback", "hold" or None
+    on_failure: str | None = None
+    watch: timedelta = timedelta(hours=1)
 
     @property
     def gated(self) -> bool:
