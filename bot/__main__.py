@@ -66,7 +66,8 @@ def _receive(args: argparse.Namespace) -> int:
 
 def _sandbox(args: argparse.Namespace) -> int:
     if args.config is not None and not args.config.is_file():
-        print(f"{args.config}: no such file", file=sys.stderr)
+        what = "a folder, not a policy file" if args.config.is_dir() else "no such file"
+        print(f"{args.config}: {what}", file=sys.stderr)
         return 1
     from .sandbox.cli import run
 

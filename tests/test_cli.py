@@ -97,6 +97,12 @@ def test_sandbox_log_dir_at_a_file(tmp_path: Path) -> None:
                               "file, not a folder (see conveyor sandbox --help)")
 
 
+def test_sandbox_config_at_a_folder(tmp_path: Path) -> None:
+    done = conveyor("sandbox", "--config", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 1
+    assert one_line(done) == f"{tmp_path}: a folder, not a policy file"
+
+
 # -- setup -----------------------------------------------------------------------------------------
 def test_setup_port_out_of_range(tmp_path: Path) -> None:
     done = conveyor("setup", "--port", "99999", cwd=tmp_path)
