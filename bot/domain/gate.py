@@ -20,6 +20,7 @@ __all__ = [
     "Condition",
     "EnvironmentRules",
     "Evidence",
+    "FailureMark",
     "FileProblem",
     "GateInput",
     "ImageChange",
@@ -56,6 +57,17 @@ class Evidence:
     # The canonical image name the evidence is about; None means "the change's own image".
     # The same digest under another name is another image (SPEC 6: full name and digest).
     image: str | None = None
+
+
+@dataclass(frozen=True)
+class FailureMark:
+    """Conveyor's own record that a trusted report said the digest failed in an environment
+    within its ``watch`` (only Conveyor can write it: a check run of its app)."""
+
+    digest: str
+    environment: str
+    at: datetime  # when the failure was reported
+    url: str  # the report, or the mark when the report has no page
 
 
 @dataclass(frozen=True)
@@ -140,6 +152,7 @@ class GateInput:
     # reports and whose), shown on the digest's deployed condition
     evidence_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     problems: tuple[FileProblem, ...] = ()
+    failures: Mapping[str, tuple[FailureMark, ...]] = field(default_factory=dict)  # by digest
 
 
 @dataclass(frozen=True)
@@ -335,7 +348,17 @@ def _evidence_conditions(
                 subject=subject,
             )
         ]
-    found: list[Condition] = []
+    found: list[Condition] = [
+        Condition(
+            ok=False,
+            text=f"{short_digest(digest)} was reported failing in {mark.environment} at "
+            f"{format_time(mark.at)}",
+            link=mark.url or None,
+            subject=subject,
+        )
+        for mark in gate.failures.get(digest, ())
+        if mark.environment == rules.after
+    ]
     # When all required evidence first existed: the latest of each kind's earliest evidence.
     started: datetime | None = None
     complete = True

@@ -23,6 +23,7 @@ from ..domain.policy import Policy
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.deployed import parse_time
 from ..promotion.downstream import reevaluate_open_pulls
+from ..promotion.watch import FAILED_STATES, Watcher, watched
 from .pulls import deployment_repo
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,8 @@ async def on_deployment_report(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: 
     repo = await deployment_repo(event, gh, ctx)
     if repo is None or repo.policy is None:
         return
+    if report.state in FAILED_STATES and watched(repo.policy):
+        await Watcher(ctx, gh, repo).on_report(report)
     if not concerns_a_gate(repo.policy, report, ctx.bot_login, ctx.app_id):
         log.debug("a deployment report no gate reads", extra={
             "repository": repo.full_name, "report": report.describe()})

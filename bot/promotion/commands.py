@@ -62,6 +62,7 @@ __all__ = [
     "Reply",
     "already_answered",
     "finish",
+    "open_rollback_for",
     "permission_refusal",
     "permission_unknown",
     "policy_refusal",
@@ -372,6 +373,10 @@ class _Runner:
 
     # -- /rollback ---------------------------------------------------------------------------
     async def _rollback(self, command: Rollback) -> str:
+        return (await self.open_rollback(command))[1]
+
+    async def open_rollback(self, command: Rollback) -> tuple[OpenResult | None, str]:
+        """The rollback PR (None when refused) and the reply's text."""
         repo = self.where.repo
         policy = self.where.policy
         history, truncated = await read_history(self.gh, self.repo, repo.default_branch, policy,
@@ -385,7 +390,7 @@ class _Runner:
         choice = choose_rollback(live_periods(history, truncated=truncated), command.environment,
                                  command.service, command.ref, wanted_digest)
         if choice.period is None or choice.period.digest is None:
-            return f"❌ {choice.refusal}"
+            return None, f"❌ {choice.refusal}"
         period = choice.period
         digest = period.digest
         assert digest is not None
@@ -394,8 +399,8 @@ class _Runner:
         result = await Opener(self.ctx, self.gh, repo).open(
             candidate, command.environment, provenance=provenance,
             explicit=True, rollback_note=rollback_note(period, command.environment))
-        return describe_result(result, command.service, candidate.version, command.environment,
-                               rollback=True)
+        return result, describe_result(result, command.service, candidate.version,
+                                       command.environment, rollback=True)
 
     # -- /promote <env> <group>, /promote <env> --all -----------------------------------------
     async def _promote_train(self, command: PromoteTrain) -> str:
@@ -520,6 +525,17 @@ class _Runner:
             members = self.where.policy.groups[command.group].services
             rows = [row for row in rows if row.service in members]
         return render_status(rows, command.service)
+
+
+async def open_rollback_for(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,
+                            environment: str, number: int) -> tuple[OpenResult | None, str]:
+    """What `/rollback <service> <environment>` on PR ``number`` does, asked by Conveyor
+    itself (an automatic rollback): the PR, or None and why not."""
+    where = Invocation(repo, number, True, ctx.bot_login, 0)
+    command = Rollback(name="rollback", args=(service, environment), line=1,
+                       raw=f"/rollback {service} {environment}", service=service,
+                       environment=environment, ref=None)
+    return await _Runner(ctx, gh, where, Reply(0)).open_rollback(command)
 
 
 def downstream_of(policy: Policy, environment: str) -> list[str]:

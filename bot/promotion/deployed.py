@@ -78,9 +78,13 @@ class DeployedSearch:
     _stretches: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     async def judge(self, target: Target, digest: str, trust: Trust) -> Judgement:
+        return judge(await self.reports(target, digest), trust)
+
+    async def reports(self, target: Target, digest: str) -> list[Report]:
+        """Every report about the target on the commits of the digest's newest stretch."""
         commits = await self.pinning_commits(target)
         if not commits:
-            return Judgement(None, None, ())
+            return []
         shas = [commit["sha"] for commit in commits]
         # Each commit's three lists are independent reads: a few at a time, not one by one.
         limit = asyncio.Semaphore(PARALLEL_COMMITS)
@@ -98,7 +102,7 @@ class DeployedSearch:
             seen |= ids
         since = parse_time(commits[-1]["commit"]["committer"]["date"])
         reports += await self._deployments_naming(digest, target, since, seen)
-        return judge(reports, trust)
+        return reports
 
     async def pinning_commits(self, target: Target) -> list[dict[str, Any]]:
         """:meth:`_pinning_commits`, read once per search (`merged` evidence shares it)."""

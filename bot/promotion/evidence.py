@@ -17,13 +17,14 @@ from urllib.parse import quote
 from gidgethub.abc import GitHubAPI
 
 from ..domain.deployed import Trust
-from ..domain.gate import Evidence
+from ..domain.gate import Evidence, FailureMark
 from ..domain.images import canonical_image_name
 from ..domain.policy import Environment, Policy
 from ..github.repos import get_file
 from ..manifests import ManifestError
 from ..manifests.references import deploy_references
 from .deployed import DeployedSearch, Target, parse_time
+from .failure_mark import find_mark
 
 # Bounds: how far back the history is read.
 MAX_HISTORY_COMMITS = 30
@@ -53,6 +54,8 @@ class EvidenceFinder:
     own_app_id: int | None = None
     # what the deployed search found besides evidence (the latest failure, ignored reports)
     notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # by digest: Conveyor's marks that the digest was reported failing upstream (on_failure)
+    failures: dict[str, list[FailureMark]] = field(default_factory=dict)
 
     async def for_digest(self, service: str, environment: Environment, digest: str, *,
                          image: str | None = None) -> list[Evidence]:
@@ -76,6 +79,13 @@ class EvidenceFinder:
             return []
         # The oldest commit of the stretch is the one that brought the digest to the branch.
         found = [await self._merged(stretch[-1], upstream, path, image, digest)]
+        if self.policy.environments[upstream].on_failure is not None:
+            mark = await find_mark(self.gh, self.repo, stretch[-1]["sha"], service, upstream,
+                                   digest, own_app_id=self.own_app_id,
+                                   own_login=self.own_login)
+            failure = mark.as_failure() if mark is not None else None
+            if failure is not None:
+                self.failures.setdefault(digest, []).append(failure)
         if "deployed" in environment.evidence:
             deployed, notes = await self._deployed(search, target, environment, digest)
             found += deployed

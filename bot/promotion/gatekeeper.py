@@ -194,6 +194,7 @@ class GateService:
             changes=tuple(changes), rules=rules,
             evidence={digest: tuple(items) for digest, items in evidence.items()},
             rollback=rollback, problems=tuple(problems), evidence_notes=dict(finder.notes),
+            failures={digest: tuple(marks) for digest, marks in finder.failures.items()},
             reviews=tuple(await self._reviews(gh, repo, policy, facts, envs)),
             head_sha=facts.head_sha, pr_author=facts.author,
             requester=facts.trusted.requester if facts.trusted else None,

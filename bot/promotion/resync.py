@@ -31,6 +31,7 @@ from .opener import close_superseded, find_pull_for_branch, open_pulls
 from .policies import DeploymentRepo
 from .train import finish_interrupted_trains
 from .trust import trusted_marker
+from .watch import Watcher, watched
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -115,6 +116,8 @@ async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
                                                     report_refusals=False)
     await finish_interrupted_promotions(ctx, gh, repo)
     await resume_auto_promotions(ctx, gh, repo)
+    if watched(repo.policy):
+        await Watcher(ctx, gh, repo).resync()
     await reevaluate_open_pulls(ctx, gh, repo)
     from .dashboard import refresh_dashboard
 

@@ -1,0 +1,119 @@
+"""The mark that a digest was reported failing in an environment: a check run of Conveyor's.
+
+Only the app itself can create or change a check run attributed to it, so the mark is
+trustworthy where a label, a comment or a body marker is not. It sits on the commit that
+brought the digest into the environment's file on the default branch (the promotion's merge
+commit), is named per service and environment, and carries:
+
+- ``external_id``: the digest;
+- ``conclusion``: ``failure`` while it stands, ``neutral`` once a person cleared it;
+- ``completed_at``: when the failure was reported;
+- ``details_url``: the report;
+- a hidden line in ``output.text`` with what the automatic rollback did (pending, the PR's
+  number, or why there is none), so a restart finishes what an interrupted job began.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from gidgethub.abc import GitHubAPI
+
+from ..domain.gate import FailureMark, format_time
+from .deployed import parse_time
+
+MARK_PREFIX = "conveyor/reported-failing"
+_STATE_RE = re.compile(r"<!-- conveyor:watch (\{.*?\}) -->")
+
+
+def mark_name(service: str, environment: str) -> str:
+    return f"{MARK_PREFIX} ({service} in {environment})"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A mark as read back from GitHub."""
+
+    run_id: int
+    digest: str
+    environment: str
+    at: datetime
+    url: str
+    standing: bool  # conclusion failure: not cleared
+    rollback: str  # "pending", "#<number>", "none: <why>"
+    title: str
+    summary: str
+
+    def as_failure(self) -> FailureMark | None:
+        if not self.standing:
+            return None
+        return FailureMark(digest=self.digest, environment=self.environment, at=self.at,
+                           url=self.url)
+
+
+def is_own(run: dict[str, Any], own_app_id: int | None, own_login: str) -> bool:
+    app = run.get("app") or {}
+    if own_app_id is not None and app.get("id") is not None:
+        return int(app["id"]) == own_app_id
+    return bool(own_login) and f"{app.get('slug', '')}[bot]".lower() == own_login.lower()
+
+
+async def find_mark(gh: GitHubAPI, repo: str, sha: str, service: str, environment: str,
+                    digest: str, *, own_app_id: int | None, own_login: str) -> Mark | None:
+    """Conveyor's mark for (service, environment, digest) on the commit, cleared or not."""
+    runs = await gh.getitem(
+        f"/repos/{repo}/commits/{sha}/check-runs?check_name="
+        f"{quote(mark_name(service, environment))}&filter=all&per_page=100")
+    for run in runs.get("check_runs") or []:
+        if not is_own(run, own_app_id, own_login) or run.get("external_id") != digest:
+            continue
+        output = run.get("output") or {}
+        found = _STATE_RE.search(str(output.get("text") or ""))
+        state = json.loads(found.group(1)) if found else {}
+        return Mark(
+            run_id=int(run["id"]), digest=digest, environment=environment,
+            at=parse_time(str(run.get("completed_at") or run.get("started_at"))),
+            url=str(run.get("details_url") or run.get("html_url") or ""),
+            standing=run.get("conclusion") == "failure",
+            rollback=str(state.get("rollback") or "none"),
+            title=str(output.get("title") or ""), summary=str(output.get("summary") or ""),
+        )
+    return None
+
+
+def _text(rollback: str) -> str:
+    return f"<!-- conveyor:watch {json.dumps({'rollback': rollback})} -->"
+
+
+async def write_mark(gh: GitHubAPI, repo: str, sha: str, service: str, environment: str,
+                     digest: str, *, reported_at: datetime, report_url: str, title: str,
+                     summary: str, rollback: str) -> Mark:
+    data: dict[str, Any] = {
+        "name": mark_name(service, environment), "head_sha": sha, "status": "completed",
+        "conclusion": "failure", "completed_at": format_time(reported_at),
+        "external_id": digest,
+        "output": {"title": title[:255], "summary": summary, "text": _text(rollback)},
+    }
+    if report_url.startswith(("http://", "https://")):
+        data["details_url"] = report_url
+    created = await gh.post(f"/repos/{repo}/check-runs", data=data)
+    return Mark(run_id=int(created["id"]), digest=digest, environment=environment,
+                at=reported_at, url=str(created.get("details_url") or created.get("html_url")
+                                        or ""), standing=True, rollback=rollback,
+                title=title, summary=summary)
+
+
+async def update_mark(gh: GitHubAPI, repo: str, mark: Mark, *, rollback: str | None = None,
+                      summary: str | None = None, cleared: bool = False) -> None:
+    """Record the rollback's outcome, or clear the mark (a person decided)."""
+    data: dict[str, Any] = {"output": {
+        "title": mark.title, "summary": summary if summary is not None else mark.summary,
+        "text": _text(rollback if rollback is not None else mark.rollback)}}
+    if cleared:
+        data["conclusion"] = "neutral"
+    await gh.patch(f"/repos/{repo}/check-runs/{mark.run_id}", data=data)
