@@ -247,10 +247,13 @@ class GateService:
                              for _, env in owners]
                 continue
             try:
-                before = {r.identity for r in await run_cpu(
-                    len(old_text), deploy_references, old_text, path=path, tag_keys=tag_keys)}
+                base_refs = await run_cpu(len(old_text), deploy_references, old_text, path=path,
+                                          tag_keys=tag_keys)
             except ManifestError:
-                before = set()  # an unreadable base: every reference counts as changed
+                base_refs = []  # an unreadable base: every reference counts as changed
+            before = {r.identity for r in base_refs}
+            problems += [FileProblem(env.name, path, removed) for removed in _removed(
+                base_refs, after) for _, env in owners]
             changed_refs = list({r.identity: r for r in after if r.identity not in before}
                                 .values())
             for reference in changed_refs:
@@ -453,6 +456,15 @@ class GateService:
             return
         await merge_promotion(ctx, gh, repo.full_name, facts.number, facts.head_sha,
                               env.merge_method)
+
+
+def _removed(before: list[ImageReference], after: list[ImageReference]) -> list[str]:
+    """Images the base sets and the head no longer names at all: what runs instead comes from
+    outside the file (a base, the chart's defaults), which the gate cannot judge."""
+    names = {r.canonical_name for r in after}
+    gone = {r.canonical_name: r for r in before if r.canonical_name not in names}
+    return [f"line {r.line} of the base set {r}; the head no longer sets {r.name}, so what "
+            "runs instead comes from outside this file" for r in gone.values()]
 
 
 def gated_owners(policy: Policy, path: str) -> list[tuple[Service, Environment]]:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from http import HTTPStatus
 from typing import Any
 
+import gidgethub
 import pytest
 
 from bot.promotion.marker import parse_marker
@@ -30,7 +32,8 @@ async def staged(world: World, version: str = "1.0.0", service: str = "web") -> 
 
 
 def summary(run: dict[str, Any]) -> str:
-    return f"{run['output']['title']}\n{run['output']['summary']}"
+    """Title and summary, without the summary's Markdown escapes."""
+    return f"{run['output']['title']}\n{run['output']['summary']}".replace("\\", "")
 
 
 def failing(world: World, pr: dict[str, Any], *needles: str) -> str:
@@ -365,3 +368,21 @@ async def test_a_forged_newer_marker_on_a_conveyor_branch_does_not_block_a_relea
     await world.settle()
     await world.release("web", "1.1.0")
     assert world.pull("Promote web 1.1.0 to staging")["merged"]
+
+
+async def test_a_failed_tag_lookup_still_posts_a_failing_gate(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def refused(*_args: object, **_kwargs: object) -> None:
+        raise gidgethub.BadRequest(HTTPStatus.FORBIDDEN, "Resource not accessible by integration")
+
+    monkeypatch.setattr(world.runtime.ctx.packages, "find_by_tags", refused)
+    tag_only = HEADER + '  - name: ghcr.io/acme/web\n    newTag: "1.0.0"\n'
+    pr = await hand_pr(world, PROD, tag_only)
+    failing(world, pr, "tag 1.0.0 could not be looked up",
+            "Resource not accessible by integration")
+
+
+async def test_dropping_the_services_images_entry_fails(world: World) -> None:
+    # Without its images entry the overlay runs the base's `ghcr.io/acme/web` as it stands.
+    pr = await hand_pr(world, PROD, HEADER.replace("images:\n", "images: []\n"))
+    failing(world, pr, "the head no longer sets ghcr.io/acme/web")
