@@ -1,4 +1,4 @@
-"""Command line: serve, sandbox, check-config, bump, receive, setup."""
+"""Command line: serve, sandbox, check-config, bump, receive, setup, report."""
 
 from __future__ import annotations
 
@@ -94,6 +94,12 @@ def _bump(args: argparse.Namespace) -> int:
     return bump(args.repo, args.service, args.env, args.image, write=args.write)
 
 
+def _report(args: argparse.Namespace) -> int:
+    from .report import run
+
+    return run(args.repo, args.since, args.format, args.api_url)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="conveyor", description="Conveyor: GitOps promotions through pull requests."
@@ -164,6 +170,17 @@ def build_parser() -> argparse.ArgumentParser:
     bump.add_argument("--image", required=True, help="NAME:TAG@sha256:DIGEST")
     bump.add_argument("--write", action="store_true", help="also change the file")
     bump.set_defaults(func=_bump)
+
+    report = commands.add_parser(
+        "report", help="print the delivery metrics of a deployment repository, from GitHub")
+    report.add_argument("--repo", required=True, metavar="OWNER/REPO")
+    report.add_argument("--since", default="30d", metavar="DURATION",
+                        help="the window, ending now (default: 30d)")
+    report.add_argument("--format", choices=("md", "json", "csv"), default="md")
+    report.add_argument("--api-url", metavar="URL",
+                        help="the REST API (default: GITHUB_API_URL, else GitHub's); the "
+                             "sandbox's with --keep")
+    report.set_defaults(func=_report)
     return parser
 
 
