@@ -11,6 +11,7 @@ from .github.client import GitHubClients
 from .leases import Leases, LocalLeases
 from .metrics import Metrics
 from .promotion.candidates import PackageLookup
+from .promotion.delivery_board import DeliveryBoard
 from .promotion.gatekeeper import GateService
 from .promotion.policies import PolicyIndex
 from .promotion.status import StatusSources
@@ -36,6 +37,7 @@ class Context:
     packages: PackageLookup = field(default_factory=PackageLookup)
     gates: GateService = field(default_factory=GateService)
     status: StatusSources = field(default_factory=StatusSources)
+    delivery: DeliveryBoard = field(default_factory=DeliveryBoard)
     # The app's own login ("<slug>[bot]"), learned from GET /app at start-up.
     bot_login: str = ""
     # The app's numeric id (GITHUB_APP_ID): how its own check runs and deployments are known.

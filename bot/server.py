@@ -83,6 +83,7 @@ def create_app(
     intake: DeliveryQueue = queue or MemoryQueue(settings.queue_size)
     ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
                   clock=clock, app_id=int(settings.app_id))
+    metrics.registry.register(ctx.delivery)
     if scaleout is not None:  # shared by the replicas instead of per process
         ctx.scheduler, ctx.locks = scaleout.scheduler, scaleout.locks
         ctx.leases = scaleout.locks

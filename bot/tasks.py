@@ -1,4 +1,5 @@
-"""Background loops of the server process: the resync and the redelivery of failed deliveries."""
+"""Background loops of the server process: the resync, the redelivery of failed deliveries and
+the hourly read of the delivery figures."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import gidgethub
 
 from .github.deliveries import Redeliverer
 from .logs import delivery_id_var
+from .promotion.delivery_board import refresh_delivery
 from .promotion.resync import resync_all
 from .server import Runtime
 
@@ -30,6 +32,7 @@ async def reconcile_once(runtime: Runtime, redeliverer: Redeliverer) -> None:
     token = delivery_id_var.set("resync")
     try:
         repos = await resync_all(ctx, keep_for=keep_for)
+        await refresh_delivery(ctx)  # hourly: the figures move slowly
         asked = 0
         async with ctx.leases.lease("redeliver", keep_for=keep_for) as mine:
             if mine:

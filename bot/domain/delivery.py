@@ -13,11 +13,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from statistics import median
 
-__all__ = ["Figures", "Outage", "Promotion", "figures"]
+__all__ = ["Figures", "Outage", "Promotion", "figures", "weekly_lead_times"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class Figures:
     lead_time_merged: timedelta | None
     lead_time_deployed: timedelta | None
     time_to_restore: timedelta | None
+    # every lead time behind the medians (the histogram of /metrics)
+    samples_merged: tuple[timedelta, ...] = field(default=(), compare=False)
+    samples_deployed: tuple[timedelta, ...] = field(default=(), compare=False)
 
     @property
     def change_failure_rate(self) -> float | None:
@@ -74,13 +77,30 @@ def figures(service: str, environment: str, promotions: Iterable[Promotion],
     restored = [o.restored_at - o.failed_at for o in outages
                 if (o.service, o.environment) == (service, environment)
                 and since <= o.failed_at < until and o.restored_at is not None]
+    merged = [p.merged_at - p.source_at for p in changes if p.source_at is not None]
+    deployed = [p.deployed_at - p.source_at for p in changes
+                if p.source_at is not None and p.deployed_at is not None]
     return Figures(
         service=service, environment=environment, deployments=len(mine),
         per_day=len(mine) / days, changes=len(changes),
         failures=sum(1 for p in changes if p.failed),
-        lead_time_merged=_median([p.merged_at - p.source_at for p in changes
-                                  if p.source_at is not None]),
-        lead_time_deployed=_median([p.deployed_at - p.source_at for p in changes
-                                    if p.source_at is not None and p.deployed_at is not None]),
+        lead_time_merged=_median(merged), lead_time_deployed=_median(deployed),
         time_to_restore=_median(restored),
+        samples_merged=tuple(merged), samples_deployed=tuple(deployed),
     )
+
+
+def weekly_lead_times(environment: str, promotions: Iterable[Promotion], since: datetime,
+                      until: datetime) -> list[tuple[datetime, timedelta | None]]:
+    """Per week from ``since``: the median lead time to merge into ``environment`` of the
+    promotions (every service, rollbacks left out) merged that week."""
+    weeks: list[tuple[datetime, timedelta | None]] = []
+    start = since
+    while start < until:
+        end = min(start + timedelta(days=7), until)
+        weeks.append((start, _median([
+            p.merged_at - p.source_at for p in promotions
+            if p.environment == environment and not p.rollback and p.source_at is not None
+            and start <= p.merged_at < end])))
+        start = end
+    return weeks

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
+from .delivery_board import render_section
 from .policies import DeploymentRepo
 from .status import collect_status, render_status
 
@@ -31,7 +32,8 @@ DEBOUNCE = timedelta(seconds=5)
 DASHBOARD_EVENT = "dashboard"
 
 
-def render_dashboard(repo: str, status: str) -> str:
+def render_dashboard(repo: str, status: str, delivery: str | None = None) -> str:
+    """``delivery``: the delivery section, once its figures have been read."""
     return "\n".join([
         f"What runs where in **{repo}**, per service and environment, as the default branch "
         "says. Conveyor edits this issue after every promotion change; edits by hand are "
@@ -41,6 +43,7 @@ def render_dashboard(repo: str, status: str) -> str:
         "",
         "Ask for the same table in any issue or pull request with `/status [service]`.",
         "",
+        *([delivery, ""] if delivery else []),
         DASHBOARD_MARKER,
     ])
 
@@ -67,8 +70,10 @@ async def refresh_dashboard(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo
     if repo.policy is None:
         return None
     async with ctx.locks.hold(f"dashboard:{repo.full_name}"):
+        snapshot = ctx.delivery.get(repo.full_name)
         body = render_dashboard(repo.full_name,
-                                render_status(await collect_status(ctx, gh, repo)))
+                                render_status(await collect_status(ctx, gh, repo)),
+                                render_section(snapshot) if snapshot is not None else None)
         issue = await find_dashboard(ctx, gh, repo.full_name)
         if issue is None:
             created: dict[str, Any] = await gh.post(f"/repos/{repo.full_name}/issues", data={

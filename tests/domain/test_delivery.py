@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.domain.delivery import Outage, Promotion, figures
+from bot.domain.delivery import Outage, Promotion, figures, weekly_lead_times
 
 SINCE, UNTIL = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -56,3 +56,16 @@ def test_a_scripted_month(service: str, environment: str, expected: tuple[object
     got = figures(service, environment, PROMOTIONS, OUTAGES, SINCE, UNTIL)
     assert (got.deployments, got.per_day, got.changes, got.failures, got.change_failure_rate,
             got.lead_time_merged, got.lead_time_deployed, got.time_to_restore) == expected
+
+
+def test_lead_time_per_week() -> None:
+    weeks = weekly_lead_times("staging", PROMOTIONS, SINCE, UNTIL)
+    # weeks from Nov 1: [1, 8), [8, 15), [15, 22), [22, 29), [29, Dec 1)
+    assert [start.day for start, _ in weeks] == [1, 8, 15, 22, 29]
+    assert [lead for _, lead in weeks] == [
+        timedelta(hours=1, minutes=30),  # web 1.0.0 (2h) and api (1h)
+        timedelta(hours=24),  # web 1.1.0; its rollback is no change
+        timedelta(hours=1),
+        None,  # the hand-written change has no source commit
+        None,
+    ]

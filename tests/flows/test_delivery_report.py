@@ -1,6 +1,6 @@
-"""Delivery metrics of a scripted month, read back from GitHub by `report`: three releases
-into staging two weeks apart, one reported failing and rolled back, with figures computed by
-hand."""
+"""Delivery metrics of a scripted month, read back from GitHub by `report` and by `/metrics`
+and the dashboard: three releases into staging a week apart, one reported failing and rolled
+back, with figures computed by hand."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
+import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from bot.promotion.dashboard import find_dashboard, refresh_dashboard
+from bot.promotion.delivery_board import refresh_delivery
 from bot.report import collect, render
 from bot.settings import Settings
 from tests.flows.gitops import ArgoCD
@@ -88,3 +92,52 @@ async def test_the_report_of_a_scripted_month(world: World) -> None:
     assert "| web | staging | 4 | 0.9 | 2h | 2h47m30s | 33% | 20m |" in table
     csv_text = render(found, "csv", world.repo, since, until)
     assert csv_text.splitlines()[1] == "web,staging,4,0.1333,7200.0,10050.0,0.3333,1200.0"
+
+
+async def scrape(world: World) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    url = world.webhook_url.replace("/api/github/webhooks", "/metrics")
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        text = await response.text()
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text)
+            if family.name.startswith(("conveyor_promotions_merged", "conveyor_lead_time",
+                                       "conveyor_change_failure", "conveyor_time_to_restore"))
+            for sample in family.samples}
+
+
+async def test_metrics_and_the_dashboard_show_the_figures_of_report(world: World) -> None:
+    await scripted_month(world)
+    found, _, _ = await collect(settings_of(world), world.repo, timedelta(days=30),
+                                now=world.clock)
+    ctx = world.runtime.ctx
+    assert await refresh_delivery(ctx) == 1
+    assert await refresh_delivery(ctx) == 0  # read at most once an hour
+    samples = await scrape(world)
+    web = (("environment", "staging"), ("repository", world.repo), ("service", "web"))
+    staging = next(f for f in found if (f.service, f.environment) == ("web", "staging"))
+    assert samples["conveyor_promotions_merged_total", web] == staging.deployments == 4
+    assert samples["conveyor_change_failure_rate", web] == staging.change_failure_rate == 1 / 3
+    assert samples["conveyor_time_to_restore_seconds", web] == 1200.0
+    merged = tuple(sorted((*web, ("until", "merged"))))
+    deployed = tuple(sorted((*web, ("until", "deployed"))))
+    assert samples["conveyor_lead_time_seconds_count", merged] == 3.0
+    assert samples["conveyor_lead_time_seconds_sum", merged] == 6 * 3600.0  # 2h + 1h + 3h
+    assert samples["conveyor_lead_time_seconds_bucket",
+                   tuple(sorted((*merged, ("le", "7200.0"))))] == 2.0  # 1h and 2h
+    assert samples["conveyor_lead_time_seconds_sum", deployed] == 9000.0 + 11100.0
+    production = (("environment", "production"), ("repository", world.repo),
+                  ("service", "web"))
+    assert samples["conveyor_promotions_merged_total", production] == 0.0
+    assert ("conveyor_change_failure_rate", production) not in samples  # no change: no rate
+    assert {dict(labels)["service"] for _, labels in samples} == {"web", "api"}
+
+    gh = await ctx.clients.installation(world.demo.installation_id)
+    [repo] = await ctx.policies.load(gh, world.demo.installation_id)
+    await refresh_dashboard(ctx, gh, repo)
+    issue = await find_dashboard(ctx, gh, world.repo)
+    assert issue is not None
+    body = str(issue["body"])
+    assert "| web | staging | 4 | 2h | 2h47m30s | 33% | 20m |" in body
+    # weeks from Nov 20: 1.0.0 (Nov 30, 2h), 1.1.0 (Dec 7, 1h), 1.2.0 (Dec 14, 3h)
+    assert "    bar [0.0, 2.0, 1.0, 3.0, 0.0]" in body
+    assert "```mermaid\nxychart-beta" in body
