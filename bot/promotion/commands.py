@@ -491,11 +491,34 @@ class _Runner:
         if refusal:
             return refusal
         if not await self._held():
+            cleared = await self._clear_failure_mark()
+            if cleared is not None:
+                self.reply.reevaluate = True
+                return cleared
             return f"ℹ️ #{self.where.number} is not on hold; nothing to lift."
         await remove_label(self.gh, self.repo, self.where.number, HOLD_LABEL)
         self._is_held = False
         self.reply.reevaluate = True
         return f"▶️ hold lifted; `{GATE_CHECK}` is evaluated again without it."
+
+    async def _clear_failure_mark(self) -> str | None:
+        """`/unhold` on a promotion whose digest is marked failed upstream: a person decides
+        that it may go on; the mark is cleared (the gate still asks for everything else)."""
+        from .watch import Watcher
+
+        found = await trusted_marker(self.gh, self.repo, await self._pull(), self.ctx.bot_login)
+        if found is None:
+            return None
+        marker = found[0]
+        env = self.where.policy.environments.get(marker.environment)
+        if env is None or env.after is None:
+            return None
+        mark = await Watcher(self.ctx, self.gh, self.where.repo).clear(
+            marker.service, env.after, marker.digest, self.where.commenter)
+        if mark is None:
+            return None
+        return (f"▶️ the failure mark is cleared: {mark.title} — `{GATE_CHECK}` is evaluated "
+                "again without it.")
 
     async def _held(self) -> bool:
         if self._is_held is None:

@@ -17,7 +17,7 @@ digest in was merged, Conveyor:
 Each step is recorded on GitHub before the next begins and is skipped when already done, so
 a redelivered report, a second failure report or a resync after a restart opens nothing new
 and finishes what an interrupted run began. A success report later clears nothing: a person
-decides (a new release).
+decides (`/unhold` on a blocked promotion clears the mark, or a new release).
 """
 
 from __future__ import annotations
@@ -108,7 +108,8 @@ class Watcher:
         tag_key = self.policy.services[service].tag_key
         return ref_of(found.text, self.policy.services[service].image, path, tag_key)[1]
 
-    async def watch(self, service: str, env: Environment, digest: str) -> None:
+    def _search(self, service: str, env: Environment, digest: str
+                ) -> tuple[DeployedSearch, Target]:
         repo = self.repo.full_name
         target = self._target(service, env)
         image = self.policy.services[service].image
@@ -119,7 +120,33 @@ class Watcher:
             return pins(file.text if file else None, image, digest, target.path,
                         (tag_key,) if tag_key else ())
 
-        search = DeployedSearch(self.gh, repo, self.repo.default_branch, pinned_at)
+        return DeployedSearch(self.gh, repo, self.repo.default_branch, pinned_at), target
+
+    async def clear(self, service: str, environment: str, digest: str, by: str) -> Mark | None:
+        """A person decided (`/unhold` on a promotion from ``environment``): the standing
+        mark of the digest there is cleared (conclusion `neutral`, naming who), or None."""
+        env = self.policy.environments.get(environment)
+        if env is None or env.on_failure is None:
+            return None
+        search, target = self._search(service, env, digest)
+        stretch = await search.pinning_commits(target)
+        if not stretch:
+            return None
+        mark = await find_mark(self.gh, self.repo.full_name, str(stretch[-1]["sha"]), service,
+                               environment, digest, own_app_id=self.ctx.app_id,
+                               own_login=self.ctx.bot_login)
+        if mark is None or not mark.standing:
+            return None
+        summary = f"{mark.summary}\n\nCleared by @{by} with `/unhold`."
+        await update_mark(self.gh, self.repo.full_name, mark, summary=summary, cleared=True)
+        log.info("a failure mark was cleared", extra={
+            "repository": self.repo.full_name, "service": service, "env": environment,
+            "digest": digest, "by": by})
+        return mark
+
+    async def watch(self, service: str, env: Environment, digest: str) -> None:
+        repo = self.repo.full_name
+        search, target = self._search(service, env, digest)
         stretch = await search.pinning_commits(target)
         if not stretch:
             return
@@ -178,8 +205,9 @@ class Watcher:
         summary = (f"{report.describe()}{where}, {format_duration(report.at - arrival.merged_at)} "
                    f"after the merge (watch: {_watch(env)}).\n\n"
                    + (f"Promotions of this digest into {', '.join(later)} fail their gate "
-                      "while this mark stands; a success report later clears nothing "
-                      "(a new release brings another digest)."
+                      "while this mark stands; a success report later clears nothing: a "
+                      "person decides with `/unhold` on such a PR, or a new release brings "
+                      "another digest."
                       if later else "No environment comes after this one."))
         log.warning("a promotion was reported failing", extra={
             "repository": self.repo.full_name, "service": service, "env": env.name,

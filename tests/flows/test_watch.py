@@ -198,3 +198,27 @@ async def test_a_run_interrupted_after_the_mark_is_finished_by_the_resync(
     [mark] = marks(world, staging)
     assert f"#{rollback['number']}" in mark["output"]["text"]
     assert len(bot_comments(world, staging["number"])) == 1
+
+
+async def test_unhold_on_the_blocked_promotion_clears_the_mark(world: World) -> None:
+    _, _, staging = await two_releases(world)
+    world.clock.advance(minutes=10)
+    await argo_reports(world, staging["merge_commit_sha"], "failure")
+    production = world.pull("Promote web 1.1.0 to production", state="open")
+    await world.emulator.comment(world.repo, production["number"], "bob", "/unhold")
+    await world.settle()
+    [mark] = marks(world, staging)
+    assert mark["conclusion"] == "neutral"
+    assert "Cleared by @bob with `/unhold`." in mark["output"]["summary"]
+    gate = world.gate(world.pull("Promote web 1.1.0 to production", state="open"))
+    assert "reported failing" not in gate["output"]["summary"]
+    replies = [c["body"] for c in world.emulator.comments(world.repo, production["number"])
+               if c["user"]["login"] == world.runtime.ctx.bot_login]
+    assert any("the failure mark is cleared" in body for body in replies)
+    # A redelivered failure report does not mark it again.
+    world.runtime.seen_deliveries.clear()
+    delivery = next(d for d in reversed(world.emulator.deliveries) if d.event == "status")
+    assert await world.emulator.redeliver(delivery.id) == 202
+    await world.settle()
+    assert [m["conclusion"] for m in marks(world, staging)] == ["neutral"]
+    assert len(rollbacks(world)) == 1
