@@ -57,7 +57,7 @@ def test_missing_files_overlays_without_images_and_bad_bytes(tmp_path: Path) -> 
                        "in production)"
     assert lines[1].startswith(f"{repo}/kustomize/overlays/dev/kustomization.yaml:40: not valid "
                                "UTF-8 (byte 0xe9 at line 40, column 6)")
-    registry = "europe-docker.pkg.dev/boutique-shop/images"
+    registry = "ghcr.io/boutique"
     assert lines[2:7] == [
         f"{production}:1: does not name {registry}/cartservice, the image of service "
         "cartservice: Conveyor cannot promote it in production",

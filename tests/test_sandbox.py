@@ -314,6 +314,46 @@ async def test_freeze_window_is_waited_out_and_auto_merge_merges(tmp_path: Path)
 LAYOUTS = ROOT / "tests" / "data" / "layouts"
 
 
+async def test_eleven_services_in_one_kustomize_overlay(tmp_path: Path) -> None:
+    config = LAYOUTS / "boutique-kustomize/.github/conveyor.yml"
+    out = io.StringIO()
+    status = await run_sandbox(Options(config=config, log_dir=tmp_path, service="cartservice",
+                                       to="production"), out=out)
+    text = out.getvalue()
+    assert status == 0, text
+    assert "  running in production today: cartservice 0.10.1 (sha256:222222222222…)" in text
+    assert '   Conveyor opened #1 "Promote cartservice 0.10.2 to dev" and merged it' in text
+    assert "4. 1 hour passes (the sandbox clock moves from 10:00 to 11:00 UTC" in text
+    assert "5. bob (@boutique/platform) approves #2" in text
+    assert '"Roll back cartservice in production to 0.10.1 (from 0.10.2)"' in text
+    # the dashboard: cartservice moved, the ten other services of the same file did not
+    rows = dashboard_rows_of(text)
+    assert rows["cartservice"]["production"][:2] == ["0.10.2", numbered_digest(text)]
+    for service, digit in (("frontend", "1"), ("productcatalogservice", "3"),
+                           ("loadgenerator", "b")):
+        assert rows[service]["production"][:2] == ["0.10.1", digit * 12]
+        assert rows[service]["dev"][:2] == ["0.10.1", "—"]
+
+
+def dashboard_rows_of(text: str) -> dict[str, dict[str, list[str]]]:
+    """service → environment → the dashboard row's other cells, from the console."""
+    rows: dict[str, dict[str, list[str]]] = {}
+    current = ""
+    for line in text.split("Dashboard: ", 1)[1].splitlines()[1:]:
+        cells = line.split()
+        if len(cells) == 1:
+            current = cells[0]
+            rows[current] = {}
+        elif cells and cells[0] != "environment" and current:
+            rows[current][cells[0]] = cells[1:]
+    return rows
+
+
+def numbered_digest(text: str) -> str:
+    """The short digest of the story's release (step 1)."""
+    return text.split("\n1. CI publishes ", 1)[1].split("(sha256:", 1)[1][:12]
+
+
 async def test_helm_chart_with_values_per_environment_and_flux(tmp_path: Path) -> None:
     config = LAYOUTS / "podinfo-helm/.github/conveyor.yml"
     status, text = await play(tmp_path, config)
