@@ -88,10 +88,10 @@ async def test_demo_story_plays_every_step(tmp_path: Path) -> None:
         "   source deployment recorded in acme/web (production): commit ",
         '7. bob comments "/rollback web production" on #2',
         '"Roll back web in production to 1.0.0 (from 1.1.0)" (1.0.0 is sha256:',
-        "8. CI publishes 1.1.1 of web, api (group storefront)",
+        "8. CI publishes ghcr.io/acme/api:1.1.0 (group storefront: web, api)",
         '9. alice comments "/promote production storefront" on #2',
-        '"Promote storefront to production (2 services)" — one commit changing 2 file(s); '
-        "gate: failure — web → production: no deployed evidence",
+        '"Promote storefront to production (1 service)" (left out, already in production: '
+        "web); gate: failure — api → production: no deployed evidence",
         'Dashboard: issue #3 "Conveyor dashboard" labelled conveyor-dashboard in acme/deploy',
         "   production   1.1.0",
         "Story played in ",

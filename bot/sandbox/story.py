@@ -29,6 +29,7 @@ from ..domain.deployed import fill_context
 from ..domain.policy import Environment, PolicyError
 from ..domain.tags import version_from_tag
 from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
+from ..promotion.marker import parse_marker
 from .console import Console, prompt
 from .demo import digest_of, seed
 from .emulator.ops import ApiError
@@ -36,7 +37,6 @@ from .plan import Plan, PlanError, Unplayable, describe_policy, pinned, plan_dem
 from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to, short
 from .runner import Sandbox, SandboxError, image_parts, logs_to_file, start_sandbox
 
-TRAIN_VERSION = "1.1.1"  # what the demo's release train carries
 REFUSAL_CHECK = "conveyor/promotion"
 PEOPLE = {"alice": "Alice Dev", "bob": "Bob SRE", "carol": "Carol Reader", "dave": "Dave SRE",
           "erin": "Erin Dev", "frank": "Frank SRE"}
@@ -454,43 +454,47 @@ class Story:
                  f"{gate_text(gate_of(self.sandbox, self.repo, back))}")
 
     async def train(self, pr: dict[str, Any]) -> None:
-        """The demo's release train: every service of the story's group gets a new image into
-        the entry environment, then one `/promote <env> <group>` moves them all at once."""
+        """The demo's release train: the other services of the story's group get the story's
+        version into the entry environment, then one `/promote <env> <group>` moves the group
+        (the story's service is there already, so the train leaves it out and names it)."""
         plan, em, say = self.plan, self.sandbox.emulator, self.narrator
         group = next((g for g in plan.policy.groups.values() if plan.service.name in g.services),
                      None)
-        if not plan.demo or group is None or not plan.chain:
+        others = [name for name in group.services if name != plan.service.name] if group else []
+        if not plan.demo or group is None or not others or not plan.chain:
             return
         gated = plan.chain[0]
-        say.step(f"CI publishes {TRAIN_VERSION} of {', '.join(group.services)} "
-                 f"(group {group.name})")
-        for name in group.services:
-            service = plan.policy.services[name]
-            _registry, owner, package = image_parts(service.image)
-            await em.publish_container(owner, package,
-                                       digest_of(f"{service.image}:{TRAIN_VERSION}"),
-                                       [TRAIN_VERSION], source_repo=service.source)
+        images = [plan.policy.services[name].image for name in others]
+        say.step(f"CI publishes {', '.join(f'{image}:{plan.version}' for image in images)} "
+                 f"(group {group.name}: {', '.join(group.services)})")
+        for name, image in zip(others, images, strict=True):
+            _registry, owner, package = image_parts(image)
+            await em.publish_container(owner, package, digest_of(f"{image}:{plan.version}"),
+                                       [plan.version],
+                                       source_repo=plan.policy.services[name].source)
         await self.sandbox.settle()
-        entered = [p for name in group.services if (p := find_pull(
-            self.sandbox, self.repo, f"Promote {name} {TRAIN_VERSION} to {plan.entry.name}"))]
+        entered = [p for name in others if (p := find_pull(
+            self.sandbox, self.repo, f"Promote {name} {plan.version} to {plan.entry.name}"))]
         say.said("Conveyor opened " + ", ".join(
-            f"#{p['number']}{' (merged)' if p['merged'] else ''}" for p in entered)
+            f"#{p['number']}{' and merged it' if p['merged'] else ''}" for p in entered)
             + f" into {plan.entry.name}")
         command = f"/promote {gated.name} {group.name}"
         say.step(f'{plan.cast.requester} comments "{command}" on #{pr["number"]}')
         posted = await em.comment(self.repo, pr["number"], plan.cast.requester, command)
         await self.sandbox.settle()
-        reply = reply_to(self.sandbox, self.repo, pr["number"], posted["id"])
+        reply = reply_to(self.sandbox, self.repo, pr["number"], posted["id"]) or ""
         prefix = f"Promote {group.name} to {gated.name} ("
         trains = [p for p in em.pulls(self.repo, state="open") if p["title"].startswith(prefix)]
         if not trains:
-            say.problem(f"no release train was opened; Conveyor replied: {reply}")
+            say.problem(f"no release train was opened; Conveyor replied: {plain(reply)}")
             return
         train = trains[-1]
-        head = em.commit(self.repo, train["head"]["sha"])
-        say.said(f'Conveyor opened #{train["number"]} "{train["title"]}" — one commit '
-                 f"changing {len(head.get('files') or [])} file(s); "
-                 f"{gate_text(gate_of(self.sandbox, self.repo, train))}")
+        marker = parse_marker(train.get("body"))
+        moved = {member.service for member in marker.members} if marker else set()
+        left = [name for name in group.services if name not in moved]
+        say.said(f'Conveyor opened #{train["number"]} "{train["title"]}"'
+                 + (f" (left out, already in {gated.name}: {', '.join(left)})" if left else "")
+                 + f"; {gate_text(gate_of(self.sandbox, self.repo, train))}")
 
     async def dashboard(self) -> None:
         say, em = self.narrator, self.sandbox.emulator
