@@ -92,6 +92,7 @@ async def test_demo_story_plays_every_step(tmp_path: Path) -> None:
         '9. alice comments "/promote production storefront" on #2',
         '"Promote storefront to production (1 service)" (left out, already in production: '
         "web); gate: failure — api → production: no deployed evidence",
+        "10. Argo CD reports argocd/web-staging failure on main@",
         'Dashboard: issue #3 "Conveyor dashboard" labelled conveyor-dashboard in acme/deploy',
         "   production   1.1.0",
         "Story played in ",
@@ -131,6 +132,7 @@ async def test_custom_config_plays_what_applies(tmp_path: Path) -> None:
         "8. bob merges #2",
         '9. (skipped) bob comments "/rollback shop prod" — envs/prod/shop.yaml pinned no '
         "digest before this story, so there is nothing to roll back to",
+        "10. (skipped) a deployment fails — no environment has on_failure",
     ]
     assert "and alice publishes release v2.3.1 in example/shop" in text
     assert "  running today: shop 2.3.0 in dev, 2.3.0 in prod" in text
@@ -163,7 +165,8 @@ async def test_custom_config_without_a_gated_environment(tmp_path: Path) -> None
     assert status == 0, text
     assert "merged it (auto_merge)" in text
     assert "the policy has no gated environment after dev: the story ends here" in text
-    assert len(numbered(text)) == 1
+    assert numbered(text)[1:] == ["2. (skipped) a deployment fails — no environment has "
+                                  "on_failure"]
 
 
 async def test_invalid_config_prints_file_line_errors(tmp_path: Path) -> None:
@@ -395,6 +398,7 @@ async def test_plain_manifests_through_two_gates_to_production(tmp_path: Path) -
         '14. (skipped) bob comments "/rollback billing production" — '
         "manifests/production/billing.yaml pinned no digest before this story, so there is "
         "nothing to roll back to",
+        "15. (skipped) a deployment fails — no environment has on_failure",
     ]
     assert "1. CI publishes ghcr.io/northwind/billing:0.8.4 (sha256:" in text
     assert "   gate: action_required — needs 1 more approval from approvers (1 of 2)" in text

@@ -252,11 +252,18 @@ def make_plan(policy: Policy, files: Mapping[str, str], *, deploy_repo: str, dem
                 previous, live, teams, demo)
 
 
+# The sandbox's staging watches its own Argo CD reports and rolls back a failing deployment.
+DEMO_WATCH = ("    auto_merge: true\n    on_failure: rollback\n"
+              "    deployed_context: argocd/{service}-{env}\n"
+              '    deployed_by: ["argocd[bot]"]\n')
+
+
 def plan_demo(service_name: str | None = None, to: str | None = None) -> Plan:
-    policy = load_policy(DEMO_FILES[POLICY_PATH])
+    files = dict(DEMO_FILES)
+    files[POLICY_PATH] = files[POLICY_PATH].replace("    auto_merge: true\n", DEMO_WATCH, 1)
+    policy = load_policy(files[POLICY_PATH])
     web = policy.services["web"]
     running = digest_of(f"{web.image}:{PREVIOUS_VERSION}")
-    files = dict(DEMO_FILES)
     for env in policy.environments:
         path = policy.path_for("web", env)
         files[path] = _pin_previous(files[path], web.image, PREVIOUS_VERSION, running)
@@ -305,8 +312,10 @@ def describe_policy(plan: Plan) -> list[str]:
              f"service {plan.service.name}: {plan.service.image} from {plan.service.source}, "
              f"tags `{plan.service.tags}`"]
     entry = plan.entry
+    watch = (f", on_failure {entry.on_failure} within {format_duration(entry.watch)}"
+             if entry.on_failure else "")
     lines.append(f"{entry.name}: entry ({'from ' + (entry.entry_from or 'any')} events"
-                 f"{', auto-merge' if entry.auto_merge else ''}) — {plan.path(entry)}")
+                 f"{', auto-merge' if entry.auto_merge else ''}{watch}) — {plan.path(entry)}")
     for gated in plan.chain:
         facts = [f"after {gated.after}", f"promote {gated.promote}",
                  f"evidence {', '.join(gated.evidence) or 'none'}",
@@ -321,5 +330,7 @@ def describe_policy(plan: Plan) -> list[str]:
             facts.append(f"{len(gated.freeze)} freeze window(s)")
         if gated.auto_merge:
             facts.append("auto-merge")
+        if gated.on_failure:
+            facts.append(f"on_failure {gated.on_failure} within {format_duration(gated.watch)}")
         lines.append(f"{gated.name}: gated ({'; '.join(facts)}) — {plan.path(gated)}")
     return lines

@@ -496,6 +496,44 @@ class Story:
                  + (f" (left out, already in {gated.name}: {', '.join(left)})" if left else "")
                  + f"; {gate_text(gate_of(self.sandbox, self.repo, train))}")
 
+    async def failure(self) -> None:
+        """A deployment fails in the first environment with `on_failure`: Conveyor marks the
+        digest and (with `rollback`) opens the rollback itself."""
+        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
+        env = next((e for e in [plan.entry, *plan.chain] if e.on_failure), None)
+        if env is None:
+            say.skip("a deployment fails", "no environment has on_failure")
+            return
+        service = plan.service.name
+        default = em.world.repo_by_name(self.repo).default_branch
+        head = em.commit(self.repo, default)["sha"]
+        reporter = env.deployed_by[0] if env.deployed_by else "argocd[bot]"
+        before = {p["number"] for p in em.pulls(self.repo, state="all")}
+        if env.deployed_context is not None:
+            context = fill_context(env.deployed_context, service, env.name)
+            say.step(f"{reporting_tool(context)} reports {context} failure on "
+                     f"{default}@{head[:7]}")
+            await em.set_status(self.repo, head, context, "failure", user=reporter,
+                                description="health check failed")
+        else:
+            say.step(f"a deployment to {env.name} of {default}@{head[:7]} fails")
+            await em.create_deployment(self.repo, head, env.name, state="failure",
+                                       user=reporter)
+        await self.sandbox.settle()
+        opened = [p for p in em.pulls(self.repo, state="all")
+                  if p["number"] not in before and p["title"].startswith("Roll back ")]
+        for back in opened:
+            done = " and merged it (auto_merge)" if back["merged"] else ""
+            say.said(f'Conveyor opened #{back["number"]} "{back["title"]}"{done}')
+        blocked = [p for p in em.pulls(self.repo, state="open")
+                   if "reported failing" in str((gate_of(self.sandbox, self.repo, p) or {})
+                                                .get("output", {}).get("summary") or "")]
+        for pr in blocked:
+            say.said(f"#{pr['number']}: {gate_text(gate_of(self.sandbox, self.repo, pr))}")
+        if not opened and not blocked:
+            say.said(f"Conveyor acted on nothing (a report counts within {spoken(env.watch)} "
+                     f"of the merge; {self.see_log()})")
+
     async def dashboard(self) -> None:
         say, em = self.narrator, self.sandbox.emulator
         await self.sandbox.pass_time(DEBOUNCE + timedelta(seconds=1))
@@ -528,6 +566,7 @@ class Story:
         if plan.chain:
             await self.rollback(pr, plan.chain[-1])
             await self.train(pr)
+        await self.failure()
         await self.dashboard()
 
 
