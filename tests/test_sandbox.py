@@ -92,7 +92,11 @@ async def test_demo_story_plays_every_step(tmp_path: Path) -> None:
         '9. alice comments "/promote production storefront" on #2',
         '"Promote storefront to production (1 service)" (left out, already in production: '
         "web); gate: failure — api → production: no deployed evidence",
-        "10. Argo CD reports argocd/web-staging failure on main@",
+        "10. Argo CD reports argocd/api-staging failure on main@",
+        '   Conveyor opened #7 "Roll back api in staging to 0.9.0 (from 1.1.0)" and merged it '
+        "(auto_merge)",
+        "   #6: gate: failure — api → production: sha256:",
+        " was reported failing in staging at 2026-11-30T10:30:01Z",
         'Dashboard: issue #3 "Conveyor dashboard" labelled conveyor-dashboard in acme/deploy',
         "   production   1.1.0",
         "Story played in ",

@@ -267,6 +267,10 @@ def plan_demo(service_name: str | None = None, to: str | None = None) -> Plan:
     for env in policy.environments:
         path = policy.path_for("web", env)
         files[path] = _pin_previous(files[path], web.image, PREVIOUS_VERSION, running)
+    # api's staging runs 0.9.0 by digest: the failing deployment of the story rolls back to it
+    api_staging = policy.path_for("api", "staging")
+    api_running = digest_of(f"{policy.services['api'].image}:0.9.0")
+    files[api_staging] = files[api_staging].replace('tag: "0.9.0"', f'tag: "0.9.0@{api_running}"')
     chosen = "v1.1.0" if (service_name or "web") == "web" else None
     return make_plan(policy, files, deploy_repo=DEPLOY_REPO, demo=True,
                      service_name=service_name, to=to, teams={"acme/sre": ("bob", "dave")},

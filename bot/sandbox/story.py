@@ -496,6 +496,18 @@ class Story:
                  + (f" (left out, already in {gated.name}: {', '.join(left)})" if left else "")
                  + f"; {gate_text(gate_of(self.sandbox, self.repo, train))}")
 
+    def last_promoted(self, env: Environment) -> str | None:
+        """The service of the newest promotion merged into ``env`` (read off its title)."""
+        merged = sorted((p for p in self.sandbox.emulator.pulls(self.repo, state="all")
+                         if p["merged"] and p["title"].startswith("Promote ")
+                         and p["title"].endswith(f" to {env.name}")),
+                        key=lambda p: str(p["merged_at"]))
+        for pr in reversed(merged):
+            name = str(pr["title"]).split(" ")[1]
+            if name in self.plan.policy.services:
+                return name
+        return None
+
     async def failure(self) -> None:
         """A deployment fails in the first environment with `on_failure`: Conveyor marks the
         digest and (with `rollback`) opens the rollback itself."""
@@ -504,7 +516,7 @@ class Story:
         if env is None:
             say.skip("a deployment fails", "no environment has on_failure")
             return
-        service = plan.service.name
+        service = self.last_promoted(env) or plan.service.name
         default = em.world.repo_by_name(self.repo).default_branch
         head = em.commit(self.repo, default)["sha"]
         reporter = env.deployed_by[0] if env.deployed_by else "argocd[bot]"
@@ -525,6 +537,13 @@ class Story:
         for back in opened:
             done = " and merged it (auto_merge)" if back["merged"] else ""
             say.said(f'Conveyor opened #{back["number"]} "{back["title"]}"{done}')
+        for pr in em.pulls(self.repo, state="closed"):
+            for comment in em.comments(self.repo, pr["number"]):
+                body = str(comment.get("body") or "")
+                if "conveyor:watch-comment" in body and "No rollback is opened" in body:
+                    why = body.split("No rollback is opened", 1)[1].split(")", 1)[0]
+                    say.said(f"Conveyor commented on #{pr['number']}: no rollback is "
+                             f"opened{plain(why)})")
         blocked = [p for p in em.pulls(self.repo, state="open")
                    if "reported failing" in str((gate_of(self.sandbox, self.repo, p) or {})
                                                 .get("output", {}).get("summary") or "")]
