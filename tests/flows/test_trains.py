@@ -525,3 +525,28 @@ async def test_one_approving_review_counts_for_the_whole_train() -> None:
         assert world.emulator.violations == []
     finally:
         await close_world(world)
+
+
+async def test_a_service_without_a_digest_upstream_or_not_admitted_stops_the_train() -> None:
+    policy = POLICY.replace("    after: staging\n", '    after: staging\n    tags: "semver:<2"\n')
+    versions = {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}
+    world = await make_world(files={**files(versions, versions), ".github/conveyor.yml": policy})
+    try:
+        await world.emulator.push_files(world.repo, {
+            WEB_PATHS["staging"]: kustomization(image("web", "1.1.0")).replace(
+                f"    digest: {image('web', '1.1.0')[2]}\n", ""),
+        }, message="web by tag only")
+        await world.settle()
+        number = await issue(world)
+        reply = await say(world, number, "/promote production storefront")
+        assert ("❌ not opened: the train takes every service's digest from staging, and these "
+                "have none there: web (not pinned by digest in `apps/web/staging.yaml`)") in reply
+
+        await stage(world, {"web": "1.1.0", "api": "2.0.0", "cart": "1.1.0"})
+        reply = await say(world, number, "/promote production storefront")
+        assert "❌ not opened: api 2.0.0 is not admitted in production (tag policy `semver:<2`)" \
+            in reply
+        assert world.open_pulls() == []
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
