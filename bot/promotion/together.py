@@ -17,8 +17,9 @@ from gidgethub.abc import GitHubAPI
 
 from ..domain.policy import Environment, Group
 from ..domain.tags import version_from_tag
-from ..github.repos import commit_for_ref
+from ..github.repos import commit_for_ref, get_file
 from .candidates import Candidate
+from .evidence import pins
 from .opener import OpenResult
 from .policies import DeploymentRepo
 from .train import TrainOpener
@@ -69,6 +70,12 @@ async def member_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, se
 async def promote_together(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group: Group,
                            candidate: Candidate, environments: list[Environment]
                            ) -> list[tuple[str, OpenResult]]:
+    if await _live_everywhere(gh, repo, candidate, environments):
+        # The group's train of this version is merged (or the service was promoted on its
+        # own): no need to look up the other images again, which keeps a resync that meets
+        # every service of the group from costing a lookup per pair of services.
+        message = f"{candidate.service} {candidate.version} is already live"
+        return [(env.name, OpenResult("live", message)) for env in environments]
     members: list[Candidate] = []
     missing: list[str] = []
     for service in group.services:
@@ -92,3 +99,17 @@ async def promote_together(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, gr
         results.append((env.name, OpenResult(train.action, train.message, train.number,
                                              train.url, merged=train.merged)))
     return results
+
+
+async def _live_everywhere(gh: GitHubAPI, repo: DeploymentRepo, candidate: Candidate,
+                           environments: list[Environment]) -> bool:
+    assert repo.policy is not None
+    service = repo.policy.services[candidate.service]
+    for env in environments:
+        path = repo.policy.path_for(service.name, env.name)
+        found = await get_file(gh, repo.full_name, path)
+        tag_keys = (service.tag_key,) if service.tag_key else ()
+        if not pins(found.text if found else None, service.image, candidate.digest, path,
+                    tag_keys):
+            return False
+    return True
