@@ -189,8 +189,11 @@ async def test_the_gate_judges_every_service_and_names_the_one_without_evidence(
     cart = summary[summary.index("cart → production"):]
     cart = cart[:cart.index("###")] if "###" in cart else cart
     assert "❌" in cart and "deployed" in cart
-    web = summary[summary.index("web → production"):summary.index("api → production")]
-    assert "❌" not in web
+    # api shares cart's file and kept its digest: Argo CD's report on the earlier commit counts
+    api = summary[summary.index("api → production"):summary.index("cart → production")]
+    web = summary[summary.index("web → production"):]
+    web = web[:web.index("###")]
+    assert "❌" not in api and "❌" not in web
 
 
 async def test_a_newer_train_supersedes_the_older_one_and_older_single_service_prs(
