@@ -29,7 +29,7 @@ from .marker import PromotionMarker, branch_prefix, parse_marker
 from .merger import merge_promotion
 from .opener import close_superseded, find_pull_for_branch, open_pulls
 from .policies import DeploymentRepo
-from .train import finish_interrupted_trains
+from .train import finish_interrupted_trains, promote_train_downstream
 from .trust import trusted_marker
 from .watch import Watcher, watched
 
@@ -224,6 +224,7 @@ async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRe
     """
     policy = repo.policy
     assert policy is not None
+    trains: set[tuple[str, str]] = set()  # (group, upstream) of the trains followed already
     for service in policy.services.values():
         upstreams = dict.fromkeys(env.after for env in policy.environments.values()
                                   if env.after and env.promote == "auto")
@@ -235,6 +236,12 @@ async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRe
             if merged is None:
                 continue
             number, marker = merged
+            if marker.kind == "train" and marker.group and marker.environment == upstream:
+                # a merged release train: the next environment gets the group's train, once
+                if (marker.group, upstream) not in trains:
+                    trains.add((marker.group, upstream))
+                    await promote_train_downstream(ctx, gh, repo, marker)
+                continue
             if (marker.kind != "promotion" or marker.service != service.name
                     or marker.environment != upstream):
                 continue

@@ -95,7 +95,7 @@ async def promote_together(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, gr
     results = []
     for env in environments:
         train = await opener.open(group.name, env.name, members, requester=candidate.requester,
-                                  superseding=group.services)
+                                  superseding=group.services, explicit=False)
         results.append((env.name, OpenResult(train.action, train.message, train.number,
                                              train.url, merged=train.merged)))
     return results

@@ -60,7 +60,7 @@ FILE_MODE = "100644"
 
 @dataclass(frozen=True)
 class TrainResult:
-    action: str  # "opened" | "exists" | "live" | "refused"
+    action: str  # "opened" | "exists" | "live" | "skipped" | "refused"
     message: str
     number: int | None = None
     url: str | None = None
@@ -94,11 +94,12 @@ class TrainOpener:
 
     async def open(self, group: str, environment: str, candidates: Sequence[Candidate], *,
                    requester: str | None, rollback_note: str | None = None,
-                   superseding: Sequence[str] = ()) -> TrainResult:
+                   superseding: Sequence[str] = (), explicit: bool = True) -> TrainResult:
         """Open the train of ``candidates`` (one per service) into ``environment``.
 
         ``superseding``: the services whose single-service PRs into the environment this
-        train closes (the whole group, for a forward train).
+        train closes (the whole group, for a forward train). Unless ``explicit`` (a command),
+        a train whose pull request was closed without merging is not opened again.
         """
         rollback = rollback_note is not None
         if not rollback:
@@ -123,6 +124,13 @@ class TrainOpener:
             if existing is not None:
                 return TrainResult("exists", "already open:", int(existing["number"]),
                                    str(existing["html_url"]), moved=moved, left_out=left_out)
+            if not explicit:
+                closed = await find_pull_for_branch(self.gh, repo, branch)
+                if closed is not None:
+                    return TrainResult("skipped", "closed without merging; "
+                                       f"`/promote {environment} {group}` opens it again:",
+                                       int(closed["number"]), str(closed["html_url"]),
+                                       moved=moved, left_out=left_out)
             moves = [Move(c, change, await self._provenance(c, change)) for c, change in plan.moves]
             try:
                 number, url, head_sha = await self._create(
@@ -306,7 +314,7 @@ CandidateFor = Callable[[str, str | None, str], Awaitable[Candidate]]
 
 async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group: str,
                         environment: str, *, requester: str | None,
-                        candidate_for: CandidateFor) -> TrainResult:
+                        candidate_for: CandidateFor, explicit: bool = True) -> TrainResult:
     """The train of ``group`` (every service for ``all``) into ``environment`` at the digests
     its upstream environment pins now; ``candidate_for(service, tag, digest)`` tells what is
     known about each."""
@@ -325,7 +333,8 @@ async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group
     candidates = [await candidate_for(service, pin[0], pin[1]) for service, pin in pins.items()
                   if not isinstance(pin, str)]
     return await TrainOpener(ctx, gh, repo).open(group, environment, candidates,
-                                                 requester=requester, superseding=services)
+                                                 requester=requester, superseding=services,
+                                                 explicit=explicit)
 
 
 def known_candidates(repo: DeploymentRepo, marker: PromotionMarker, trigger: str
@@ -363,7 +372,8 @@ async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: Deployment
             continue
         result = await promote_group(ctx, gh, repo, group, env.name,
                                      requester=marker.requester,
-                                     candidate_for=known_candidates(repo, marker, "upstream"))
+                                     candidate_for=known_candidates(repo, marker, "upstream"),
+                                     explicit=False)
         log.info("downstream train %s", result.action,
                  extra={"env": env.name, "group": group, "pull": result.number,
                         "detail": result.message})

@@ -553,3 +553,38 @@ async def test_a_service_without_a_digest_upstream_or_not_admitted_stops_the_tra
         assert world.emulator.violations == []
     finally:
         await close_world(world)
+
+
+async def test_the_resync_follows_a_merged_train_whose_event_was_lost_but_never_reopens_one(
+        ) -> None:
+    policy = TOGETHER_POLICY.replace("    auto_merge: true\n", "").replace(
+        "    evidence: [merged, deployed]\n    deployed_context: argocd/staging\n",
+        "    promote: auto\n")
+    versions = {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}
+    world = await make_world(files={**files(versions, versions), ".github/conveyor.yml": policy})
+    try:
+        await world.emulator.create_tag("acme/api", "v2.0.0")
+        await world.emulator.publish_release("acme/api", "v2.0.0", author="alice")
+        for name in ("web", "api", "cart"):
+            await world.emulator.publish_container("acme", name, image(name, "2.0.0")[2],
+                                                   ["2.0.0"], source_repo="acme/api")
+        await world.settle()
+        staging = world.pull("Promote storefront to staging (3 services)", state="open")
+        webhook, world.emulator.webhook_url = world.emulator.webhook_url, None
+        await world.emulator.merge_pull(world.repo, staging["number"], user="bob")
+        await world.settle()
+        world.emulator.webhook_url = webhook  # the merge event never reached Conveyor
+        assert [pr["number"] for pr in world.open_pulls()] == []
+
+        await resync_all(world.runtime.ctx)
+        await world.settle()
+        production = world.pull("Promote storefront to production (3 services)", state="open")
+
+        await world.emulator.close_pull(world.repo, production["number"], user="bob")
+        await world.settle()
+        await resync_all(world.runtime.ctx)
+        await world.settle()
+        assert world.open_pulls() == []  # a train someone closed is not opened again
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
