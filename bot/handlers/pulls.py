@@ -14,7 +14,7 @@ from ..promotion.downstream import promote_downstream, reevaluate_open_pulls
 from ..promotion.gatekeeper import keep_hold
 from ..promotion.marker import parse_marker
 from ..promotion.policies import DeploymentRepo
-from ..promotion.train import promote_train_downstream
+from ..promotion.train_flows import promote_train_downstream
 from ..promotion.trust import opened_by_conveyor, trusted_marker
 
 log = logging.getLogger(__name__)

@@ -48,7 +48,8 @@ from .policies import POLICY_PATH, DeploymentRepo
 from .provenance import find_attestation, gather_provenance
 from .rollback import choose_rollback, live_periods, read_history, rollback_note
 from .status import collect_status, render_status
-from .train import TrainOpener, TrainResult, promote_group
+from .train import TrainOpener, TrainResult
+from .train_flows import promote_group
 from .trust import opened_by_conveyor, trusted_marker
 
 if TYPE_CHECKING:

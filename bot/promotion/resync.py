@@ -29,7 +29,7 @@ from .marker import PromotionMarker, branch_prefix, parse_marker
 from .merger import merge_promotion
 from .opener import close_superseded, find_pull_for_branch, open_pulls
 from .policies import DeploymentRepo
-from .train import finish_interrupted_trains, promote_train_downstream
+from .train_flows import finish_interrupted_trains, promote_train_downstream
 from .trust import trusted_marker
 from .watch import Watcher, watched
 

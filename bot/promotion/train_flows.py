@@ -1,0 +1,166 @@
+"""Which trains to open, and when: a group's train from what its upstream environment pins,
+the train a merged one sets off in `promote: auto` environments, and the resync's repair of
+trains a failed job left half done. Opening one is :class:`TrainOpener`'s job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from gidgethub.abc import GitHubAPI
+
+from ..domain.tags import version_from_tag
+from ..domain.trains import ALL_GROUP
+from ..github.repos import get_file
+from ..manifests import ManifestError, find_images
+from .candidates import Candidate
+from .marker import PromotionMarker, parse_marker, train_prefix
+from .merger import merge_promotion
+from .opener import close_superseded
+from .policies import DeploymentRepo
+from .train import TrainOpener, TrainResult
+from .trust import opened_by_conveyor
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+log = logging.getLogger(__name__)
+
+
+async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[str],
+                        upstream: str) -> dict[str, tuple[str | None, str] | str]:
+    """Per service, the (tag, digest) its file in ``upstream`` pins on the default branch —
+    the `merged` evidence a downstream gate looks for — or why there is none."""
+    policy = repo.policy
+    assert policy is not None
+    texts: dict[str, str | None] = {}
+    pins: dict[str, tuple[str | None, str] | str] = {}
+    for service in services:
+        path = policy.path_for(service, upstream)
+        if path not in texts:
+            found = await get_file(gh, repo.full_name, path)
+            texts[path] = found.text if found is not None else None
+        text = texts[path]
+        if text is None:
+            pins[service] = f"`{path}` does not exist"
+            continue
+        try:
+            occurrences = find_images(text, policy.services[service].image, path=path,
+                                      tag_key=policy.services[service].tag_key)
+        except ManifestError as exc:
+            pins[service] = f"`{path}`: {exc}"
+            continue
+        pinned = next((o for o in occurrences if o.digest), None)
+        if pinned is None or pinned.digest is None:
+            pins[service] = f"not pinned by digest in `{path}`"
+        else:
+            pins[service] = (pinned.tag, pinned.digest)
+    return pins
+
+
+CandidateFor = Callable[[str, str | None, str], Awaitable[Candidate]]
+
+
+async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group: str,
+                        environment: str, *, requester: str | None,
+                        candidate_for: CandidateFor, explicit: bool = True) -> TrainResult:
+    """The train of ``group`` (every service for ``all``) into ``environment`` at the digests
+    its upstream environment pins now; ``candidate_for(service, tag, digest)`` tells what is
+    known about each."""
+    policy = repo.policy
+    assert policy is not None
+    services = (list(policy.services) if group == ALL_GROUP
+                else list(policy.groups[group].services))
+    upstream = policy.environments[environment].after
+    assert upstream is not None
+    pins = await upstream_pins(gh, repo, services, upstream)
+    unpinned = [f"{service} ({pin})" for service, pin in pins.items() if isinstance(pin, str)]
+    if unpinned:
+        return TrainResult("refused", f"the train takes every service's digest from "
+                                      f"{upstream}, and these have none there: "
+                                      f"{'; '.join(unpinned)}")
+    candidates = [await candidate_for(service, pin[0], pin[1]) for service, pin in pins.items()
+                  if not isinstance(pin, str)]
+    return await TrainOpener(ctx, gh, repo).open(group, environment, candidates,
+                                                 requester=requester, superseding=services,
+                                                 explicit=explicit)
+
+
+def known_candidates(repo: DeploymentRepo, marker: PromotionMarker, trigger: str
+                     ) -> CandidateFor:
+    """Candidates from the policy and what an upstream train's marker says of each digest."""
+    policy = repo.policy
+    assert policy is not None
+    by_digest = {(member.service, member.digest): member for member in marker.members}
+
+    async def candidate_for(service: str, tag: str | None, digest: str) -> Candidate:
+        member = by_digest.get((service, digest))
+        settings = policy.services[service]
+        return Candidate(
+            service=service, image=settings.image, digest=digest, tag=tag,
+            version=version_from_tag(tag) if tag else digest[:19], source_repo=settings.source,
+            trigger=trigger, source_sha=member.source_sha if member else None,
+            requester=marker.requester,
+        )
+
+    return candidate_for
+
+
+async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                                   marker: PromotionMarker) -> list[tuple[str, TrainResult]]:
+    """A merged train opens the same group's train in each `promote: auto` environment after
+    it."""
+    policy = repo.policy
+    group = marker.group
+    if policy is None or group is None or marker.kind != "train" or (
+            group != ALL_GROUP and group not in policy.groups):
+        return []
+    results = []
+    for env in policy.downstream_of(marker.environment):
+        if env.promote != "auto":
+            continue
+        result = await promote_group(ctx, gh, repo, group, env.name,
+                                     requester=marker.requester,
+                                     candidate_for=known_candidates(repo, marker, "upstream"),
+                                     explicit=False)
+        log.info("downstream train %s", result.action,
+                 extra={"env": env.name, "group": group, "pull": result.number,
+                        "detail": result.message})
+        results.append((env.name, result))
+    return results
+
+
+async def finish_interrupted_trains(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                                    pulls: list[dict[str, Any]]) -> None:
+    """Resync, under the repository's lock: of two open trains of one (group, environment),
+    the older is closed as superseded (its closing failed when the newer one was opened); a
+    train of an ungated `auto_merge` environment still at Conveyor's commit is merged."""
+    policy = repo.policy
+    assert policy is not None
+    newest: dict[tuple[str, str], int] = {}
+    trains: list[tuple[dict[str, Any], PromotionMarker]] = []
+    for pr in pulls:
+        marker = parse_marker(pr.get("body"))
+        if (marker is None or marker.kind != "train" or marker.group is None
+                or not opened_by_conveyor(ctx.bot_login, pr)
+                or not str(pr["head"]["ref"]).startswith(
+                    train_prefix(marker.environment, marker.group))):
+            continue
+        trains.append((pr, marker))
+        key = (marker.group, marker.environment)
+        newest[key] = max(newest.get(key, 0), int(pr["number"]))
+    for pr, marker in trains:
+        assert marker.group is not None
+        winner = newest[(marker.group, marker.environment)]
+        if winner != int(pr["number"]):
+            await close_superseded(ctx, gh, repo.full_name, pr, winner)
+            continue
+        env = policy.environments.get(marker.environment)
+        if env is None or not env.auto_merge or env.gated or marker.commit != pr["head"]["sha"]:
+            continue
+        log.info("resync: merging a train whose auto-merge did not happen",
+                 extra={"repository": repo.full_name, "pull": pr["number"]})
+        await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), str(marker.commit),
+                              env.merge_method)
