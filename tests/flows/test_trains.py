@@ -588,3 +588,25 @@ async def test_the_resync_follows_a_merged_train_whose_event_was_lost_but_never_
         assert world.emulator.violations == []
     finally:
         await close_world(world)
+
+
+async def test_a_leftover_branch_is_reset_and_an_entry_environment_is_refused(
+        trains: World) -> None:
+    world = trains
+    await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.0.0"})
+    moved = [image("web", "1.1.0")[2], image("api", "1.1.0")[2]]
+    branch = f"conveyor/production/train-storefront-{train_digest(moved)[7:19]}"
+    await world.emulator.push_files(world.repo, {"README.md": "# left behind\n"}, branch=branch,
+                                    author=BOT, message="an interrupted attempt")
+    number = await issue(world)
+
+    refused = await say(world, number, "/promote staging storefront")
+    assert "❌ staging is an entry environment" in refused
+    reply = await say(world, number, "/promote production storefront")
+
+    [pr] = trains_open(world)
+    assert pr["head"]["ref"] == branch and f"✅ opened #{pr['number']}" in reply
+    head = world.emulator.commit(world.repo, pr["head"]["sha"])
+    assert sorted(f["filename"] for f in head["files"]) == [
+        SHOP_PATHS["production"], WEB_PATHS["production"]]
+    assert world.emulator.file(world.repo, "README.md", pr["head"]["sha"]) == "# deploy\n"
