@@ -33,6 +33,13 @@ class Metrics:
             ["installation"],
             registry=self.registry,
         )
+        self.github_wait_seconds = Counter(
+            "conveyor_github_wait_seconds",
+            "Seconds requests waited before being sent: `rate_limited` (GitHub asked the "
+            "installation to wait) or `pacing` (the content-creation budget)",
+            ["reason"],
+            registry=self.registry,
+        )
         self.queue_depth = Gauge(
             "conveyor_queue_depth", "Deliveries waiting for a worker", registry=self.registry
         )

@@ -20,6 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from . import __version__, offload
 from .context import Context, utc_now
 from .github.client import GitHubClients, RetryPolicy
+from .github.ratelimit import RateLimiter, Timer
 from .logs import delivery_id_var
 from .metrics import Metrics
 from .queue import DeliveryQueue, Job, MemoryQueue, WorkerPool
@@ -59,6 +60,7 @@ def create_app(
     *,
     clock: Callable[[], datetime] = utc_now,
     retry: RetryPolicy | None = None,
+    timer: Timer | None = None,
     queue: DeliveryQueue | None = None,
     background: Callable[[Runtime], list[asyncio.Task[None]]] | None = None,
     serve_while_starting: bool = False,
@@ -67,19 +69,23 @@ def create_app(
     runs after the site opens, so that `/healthz` answers 503 meanwhile; otherwise it is done
     before the runner returns, which is what in-process tests want."""
     metrics = Metrics()
-    clients = GitHubClients(
-        api_url=settings.api_url,
-        app_id=settings.app_id,
-        private_key=settings.private_key,
-        metrics=metrics,
-        retry=retry,
-    )
     scaleout = None
     if queue is None and settings.redis_url:
         from .redisq import ScaleOut  # imported only here: the default needs no Redis client
 
         scaleout = ScaleOut.connect(settings, metrics, clock)
         queue = scaleout.queue
+    policy = retry or RetryPolicy()
+    limits = RateLimiter(store=scaleout.limits if scaleout is not None else None, timer=timer,
+                         metrics=metrics, max_wait=policy.max_rate_limit_wait)
+    clients = GitHubClients(
+        api_url=settings.api_url,
+        app_id=settings.app_id,
+        private_key=settings.private_key,
+        metrics=metrics,
+        retry=policy,
+        limits=limits,
+    )
     intake: DeliveryQueue = queue or MemoryQueue(settings.queue_size)
     ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
                   clock=clock, app_id=int(settings.app_id))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -31,6 +32,33 @@ class Clock:
         self.now += timedelta(**kwargs)
 
 
+class VirtualTime:
+    """Epoch seconds that pass only while someone waits: shared by the bot's rate limiter (its
+    waits, pacing and backoffs) and the emulator's rate-limit windows, so that a test honours a
+    minute-long wait without sleeping for it."""
+
+    def __init__(self, start: float | None = None) -> None:
+        self.value = time.time() if start is None else start
+        self.slept = 0.0
+        self.in_flight = 0
+
+    def now(self) -> float:
+        return self.value
+
+    def __call__(self) -> float:
+        return self.value
+
+    async def sleep(self, seconds: float) -> None:
+        wake = self.value + max(0.0, seconds)
+        self.slept += max(0.0, seconds)
+        await asyncio.sleep(0)
+        # Time does not jump while a request someone counted in `in_flight` travels: it
+        # arrives at the time it was sent, as it would in real time.
+        while self.in_flight:  # noqa: ASYNC110 - a counter, polled; an Event would add nothing
+            await asyncio.sleep(0.001)
+        self.value = max(self.value, wake)
+
+
 @dataclass
 class World:
     emulator: Emulator
@@ -40,6 +68,7 @@ class World:
     webhook_url: str
     runner: web.AppRunner
     published: dict[str, str] = field(default_factory=dict)
+    time: VirtualTime = field(default_factory=VirtualTime)
 
     @property
     def repo(self) -> str:
@@ -95,7 +124,9 @@ class World:
 async def make_world(*, files: dict[str, str] | None = None, workers: int = 4,
                      validate_openapi: bool = True) -> World:
     clock = Clock()
-    emulator = Emulator(webhook_secret=SECRET, validate_openapi=validate_openapi, clock=clock)
+    virtual = VirtualTime()
+    emulator = Emulator(webhook_secret=SECRET, validate_openapi=validate_openapi, clock=clock,
+                        timer=virtual)
     api_url = await emulator.start()
     demo = seed(emulator, files)
     settings = Settings(
@@ -103,7 +134,7 @@ async def make_world(*, files: dict[str, str] | None = None, workers: int = 4,
         webhook_secret=SECRET, api_url=api_url, host="127.0.0.1", port=0,
         resync_interval=0, workers=workers,
     )
-    app = create_app(settings, build_router(), clock=clock,
+    app = create_app(settings, build_router(), clock=clock, timer=virtual,
                      retry=RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5))
     runner = web.AppRunner(app)
     await runner.setup()
@@ -112,7 +143,7 @@ async def make_world(*, files: dict[str, str] | None = None, workers: int = 4,
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     webhook_url = f"http://127.0.0.1:{port}/api/github/webhooks"
     emulator.webhook_url = webhook_url
-    return World(emulator, runtime_of(app), clock, demo, webhook_url, runner)
+    return World(emulator, runtime_of(app), clock, demo, webhook_url, runner, time=virtual)
 
 
 async def close_world(world: World) -> None:

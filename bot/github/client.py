@@ -1,8 +1,9 @@
 """The GitHub edge: one gidgethub client per installation over one shared aiohttp session.
 
 Adds what a production app needs on top of gidgethub: a conditional-request (ETag) cache per
-installation, pacing on the primary rate limit, retries for secondary rate limits, 5xx and
-timeouts with capped exponential backoff, and serialised mutating requests per installation.
+installation; one rate-limit state per installation that every request awaits (`ratelimit`):
+waits GitHub asks for, and mutating requests serialised and paced within the content-creation
+budget; retries for rate limits, 5xx and timeouts with capped exponential backoff.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +22,7 @@ from gidgethub import aiohttp as gh_aiohttp
 
 from ..metrics import Metrics
 from .auth import AppAuth
+from .ratelimit import BARE_SECONDARY_WAIT, RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         *,
         installation_id: int | None,
         mutation_lock: asyncio.Lock,
+        limits: RateLimiter,
         metrics: Metrics | None,
         retry: RetryPolicy,
         app_jwt: Callable[[], str] | None = None,
@@ -64,6 +66,7 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         self._app_jwt_source = app_jwt
         self.installation_id = installation_id
         self._mutation_lock = mutation_lock
+        self._limits = limits
         self._metrics = metrics
         self._retry = retry
         self.requests_made = 0
@@ -74,6 +77,9 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
             return self._app_jwt_source()
         return super()._get_app_jwt()
 
+    async def sleep(self, seconds: float) -> None:
+        await self._limits.timer.sleep(seconds)
+
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
     ) -> tuple[int, Mapping[str, str], bytes]:
@@ -83,8 +89,10 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
             try:
                 if method in _MUTATING:
                     async with self._mutation_lock:
+                        await self._wait_turn(write=True)
                         result = await self._send(method, url, headers, body)
                 else:
+                    await self._wait_turn(write=False)
                     result = await self._send(method, url, headers, body)
             except (TimeoutError, aiohttp.ClientError) as exc:
                 self._count(method, "error")
@@ -100,7 +108,23 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
                 await self.sleep(delay)
                 continue
             self._count(method, str(result[0]))
+            await self._learn_wait(method, url, *result)
             return result
+
+    async def _wait_turn(self, *, write: bool) -> None:
+        if self.installation_id is not None:
+            await self._limits.before(self.installation_id, write=write)
+
+    async def _learn_wait(self, method: str, url: str, status: int,
+                          headers: Mapping[str, str], body: bytes) -> None:
+        """An answer that asks to wait holds every request of the installation."""
+        wait = wait_asked(status, headers, body, self._limits.timer.now())
+        if wait is None or self.installation_id is None:
+            return
+        log.warning("github asks to wait; holding every request of the installation",
+                    extra={"method": method, "path": _path(url), "status": status,
+                           "installation": self.installation_id, "seconds": round(wait, 1)})
+        await self._limits.hold(self.installation_id, wait)
 
     async def _send(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes
@@ -116,17 +140,6 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         if self._metrics is not None:
             self._metrics.github_requests.labels(method, status).inc()
 
-    async def manage_rate_limit(self, *, method: str, url: str) -> None:
-        limit = self.rate_limit
-        if limit is None or limit.remaining > 0:
-            return
-        wait = limit.reset_datetime.timestamp() - time.time()
-        if wait > self._retry.max_rate_limit_wait:
-            raise gidgethub.RateLimitExceeded(limit, "rate limit exhausted; reset too far away")
-        if wait > 0:
-            log.warning("rate limit exhausted, waiting for reset", extra={"seconds": round(wait)})
-            await self.sleep(wait)
-
     async def handle_rate_limit_error(
         self, *, method: str, url: str, exception: gidgethub.HTTPException, attempt: int
     ) -> bool:
@@ -138,17 +151,15 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
             return False
         status = int(exception.status_code)
         headers = getattr(exception, "headers", None) or {}
-        delay: float | None = None
         if status in (403, 429):
-            delay = _rate_limit_delay(headers)
-            if delay is None:
-                return False  # a plain permission error: retrying cannot help
-            if delay > self._retry.max_rate_limit_wait:
-                return False
-        elif status in (500, 502, 503, 504):
-            delay = self._retry.backoff(attempt)
-        else:
+            message = str(exception.args[0]) if exception.args else ""
+            wait = wait_asked(status, headers, message.encode(), self._limits.timer.now())
+            # The wait itself happens before the next attempt, in `_wait_turn`, for every
+            # request of the installation at once.
+            return wait is not None and wait <= self._retry.max_rate_limit_wait
+        if status not in (500, 502, 503, 504):
             return False
+        delay = self._retry.backoff(attempt)
         log.warning(
             "github answered %s, retrying",
             status,
@@ -159,19 +170,33 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         return True
 
 
-def _rate_limit_delay(headers: Mapping[str, str]) -> float | None:
-    """How long GitHub asks us to wait, or None when the 403 is not about rate limits."""
+def wait_asked(status: int, headers: Mapping[str, str], body: bytes, now: float
+               ) -> float | None:
+    """Seconds GitHub asks the client to wait before its next request, or None.
+
+    GitHub ("Rate limits for the REST API"): honour `retry-after`; with
+    `x-ratelimit-remaining: 0` wait until `x-ratelimit-reset`; a secondary-limit 403/429 with
+    neither waits at least one minute. A 403 that names no limit is a permission error.
+    """
+    remaining = headers.get("x-ratelimit-remaining")
+    until_reset: float | None = None
+    if remaining == "0":
+        try:
+            until_reset = max(0.0, float(headers["x-ratelimit-reset"]) - now) + 1
+        except (KeyError, ValueError):
+            until_reset = BARE_SECONDARY_WAIT
+    if status not in (403, 429):
+        return until_reset  # the request was served but the limit is spent
     retry_after = headers.get("retry-after")
     if retry_after is not None:
         try:
             return max(0.0, float(retry_after))
         except ValueError:
-            return 60.0
-    if headers.get("x-ratelimit-remaining") == "0":
-        try:
-            return max(0.0, float(headers["x-ratelimit-reset"]) - time.time()) + 1
-        except (KeyError, ValueError):
-            return 60.0
+            return BARE_SECONDARY_WAIT
+    if until_reset is not None:
+        return until_reset
+    if status == 429 or b"secondary rate limit" in body.lower():
+        return BARE_SECONDARY_WAIT
     return None
 
 
@@ -223,11 +248,14 @@ class GitHubClients:
         private_key: str,
         metrics: Metrics | None = None,
         retry: RetryPolicy | None = None,
+        limits: RateLimiter | None = None,
         etag_cache_entries: int = 2000,
     ) -> None:
         self.api_url = api_url
         self.metrics = metrics
         self.retry = retry or RetryPolicy()
+        self.limits = limits or RateLimiter(metrics=metrics,
+                                            max_wait=self.retry.max_rate_limit_wait)
         self._session: aiohttp.ClientSession | None = None
         self._etag_cache_entries = etag_cache_entries
         self._caches: cachetools.LRUCache[int, GrowableCache] = cachetools.LRUCache(
@@ -255,6 +283,7 @@ class GitHubClients:
             self.session,
             installation_id=installation_id,
             mutation_lock=lock,
+            limits=self.limits,
             metrics=self.metrics,
             retry=self.retry,
             base_url=self.api_url,

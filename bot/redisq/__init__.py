@@ -1,7 +1,7 @@
-"""Scale-out on Redis: the delivery queue, the repository locks and the timers that several
-replicas share. Used only when `CONVEYOR_REDIS_URL` is set; needs the `redis` extra
-(`pip install 'conveyor-bot[redis]'`). Installation tokens, ETag caches and the policy cache
-stay in each process's memory: nothing secret is ever written to Redis.
+"""Scale-out on Redis: the delivery queue, the repository locks, the timers and the GitHub
+rate-limit state that several replicas share. Used only when `CONVEYOR_REDIS_URL` is set;
+needs the `redis` extra (`pip install 'conveyor-bot[redis]'`). Installation tokens, ETag caches
+and the policy cache stay in each process's memory: nothing secret is ever written to Redis.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from ..metrics import Metrics
 from ..settings import Settings
 from .client import Keys, connect
 from .locks import RedisLocks
+from .ratelimit import RedisLimitStore
 from .stream import RedisQueue
 from .timers import RedisScheduler
 
-__all__ = ["Keys", "RedisLocks", "RedisQueue", "RedisScheduler", "ScaleOut"]
+__all__ = ["Keys", "RedisLimitStore", "RedisLocks", "RedisQueue", "RedisScheduler", "ScaleOut"]
 
 
 @dataclass
@@ -28,6 +29,7 @@ class ScaleOut:
     queue: RedisQueue
     locks: RedisLocks
     scheduler: RedisScheduler
+    limits: RedisLimitStore
 
     @classmethod
     def connect(cls, settings: Settings, metrics: Metrics,
@@ -38,7 +40,7 @@ class ScaleOut:
                            claim_timeout=settings.redis_claim_timeout)
         # A dead replica's locks expire when its deliveries may be claimed: after the timeout.
         locks = RedisLocks(redis, ttl=settings.redis_claim_timeout)
-        return cls(redis, queue, locks, RedisScheduler(queue, clock))
+        return cls(redis, queue, locks, RedisScheduler(queue, clock), RedisLimitStore(redis))
 
     def start(self) -> None:
         self.queue.start()

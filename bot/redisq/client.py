@@ -72,3 +72,9 @@ class Keys:
 
     def wanted(self, key: str) -> str:
         return f"{self.prefix}:wanted:{key}"
+
+    def github_hold(self, installation: int) -> str:
+        return f"{self.prefix}:github-hold:{installation}"
+
+    def github_writes(self, installation: int) -> str:
+        return f"{self.prefix}:github-writes:{installation}"

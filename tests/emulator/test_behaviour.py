@@ -377,6 +377,18 @@ async def test_faults(emulator: Emulator, gh: GitHubAPI, session: aiohttp.Client
     assert status == 403 and headers["Retry-After"] == "7"
     assert "secondary rate limit" in body["message"]
     em.faults.secondary_rate_limit_rate = 0.0
+    # inside the window every request of the installation is refused again, and recorded
+    status, headers, _ = await raw(session, "GET", url, token)
+    assert status == 403 and 0 < int(headers["Retry-After"]) <= 7
+    assert len(em.secondary.inside) == 1
+    em.secondary.reset()
+    em.faults.bare_secondary_rate = 1.0
+    status, headers, body = await raw(session, "GET", url, token)
+    assert status == 403 and "Retry-After" not in headers
+    assert headers["x-ratelimit-remaining"] != "0"  # neither header: wait a minute
+    assert [round(end - start) for _key, start, end in em.secondary.opened] == [60]
+    em.faults.bare_secondary_rate = 0.0
+    em.secondary.reset()
     em.faults.rate_limit_exhausted = True
     status, headers, body = await raw(session, "GET", url, token)
     assert status == 403 and headers["x-ratelimit-remaining"] == "0"
@@ -420,3 +432,18 @@ async def test_primary_rate_limit_counts_down(emulator: Emulator, gh: GitHubAPI,
     seen = [(await raw(session, "GET", emulator.base_url + R, token))[0] for _ in range(4)]
     # the token request itself was counted against the app, not the installation
     assert seen == [200, 200, 200, 403]
+
+
+async def test_content_creation_limit(emulator: Emulator, gh: GitHubAPI,
+                                      session: aiohttp.ClientSession) -> None:
+    """GitHub's secondary limit on content creation: 80 a minute (here lowered to 3)."""
+    em = emulator
+    em.faults.content_per_minute = 3
+    issue = await gh.post(R + "/issues", data={"title": "limits"})
+    for i in range(2):
+        await gh.post(R + f"/issues/{issue['number']}/comments", data={"body": str(i)})
+    status, headers, body = await raw(session, "POST", em.base_url + R + "/issues", gh.oauth_token)
+    assert status == 403 and int(headers["Retry-After"]) == 60
+    assert "secondary rate limit" in body["message"]
+    # reads of the same installation are refused as well until the window ends
+    assert (await raw(session, "GET", em.base_url + R, gh.oauth_token))[0] == 403

@@ -22,7 +22,7 @@ from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, DEPLOY_REPO, seed
 from bot.sandbox.emulator import Emulator
 from bot.server import create_app, runtime_of
 from bot.settings import Settings
-from tests.harness import SECRET, Clock, World
+from tests.harness import SECRET, Clock, VirtualTime, World
 
 FAST_RETRY = RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5)
 
@@ -82,7 +82,9 @@ async def build_world(
 ) -> World:
     """Like `tests.harness.make_world`, with the settings the reliability tests vary."""
     clock = Clock()
-    emulator = Emulator(webhook_secret=SECRET, validate_openapi=validate_openapi, clock=clock)
+    virtual = VirtualTime()
+    emulator = Emulator(webhook_secret=SECRET, validate_openapi=validate_openapi, clock=clock,
+                        timer=virtual)
     api_url = await emulator.start()
     for repo in source_repos:
         emulator.add_repo(repo, files={"README.md": f"# {repo}\n"})
@@ -97,7 +99,7 @@ async def build_world(
         resync_interval=0, workers=workers, queue_size=queue_size,
         max_body_bytes=max_body_bytes, shutdown_grace=5,
     )
-    app = create_app(settings, build_router(), clock=clock, retry=retry)
+    app = create_app(settings, build_router(), clock=clock, retry=retry, timer=virtual)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -105,7 +107,7 @@ async def build_world(
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     webhook_url = f"http://127.0.0.1:{port}/api/github/webhooks"
     emulator.webhook_url = webhook_url
-    return World(emulator, runtime_of(app), clock, demo, webhook_url, runner)
+    return World(emulator, runtime_of(app), clock, demo, webhook_url, runner, time=virtual)
 
 
 def signed_headers(event: str, body: bytes, delivery: str, *, secret: str = SECRET
@@ -177,3 +179,46 @@ async def wait_for(predicate: Any, *, within: float, interval: float = 0.05) -> 
             return True
         await asyncio.sleep(interval)
     return bool(predicate())
+
+
+class SendJournal:
+    """In the order the bot's event loop saw them: each request the bot sent and each wait it
+    was told (`RateLimiter.hold`), per installation, on the world's virtual time."""
+
+    def __init__(self, world: World, monkeypatch: Any) -> None:
+        from bot.github.client import ConveyorGitHubAPI
+        from bot.github.ratelimit import RateLimiter
+
+        self.events: list[tuple[str, int | None, float, str]] = []
+        journal, timer = self.events, world.time
+        send, hold = ConveyorGitHubAPI._send, RateLimiter.hold
+
+        async def journal_send(api: ConveyorGitHubAPI, method: str, url: str, *args: Any
+                               ) -> Any:
+            journal.append(("send", api.installation_id, timer.now(), f"{method} {url}"))
+            timer.in_flight += 1
+            try:
+                return await send(api, method, url, *args)
+            finally:
+                timer.in_flight -= 1
+
+        async def journal_hold(limiter: RateLimiter, installation: int, seconds: float) -> None:
+            journal.append(("told", installation, timer.now() + seconds, ""))
+            await hold(limiter, installation, seconds)
+
+        monkeypatch.setattr(ConveyorGitHubAPI, "_send", journal_send)
+        monkeypatch.setattr(RateLimiter, "hold", journal_hold)
+
+    def told(self) -> int:
+        return sum(1 for kind, *_ in self.events if kind == "told")
+
+    def sent_inside_windows(self) -> list[str]:
+        """Requests sent after their installation was told to wait, before the wait ended."""
+        until: dict[int | None, float] = {}
+        inside = []
+        for kind, installation, at, what in self.events:
+            if kind == "told":
+                until[installation] = max(at, until.get(installation, 0.0))
+            elif at < until.get(installation, 0.0):
+                inside.append(f"{what} at +{at - until[installation]:.3f}s")
+        return inside

@@ -25,6 +25,7 @@ from . import (
     routes_repos,
 )
 from .auth import lookup_token, unverified_issuer, verify_jwt
+from .faults import SECONDARY_DOCS, SECONDARY_MESSAGE
 from .ops import ApiError
 from .requestlog import RequestEntry
 from .routing import DOCS, Ctx, Reply, Route, Router
@@ -74,15 +75,6 @@ class Dispatcher:
         if em.dice.roll(faults.error_rate):
             return self._finish(request, route, template, Reply(502, {
                 "message": "Server Error"}), rate_key, None, count=False)
-        if em.dice.roll(faults.secondary_rate_limit_rate):
-            reply = Reply(403, {
-                "message": "You have exceeded a secondary rate limit. Please wait a few minutes "
-                           "before you try again. If you reach out to GitHub Support for help, "
-                           "please include the request ID.",
-                "documentation_url": "https://docs.github.com/rest/overview/"
-                                     "rate-limits-for-the-rest-api#about-secondary-rate-limits"},
-                {"Retry-After": str(faults.retry_after)})
-            return self._finish(request, route, template, reply, rate_key, None, count=False)
         if em.dice.roll(faults.timeout_rate):
             await asyncio.sleep(faults.timeout_seconds)
         body: Any = None
@@ -107,6 +99,12 @@ class Dispatcher:
                                          "rate-limits-for-the-rest-api"})
                 return self._finish(request, route, template, reply, rate_key, installation_id,
                                     count=False, exhausted=True)
+            limited = em.secondary.check(rate_key, request.method, template, faults, em.dice)
+            if limited is not None:
+                reply = Reply(403, {"message": SECONDARY_MESSAGE,
+                                    "documentation_url": SECONDARY_DOCS}, limited)
+                return self._finish(request, route, template, reply, rate_key, installation_id,
+                                    count=False)
             self._scope(ctx, route)
             if ctx.token is not None:
                 permissions.check(ctx.token, request.method, route.template)

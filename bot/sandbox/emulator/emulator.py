@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -12,7 +13,7 @@ from aiohttp import web
 
 from . import shapes
 from .auth import generate_private_key
-from .faults import Dice, Faults, RateLimits
+from .faults import Dice, Faults, RateLimits, SecondaryLimits
 from .gitstore import Commit, Tag
 from .ops import ApiError, Ops
 from .packages import add_version, attestation_bundle, event_body
@@ -48,13 +49,17 @@ class Emulator:
 
     def __init__(self, *, app_id: int = 1, app_slug: str = "conveyor", webhook_secret: str,
                  webhook_url: str | None = None, validate_openapi: bool = False, seed: int = 0,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None,
+                 timer: Callable[[], float] = time.time) -> None:
+        """`clock` stamps data (`created_at`...); `timer` (epoch seconds) runs the rate-limit
+        windows and their headers, so that a test can share one virtual time with the bot."""
         self.world = World(app_id=app_id, app_slug=app_slug, seed=seed, clock=clock)
         self.app_private_key_pem, self.app_public_key_pem = generate_private_key()
         self.webhook_secret = webhook_secret
         self.faults = Faults()
         self.dice = Dice(seed)
-        self.rate_limits = RateLimits()
+        self.rate_limits = RateLimits(timer=timer)
+        self.secondary = SecondaryLimits(timer)
         self.requests = RequestLog()
         self.validator: Any = None
         if validate_openapi:
@@ -670,8 +675,6 @@ class Emulator:
 
     def installation_token(self, installation_id: int) -> str:
         """Mint a token directly (for tests that skip the JWT exchange)."""
-        import time
-
         from .state import Token
 
         inst = self.world.installations[installation_id]

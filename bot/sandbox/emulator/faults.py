@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import random
 import time
-from dataclasses import asdict, dataclass, fields
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 RATE_LIMIT = 5000
@@ -19,6 +22,13 @@ class Faults:
     timeout_seconds: float = 30.0
     secondary_rate_limit_rate: float = 0.0   # fraction answered 403 + Retry-After
     retry_after: int = 1
+    # fraction answered a secondary-limit 403 without Retry-After (and with requests left):
+    # GitHub's guidance for that answer is to wait at least a minute
+    bare_secondary_rate: float = 0.0
+    # GitHub's content-creation limits ("Rate limits for the REST API", secondary rate limits:
+    # no more than 80 content-generating requests a minute and 500 an hour)
+    content_per_minute: int = 80
+    content_per_hour: int = 500
     rate_limit_exhausted: bool = False  # primary limit: every counted request gets 403
     rate_limit_status: int = 403        # 403 (classic) or 429
 
@@ -46,14 +56,16 @@ class Faults:
 class RateLimits:
     """Primary rate limit per installation (or per app for JWT requests), hour windows."""
 
-    def __init__(self, limit: int = RATE_LIMIT) -> None:
+    def __init__(self, limit: int = RATE_LIMIT, timer: Callable[[], float] = time.time) -> None:
         self.limit = limit
+        self.timer = timer
         self._used: dict[str, tuple[float, int]] = {}
 
     def _window(self, key: str) -> tuple[float, int]:
-        start, used = self._used.get(key, (time.time(), 0))
-        if time.time() >= start + WINDOW:
-            start, used = time.time(), 0
+        now = self.timer()
+        start, used = self._used.get(key, (now, 0))
+        if now >= start + WINDOW:
+            start, used = now, 0
         self._used[key] = (start, used)
         return start, used
 
@@ -85,3 +97,82 @@ class Dice:
 
     def roll(self, rate: float) -> bool:
         return rate > 0 and self.rng.random() < rate
+
+
+SECONDARY_MESSAGE = (
+    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
+    "If you reach out to GitHub Support for help, please include the request ID.")
+SECONDARY_DOCS = ("https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
+                  "#about-secondary-rate-limits")
+MUTATING = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+BARE_WAIT = 60.0  # GitHub: without Retry-After, "wait for at least one minute"
+
+
+@dataclass
+class Window:
+    until: float
+    announced: bool  # the answer that opened it carried Retry-After
+
+
+@dataclass
+class InWindow:
+    """A request that arrived while its installation had been told to wait."""
+
+    key: str
+    at: float
+    method: str
+    path: str
+
+
+@dataclass
+class SecondaryLimits:
+    """Secondary rate limits per installation (or app): the content-creation budget, the
+    random faults, and the windows they open. While a window is open every request of that
+    installation is answered 403 again, and recorded in `inside` (GitHub: continuing to send
+    while limited may get the integration banned)."""
+
+    timer: Callable[[], float] = time.time
+    windows: dict[str, Window] = field(default_factory=dict)
+    opened: list[tuple[str, float, float]] = field(default_factory=list)  # key, from, until
+    inside: list[InWindow] = field(default_factory=list)
+    _writes: dict[str, deque[float]] = field(default_factory=dict)
+
+    def check(self, key: str, method: str, path: str, faults: Faults, dice: Dice
+              ) -> dict[str, str] | None:
+        """The headers of a secondary-limit 403 for this request, or None to serve it."""
+        now = self.timer()
+        window = self.windows.get(key)
+        if window is not None and now < window.until:
+            self.inside.append(InWindow(key, now, method, path))
+            return ({"Retry-After": str(math.ceil(window.until - now))} if window.announced
+                    else {})
+        if dice.roll(faults.secondary_rate_limit_rate):
+            return self._open(key, now, float(faults.retry_after), announced=True)
+        if dice.roll(faults.bare_secondary_rate):
+            return self._open(key, now, BARE_WAIT, announced=False)
+        if method not in MUTATING:
+            return None
+        sent = self._writes.setdefault(key, deque())
+        while sent and sent[0] <= now - 3600:
+            sent.popleft()
+        wait = 0.0
+        for span, allowed in ((60.0, faults.content_per_minute),
+                              (3600.0, faults.content_per_hour)):
+            recent = [t for t in sent if t > now - span]
+            if allowed > 0 and len(recent) >= allowed:
+                wait = max(wait, recent[len(recent) - allowed] + span - now)
+        if wait > 0:
+            return self._open(key, now, float(math.ceil(wait)), announced=True)
+        sent.append(now)
+        return None
+
+    def _open(self, key: str, now: float, seconds: float, *, announced: bool) -> dict[str, str]:
+        self.windows[key] = Window(now + seconds, announced)
+        self.opened.append((key, now, now + seconds))
+        return {"Retry-After": str(int(seconds))} if announced else {}
+
+    def reset(self) -> None:
+        self.windows.clear()
+        self.opened.clear()
+        self.inside.clear()
+        self._writes.clear()

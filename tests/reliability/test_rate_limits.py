@@ -1,0 +1,115 @@
+"""GitHub's rate limits, per installation: a wait GitHub asks of one request holds every
+request of the installation; a secondary-limit 403 without `Retry-After` waits a minute;
+content-creating requests stay inside GitHub's per-minute and per-hour budget.
+
+Time is the world's virtual time, shared by the bot and the emulator: the waits are honoured
+to the second without the test sleeping for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from bot.github.ratelimit import RateLimitError, WriteBudget, write_wait
+from bot.sandbox.demo import DEPLOY_REPO
+from tests.harness import close_world
+from tests.reliability.support import (
+    SendJournal,
+    assert_one_pr_per_promotion,
+    auto_files,
+    build_world,
+    metric_samples,
+    promotion_counts,
+)
+from tests.reliability.test_faults import SERVICES, publish
+
+
+def test_write_wait_keeps_to_both_windows() -> None:
+    budget = WriteBudget(per_minute=3, per_hour=5, margin=1.0)
+    assert write_wait([], 100.0, budget) == 0
+    assert write_wait([10.0, 20.0], 30.0, budget) == 0
+    # the minute is full: the oldest of the last three leaves at 10 + 61
+    assert write_wait([10.0, 20.0, 30.0], 40.0, budget) == pytest.approx(31.0)
+    # the hour is full although the minute is not: the oldest leaves at 0 + 3601
+    assert write_wait([0.0, 100.0, 200.0, 300.0, 400.0], 500.0, budget) == pytest.approx(3101.0)
+    # writes older than the window do not count
+    assert write_wait([0.0, 1.0, 2.0], 70.0, budget) == 0
+
+
+async def test_a_wait_holds_every_request_of_the_installation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secondary limits with `Retry-After` and without it, while three releases run on four
+    workers: no request is sent inside a window the installation was told to wait, and the
+    promotions all open (nothing left to the resync)."""
+    world = await build_world(files=auto_files(), source_repos=("acme/worker",), workers=4)
+    journal = SendJournal(world, monkeypatch)
+    emulator = world.emulator
+    try:
+        emulator.dice.rng.seed(17)
+        emulator.faults.update({"secondary_rate_limit_rate": 0.05, "retry_after": 2,
+                                "bare_secondary_rate": 0.02})
+        await asyncio.gather(*(publish(world, service, "1.0.0") for service in SERVICES))
+        await world.settle(rounds=200)
+
+        windows = emulator.secondary.opened
+        bare = [w for w in windows if w[2] - w[1] >= 60]
+        assert len(windows) >= 3 and bare, windows  # both kinds were answered
+        assert journal.told() >= len(windows)
+        assert journal.sent_inside_windows() == []
+        # the bare 403s were waited out for a full minute each
+        assert world.time.slept >= 60
+        counts = promotion_counts(emulator)
+        assert sorted(key[:2] for key in counts) == sorted(
+            (service, env) for service in SERVICES for env in ("staging", "production"))
+        assert_one_pr_per_promotion(emulator)
+        metrics = world.runtime.ctx.metrics
+        waited = metric_samples(_metrics_text(metrics), "conveyor_github_wait_seconds_total")
+        assert waited[(("reason", "rate_limited"),)] >= 60
+    finally:
+        await close_world(world)
+
+
+async def test_writes_are_paced_inside_githubs_content_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """560 comments from one installation at once: GitHub allows 80 a minute and 500 an hour
+    (the emulator answers 403 + Retry-After beyond that). The bot sends 80 a minute; once the
+    hour's 500 are spent, a write that would wait longer than a job may sleep fails without
+    being sent (its job is retried, or the resync redoes it)."""
+    world = await build_world()
+    journal = SendJournal(world, monkeypatch)
+    emulator = world.emulator
+    try:
+        issue = await emulator.open_issue(DEPLOY_REPO, "Pacing", author="alice")
+        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        started = world.time.now()
+        url = f"/repos/{DEPLOY_REPO}/issues/{issue['number']}/comments"
+        results = await asyncio.gather(
+            *(gh.post(url, data={"body": f"comment {i}"}) for i in range(560)),
+            return_exceptions=True)
+
+        refused = [r for r in results if isinstance(r, RateLimitError)]
+        assert len(refused) == 60, {type(r).__name__ for r in results}
+        assert emulator.secondary.opened == []
+        assert len(emulator.comments(DEPLOY_REPO, issue["number"])) == 500
+        sends = [at for kind, inst, at, what in journal.events
+                 if kind == "send" and inst == world.demo.installation_id
+                 and what.startswith("POST")]
+        assert len(sends) == 500
+        for i in range(len(sends)):
+            assert sum(1 for at in sends[i:] if at < sends[i] + 60) <= 80
+        # 500 writes at 80 a minute: six full minutes of waiting
+        assert world.time.now() - started >= 6 * 60
+        waited = metric_samples(_metrics_text(world.runtime.ctx.metrics),
+                                "conveyor_github_wait_seconds_total")
+        assert waited[(("reason", "pacing"),)] >= 6 * 60
+    finally:
+        await close_world(world)
+
+
+def _metrics_text(metrics: Any) -> str:
+    from prometheus_client import generate_latest
+
+    return generate_latest(metrics.registry).decode()
