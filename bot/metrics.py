@@ -49,6 +49,20 @@ class Metrics:
             ["event"],
             registry=self.registry,
         )
+        self.job_retries = Counter(
+            "conveyor_job_retries",
+            "Jobs run again after a transient failure (5xx, timeout, rate limit, a transient "
+            "4xx), by event",
+            ["event"],
+            registry=self.registry,
+        )
+        self.jobs_given_up = Counter(
+            "conveyor_jobs_given_up",
+            "Jobs that still failed transiently after their last retry; the resync finishes "
+            "their work",
+            ["event"],
+            registry=self.registry,
+        )
         self.promotions = Counter(
             "conveyor_promotions",
             "Promotion pull requests by environment and action",

@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from .metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +30,32 @@ class Job:
     received_at: float = field(default_factory=time.monotonic)
     # The queue's own handle for the job (a durable queue's entry id); empty in memory.
     receipt: str = ""
+    # 1 for the delivery itself, then one more for each retry after a transient failure; a
+    # retry runs only the handlers that failed (`only`, their qualified names).
+    attempt: int = 1
+    only: tuple[str, ...] = ()
+
+
+class RetryJob(Exception):
+    """Some handlers of the job failed for a transient reason: run them again later."""
+
+    def __init__(self, handlers: tuple[str, ...]) -> None:
+        super().__init__(", ".join(handlers))
+        self.handlers = handlers
+
+
+@dataclass(frozen=True)
+class JobRetry:
+    """Capped exponential backoff with jitter for jobs that failed transiently; after
+    `attempts` the work is left to the resync."""
+
+    attempts: int = 4
+    base_delay: float = 2.0
+    max_delay: float = 120.0
+
+    def backoff(self, attempt: int) -> float:
+        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        return random.uniform(ceiling / 2, ceiling)
 
 
 # What became of an offered job: stored; already stored under the same delivery id (by any
@@ -44,6 +73,10 @@ class DeliveryQueue(Protocol):
     async def done(self, job: Job, *, ok: bool = True) -> None:
         """The job's work is over; `ok=False` when it raised (a durable queue retries it)."""
 
+    async def retry(self, job: Job, delay: float) -> None:
+        """Offer `job` (the next attempt of one that was taken) again after `delay` seconds;
+        `done` is still called for the attempt that was taken."""
+
     def depth(self) -> int: ...
 
     async def join(self) -> None: ...
@@ -52,8 +85,11 @@ class DeliveryQueue(Protocol):
 class MemoryQueue:
     """A bounded in-process queue: memory stays bounded, overflow is refused, never dropped."""
 
-    def __init__(self, maxsize: int) -> None:
+    def __init__(self, maxsize: int,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self._queue: asyncio.Queue[Job] = asyncio.Queue(maxsize=maxsize)
+        self._sleep = sleep
+        self._delayed: set[asyncio.Task[None]] = set()
 
     async def offer(self, job: Job) -> Offered:
         try:
@@ -68,8 +104,20 @@ class MemoryQueue:
     async def done(self, job: Job, *, ok: bool = True) -> None:
         self._queue.task_done()
 
+    async def retry(self, job: Job, delay: float) -> None:
+        task = asyncio.create_task(self._later(job, delay), name="conveyor-job-retry")
+        self._delayed.add(task)
+        task.add_done_callback(self._delayed.discard)
+
+    async def _later(self, job: Job, delay: float) -> None:
+        await self._sleep(delay)
+        if await self.offer(job) != "accepted":
+            log.warning("queue full, retry dropped; the resync finishes the work",
+                        extra={"delivery_id": job.delivery_id})
+
     def depth(self) -> int:
-        return self._queue.qsize()
+        """Jobs waiting for a worker, and retries waiting for their time."""
+        return self._queue.qsize() + len(self._delayed)
 
     async def join(self) -> None:
         await self._queue.join()
@@ -114,9 +162,13 @@ class WorkerPool:
         handle: Callable[[Job], Awaitable[None]],
         *,
         workers: int,
+        retry: JobRetry | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.queue = queue
         self._handle = handle
+        self._retry = retry or JobRetry()
+        self._metrics = metrics
         self._count = workers
         self._tasks: list[asyncio.Task[None]] = []
         self._busy = 0
@@ -138,6 +190,9 @@ class WorkerPool:
             try:
                 await self._handle(job)
                 ok = True
+            except RetryJob as failed:
+                await self._again(job, failed.handlers)
+                ok = True
             except Exception:
                 log.exception("job failed", extra={"delivery_id": job.delivery_id})
             finally:
@@ -145,6 +200,26 @@ class WorkerPool:
                 await self.queue.done(job, ok=ok)
                 if self._busy == 0 and self.queue.depth() == 0:
                     self._idle.set()
+
+    async def _again(self, job: Job, handlers: tuple[str, ...]) -> None:
+        """A transient failure: the failed handlers run again later, or the resync redoes the
+        work once the attempts are spent."""
+        fields = {"delivery_id": job.delivery_id, "event": job.event, "attempt": job.attempt,
+                  "handler": ", ".join(handlers)}
+        if job.attempt >= self._retry.attempts:
+            if self._metrics is not None:
+                self._metrics.jobs_given_up.labels(job.event).inc()
+            log.error("job given up after its retries; the resync finishes the work",
+                      extra=fields)
+            return
+        delay = self._retry.backoff(job.attempt)
+        if self._metrics is not None:
+            self._metrics.job_retries.labels(job.event).inc()
+        log.warning("job failed for a transient reason, retrying",
+                    extra={**fields, "delay": round(delay, 2)})
+        await self.queue.retry(
+            Job(job.delivery_id, job.event, job.payload, receipt=job.receipt,
+                attempt=job.attempt + 1, only=handlers), delay)
 
     @property
     def idle(self) -> bool:
@@ -157,7 +232,7 @@ class WorkerPool:
             await self.queue.join()
             if self._busy == 0 and self.queue.depth() == 0:
                 return
-            await asyncio.sleep(0)
+            await asyncio.sleep(0.005)  # a retry waiting for its time
 
     async def drain(self, grace_seconds: float) -> bool:
         """Stop taking new jobs once the queue is empty; True if everything finished in time."""

@@ -21,9 +21,10 @@ from . import __version__, offload
 from .context import Context, utc_now
 from .github.client import GitHubClients, RetryPolicy
 from .github.ratelimit import RateLimiter, Timer
+from .github.transient import transient_failure
 from .logs import delivery_id_var
 from .metrics import Metrics
-from .queue import DeliveryQueue, Job, MemoryQueue, WorkerPool
+from .queue import DeliveryQueue, Job, JobRetry, MemoryQueue, RetryJob, WorkerPool
 from .scheduler import INTERNAL_PREFIX, Scheduler
 from .settings import Settings
 
@@ -61,6 +62,7 @@ def create_app(
     clock: Callable[[], datetime] = utc_now,
     retry: RetryPolicy | None = None,
     timer: Timer | None = None,
+    job_retry: JobRetry | None = None,
     queue: DeliveryQueue | None = None,
     background: Callable[[Runtime], list[asyncio.Task[None]]] | None = None,
     serve_while_starting: bool = False,
@@ -86,7 +88,7 @@ def create_app(
         retry=policy,
         limits=limits,
     )
-    intake: DeliveryQueue = queue or MemoryQueue(settings.queue_size)
+    intake: DeliveryQueue = queue or MemoryQueue(settings.queue_size, sleep=limits.timer.sleep)
     ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
                   clock=clock, app_id=int(settings.app_id))
     metrics.registry.register(ctx.delivery)
@@ -98,7 +100,8 @@ def create_app(
         router=router,
         ctx=ctx,
         queue=intake,
-        pool=WorkerPool(intake, lambda job: process_job(runtime, job), workers=settings.workers),
+        pool=WorkerPool(intake, lambda job: process_job(runtime, job), workers=settings.workers,
+                        retry=job_retry, metrics=metrics),
         seen_deliveries=cachetools.TTLCache(maxsize=100_000, ttl=24 * 3600),
         background=[],
         store_probe=scaleout.queue.writable if scaleout is not None else None,
@@ -256,17 +259,27 @@ async def process_job(runtime: Runtime, job: Job) -> None:
             ctx.metrics.handler_errors.labels(job.event).inc()
             log.error("no installation token", extra={"installation": installation_id,
                                                       "error": str(exc)})
+            if transient_failure(exc):
+                raise RetryJob(job.only) from exc
             return
+        transient: list[str] = []
         for callback in sorted(callbacks, key=lambda cb: cb.__qualname__):
+            name = f"{callback.__module__}.{callback.__qualname__}"
+            if job.only and name not in job.only:
+                continue
             try:
                 await callback(event, gh, ctx)
-            except Exception:
+            except Exception as exc:
                 ctx.metrics.handler_errors.labels(job.event).inc()
+                if transient_failure(exc):
+                    transient.append(name)
                 log.exception(
                     "handler failed",
-                    extra={"handler": f"{callback.__module__}.{callback.__qualname__}",
-                           "event": job.event, "action": job.payload.get("action")},
+                    extra={"handler": name, "event": job.event,
+                           "action": job.payload.get("action"), "attempt": job.attempt},
                 )
+        if transient:
+            raise RetryJob(tuple(transient))
     finally:
         ctx.metrics.processing_seconds.labels(job.event).observe(time.monotonic() - started)
         delivery_id_var.reset(token)

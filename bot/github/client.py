@@ -22,7 +22,9 @@ from gidgethub import aiohttp as gh_aiohttp
 
 from ..metrics import Metrics
 from .auth import AppAuth
+from .limits import TextTooLong, over_limit
 from .ratelimit import BARE_SECONDARY_WAIT, RateLimiter
+from .transient import TransientError, retry_request
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +45,6 @@ class RetryPolicy:
     def backoff(self, attempt: int) -> float:
         ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
         return random.uniform(ceiling / 2, ceiling)
-
-
-class TransientError(gidgethub.GitHubException):
-    """A timeout or connection failure that outlived its retries."""
 
 
 class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
@@ -76,6 +74,15 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         if self._app_jwt_source is not None:
             return self._app_jwt_source()
         return super()._get_app_jwt()
+
+    async def _make_request(self, method: str, url: str, url_vars: Any, data: Any,
+                            accept: str, *args: Any, **kwargs: Any) -> Any:
+        problem = over_limit(data)
+        if problem is not None:
+            log.error("request not sent: over GitHub's size limit",
+                      extra={"method": method, "path": _path(url), "error": problem})
+            raise TextTooLong(f"{method} {_path(url)}: {problem}")
+        return await super()._make_request(method, url, url_vars, data, accept, *args, **kwargs)
 
     async def sleep(self, seconds: float) -> None:
         await self._limits.timer.sleep(seconds)
@@ -157,14 +164,16 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
             # The wait itself happens before the next attempt, in `_wait_turn`, for every
             # request of the installation at once.
             return wait is not None and wait <= self._retry.max_rate_limit_wait
-        if status not in (500, 502, 503, 504):
+        message = str(exception)
+        if status not in (500, 502, 503, 504) and not retry_request(method, _path(url), status,
+                                                                    message):
             return False
         delay = self._retry.backoff(attempt)
         log.warning(
             "github answered %s, retrying",
             status,
             extra={"method": method, "path": _path(url), "attempt": attempt,
-                   "delay": round(delay, 2)},
+                   "delay": round(delay, 2), "error": message[:200]},
         )
         await self.sleep(delay)
         return True

@@ -29,4 +29,6 @@ async def on_recheck_timer(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Cont
 @router.register(INTERNAL_PREFIX + "merge")
 async def on_merge_retry(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
     await merge_promotion(ctx, gh, event.data["repository"]["full_name"],
-                          int(event.data["number"]), event.data["head"], event.data["method"])
+                          int(event.data["number"]), event.data["head"], event.data["method"],
+                          attempt=int(event.data.get("attempt") or 1),
+                          gated=bool(event.data.get("gated")))

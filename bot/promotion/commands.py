@@ -43,6 +43,7 @@ from .downstream import promote_downstream
 from .flows import find_release
 from .gatekeeper import GATE_CHECK, HOLD_LABEL, HOLD_MARKER
 from .marker import PromotionMarker, branch_name, parse_marker
+from .merger import retry_stopped_merge
 from .opener import Opener, OpenResult, find_pull_for_branch
 from .policies import POLICY_PATH, DeploymentRepo
 from .provenance import find_attestation, gather_provenance
@@ -534,6 +535,8 @@ class _Runner:
             return refusal
         verdict = await self.ctx.gates.evaluate(self.ctx, self.gh, self.where.repo,
                                                 self.where.number)
+        if await retry_stopped_merge(self.ctx, self.gh, self.repo, self.where.number):
+            return "Merged."
         if verdict is None:
             # An evaluation was already running; it re-runs once more. Compute the state here.
             facts = await self.ctx.gates.facts_of(self.ctx, self.gh, self.where.repo,

@@ -1,6 +1,12 @@
 """The dashboard issue: one issue labelled `conveyor-dashboard` per deployment repository whose
 body is the status tables, kept current by editing it in place.
 
+The body opens with a compact table (a row per service, a column per environment), followed by
+each service's full table in a `<details>` block. GitHub takes at most 65,536 characters in a
+body or a comment, so a large policy continues in comments of the same issue, each marked
+with its part number: edited in place, created when a part is new, and emptied (kept for
+later) when fewer parts are needed.
+
 Found by its label and hidden marker, created when missing, edited only when its text changes.
 Updates are debounced: a burst of promotion changes schedules one internal `dashboard` job a
 few seconds after the first of them. REST has no endpoint to pin an issue (only GraphQL's
@@ -10,15 +16,18 @@ few seconds after the first of them. REST has no endpoint to pin an issue (only 
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
+from ..github.limits import BODY_LIMIT, fit
 from .delivery_board import render_section
 from .policies import DeploymentRepo
-from .status import collect_status, render_status
+from .status import StatusRow, collect_status, render_status
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -30,22 +39,94 @@ DASHBOARD_MARKER = "<!-- conveyor:dashboard -->"
 DASHBOARD_TITLE = "Conveyor dashboard"
 DEBOUNCE = timedelta(seconds=5)
 DASHBOARD_EVENT = "dashboard"
+PART_MARKER_PREFIX = "<!-- conveyor:dashboard-part "
+PAGE_LIMIT = BODY_LIMIT
+PART_MARKER_ROOM = 200  # the part line, the "continued" note and the marker
+NONE = "—"
+UNUSED_PART = "_This part of the dashboard is not needed at the moment._"
+INTRO = ("What runs where in **{repo}**, per service and environment, as the default branch "
+         "says. Conveyor edits this issue after every promotion change; edits by hand are "
+         "overwritten.")
+FOOTER = "Ask for the same table in any issue or pull request with `/status [service]`."
 
 
-def render_dashboard(repo: str, status: str, delivery: str | None = None) -> str:
-    """``delivery``: the delivery section, once its figures have been read."""
-    return "\n".join([
-        f"What runs where in **{repo}**, per service and environment, as the default branch "
-        "says. Conveyor edits this issue after every promotion change; edits by hand are "
-        "overwritten.",
-        "",
-        status,
-        "",
-        "Ask for the same table in any issue or pull request with `/status [service]`.",
-        "",
-        *([delivery, ""] if delivery else []),
-        DASHBOARD_MARKER,
-    ])
+def render_pages(repo: str, rows: Sequence[StatusRow], delivery: str | None = None, *,
+                 limit: int = PAGE_LIMIT) -> list[str]:
+    """The issue body, then the comments that continue it, each within `limit` characters
+    (markers included). ``delivery``: the delivery section, once its figures have been read."""
+    services = list(dict.fromkeys(row.service for row in rows))
+    environments = list(dict.fromkeys(row.environment for row in rows))
+    by_service: dict[str, list[StatusRow]] = {}
+    for row in rows:
+        by_service.setdefault(row.service, []).append(row)
+    cells = {(row.service, row.environment): _compact(row) for row in rows}
+    header = "\n".join([f"| service | {' | '.join(environments)} |",
+                        "| --- |" + " --- |" * len(environments)])
+    items: list[tuple[str, bool]] = [(INTRO.format(repo=repo), False)]
+    if not rows:
+        items.append(("No services are configured in this repository's policy.", False))
+    items += [(f"| {name} | " + " | ".join(cells.get((name, env), NONE) for env in environments)
+               + " |", True) for name in services]
+    items += [(f"<details><summary>{name}</summary>\n\n{render_status(by_service[name])}"
+               "\n\n</details>", False) for name in services]
+    items.append((FOOTER, False))
+    if delivery:
+        items.append((delivery, False))
+    pages = _pack(items, header, limit - PART_MARKER_ROOM)
+    total = len(pages)
+    out = []
+    for number, page in enumerate(pages):
+        if number == 0:
+            more = f"\n\n_Continued in {total - 1} comment{'s' if total > 2 else ''} below._" \
+                if total > 1 else ""
+            out.append(f"{page}{more}\n\n{DASHBOARD_MARKER}")
+        else:
+            out.append(f"_Dashboard, part {number + 1} of {total}._\n\n{page}\n\n"
+                       f"{part_marker(number)}")
+    return out
+
+
+def _compact(row: StatusRow) -> str:
+    if row.problem:
+        return "⚠"
+    text = f"`{row.version}`" if row.version else NONE
+    if row.open_pulls:
+        text += f" ({len(row.open_pulls)} open)"
+    return text
+
+
+def _pack(items: list[tuple[str, bool]], header: str, limit: int) -> list[str]:
+    """Greedy pages of whole items; a table continued on a new page repeats its header."""
+    pages: list[list[str]] = [[]]
+    sizes = [0]
+    in_table = False
+    for text, is_row in items:
+        piece = text if not is_row or in_table else f"{header}\n{text}"
+        joint = 1 if is_row and in_table else 2
+        if sizes[-1] and sizes[-1] + joint + len(piece) > limit:
+            pages.append([])
+            sizes.append(0)
+            in_table = False
+            piece = f"{header}\n{text}" if is_row else text
+        if len(piece) > limit:  # one service's details alone: shortened, never refused
+            piece = fit(piece, limit)
+        if pages[-1]:
+            pages[-1].append("\n" if is_row and in_table else "\n\n")
+            sizes[-1] += joint
+        pages[-1].append(piece)
+        sizes[-1] += len(piece)
+        in_table = is_row
+    return ["".join(page) for page in pages]
+
+
+def part_marker(number: int) -> str:
+    return f"{PART_MARKER_PREFIX}{number + 1} -->"
+
+
+def part_number(body: str) -> int | None:
+    """The 0-based part of a continuation comment, from its marker."""
+    match = re.search(re.escape(PART_MARKER_PREFIX) + r"(\d+) -->", body)
+    return int(match.group(1)) - 1 if match else None
 
 
 def is_dashboard(issue: dict[str, Any], bot_login: str) -> bool:
@@ -66,29 +147,51 @@ async def find_dashboard(ctx: Context, gh: GitHubAPI, repo: str) -> dict[str, An
 
 async def refresh_dashboard(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo
                             ) -> dict[str, Any] | None:
-    """Create or edit the dashboard issue; None when the repository has no valid policy."""
+    """Create or edit the dashboard issue and its continuation comments; None when the
+    repository has no valid policy."""
     if repo.policy is None:
         return None
     async with ctx.locks.hold(f"dashboard:{repo.full_name}"):
         snapshot = ctx.delivery.get(repo.full_name)
-        body = render_dashboard(repo.full_name,
-                                render_status(await collect_status(ctx, gh, repo)),
-                                render_section(snapshot) if snapshot is not None else None)
+        pages = render_pages(repo.full_name, await collect_status(ctx, gh, repo),
+                             render_section(snapshot) if snapshot is not None else None)
+        body = pages[0]
         issue = await find_dashboard(ctx, gh, repo.full_name)
         if issue is None:
-            created: dict[str, Any] = await gh.post(f"/repos/{repo.full_name}/issues", data={
+            issue = await gh.post(f"/repos/{repo.full_name}/issues", data={
                 "title": DASHBOARD_TITLE, "body": body, "labels": [DASHBOARD_LABEL],
             })
             log.info("dashboard issue created",
-                     extra={"repository": repo.full_name, "issue": created.get("number")})
-            return created
-        if (issue.get("body") or "").replace("\r\n", "\n") == body:
-            return issue
-        edited: dict[str, Any] = await gh.patch(
-            f"/repos/{repo.full_name}/issues/{issue['number']}", data={"body": body})
-        log.info("dashboard issue updated",
-                 extra={"repository": repo.full_name, "issue": issue["number"]})
-        return edited
+                     extra={"repository": repo.full_name, "issue": issue.get("number")})
+        elif (issue.get("body") or "").replace("\r\n", "\n") != body:
+            issue = await gh.patch(
+                f"/repos/{repo.full_name}/issues/{issue['number']}", data={"body": body})
+            log.info("dashboard issue updated",
+                     extra={"repository": repo.full_name, "issue": issue["number"]})
+        if len(pages) > 1 or int(issue.get("comments") or 0) > 0:
+            await _continue_in_comments(ctx, gh, repo.full_name, int(issue["number"]), pages)
+        return issue
+
+
+async def _continue_in_comments(ctx: Context, gh: GitHubAPI, repo: str, number: int,
+                                pages: list[str]) -> None:
+    parts: dict[int, dict[str, Any]] = {}
+    async for comment in gh.getiter(f"/repos/{repo}/issues/{number}/comments"):
+        author = str((comment.get("user") or {}).get("login") or "")
+        part = part_number(comment.get("body") or "")
+        if part is not None and part not in parts and (
+                not ctx.bot_login or author.lower() == ctx.bot_login.lower()):
+            parts[part] = comment
+    wanted = {part: pages[part] for part in range(1, len(pages))}
+    for part in parts:
+        if part not in wanted:
+            wanted[part] = f"{UNUSED_PART}\n\n{part_marker(part)}"
+    for part, text in sorted(wanted.items()):
+        found = parts.get(part)
+        if found is None:
+            await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": text})
+        elif (found.get("body") or "").replace("\r\n", "\n") != text:
+            await gh.patch(f"/repos/{repo}/issues/comments/{found['id']}", data={"body": text})
 
 
 def schedule_dashboard(ctx: Context, installation_id: int, repo: str) -> None:

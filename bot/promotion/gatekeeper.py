@@ -455,7 +455,7 @@ class GateService:
                      extra={"pull": facts.number})
             return
         await merge_promotion(ctx, gh, repo.full_name, facts.number, facts.head_sha,
-                              env.merge_method)
+                              env.merge_method, gated=True)
 
 
 def _removed(before: list[ImageReference], after: list[ImageReference]) -> list[str]:

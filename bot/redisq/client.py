@@ -57,6 +57,7 @@ class Keys:
         self.group = "conveyor"
         self.timers = f"{prefix}:timers"
         self.timer_jobs = f"{prefix}:timer-jobs"
+        self.retries = f"{prefix}:retries"
 
     def seen(self, delivery_id: str) -> str:
         return f"{self.prefix}:seen:{delivery_id}"

@@ -44,14 +44,36 @@ return false
 """
 
 
+# A job's next attempt waits in a sorted set (score = due time) and its taken entry is
+# acknowledged, both or neither; `DUE` moves the retries whose time has come to the stream.
+RETRY = """
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XACK', KEYS[2], ARGV[3], ARGV[4])
+redis.call('XDEL', KEYS[2], ARGV[4])
+return 1
+"""
+
+DUE = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 100)
+for _, member in ipairs(due) do
+  redis.call('ZREM', KEYS[1], member)
+  local job = string.sub(member, 34)
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'job', job)
+end
+return #due
+"""
+
+
 def consumer_name() -> str:
     """Unique per process: a restarted replica is a new consumer, its old entries get claimed."""
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
 def encode(job: Job) -> str:
-    return json.dumps({"id": job.delivery_id, "event": job.event, "payload": job.payload},
-                      separators=(",", ":"))
+    data: dict[str, object] = {"id": job.delivery_id, "event": job.event, "payload": job.payload}
+    if job.attempt > 1:
+        data.update(attempt=job.attempt, only=list(job.only))
+    return json.dumps(data, separators=(",", ":"))
 
 
 def decode(entry_id: str, fields: dict[str, str] | None) -> Job | None:
@@ -63,7 +85,12 @@ def decode(entry_id: str, fields: dict[str, str] | None) -> Job | None:
     except (KeyError, TypeError, ValueError):
         return None
     delivery_id = data.get("id") or f"internal-{entry_id}"
-    return Job(str(delivery_id), event, payload, receipt=entry_id)
+    attempt = data.get("attempt", 1)
+    only = data.get("only") or []
+    if not isinstance(attempt, int) or not isinstance(only, list):
+        return None
+    return Job(str(delivery_id), event, payload, receipt=entry_id, attempt=attempt,
+               only=tuple(str(name) for name in only))
 
 
 class StreamMetrics:
@@ -108,6 +135,8 @@ class RedisQueue:
         self.stats_interval = stats_interval
         self.metrics = StreamMetrics(metrics)
         self._intake = redis.register_script(INTAKE)
+        self._retry = redis.register_script(RETRY)
+        self._due = redis.register_script(DUE)
         self._held: dict[str, Job] = {}  # entry id → job given to a worker, not done yet
         self._claimed: deque[Job] = deque()  # claimed from a stopped replica, not taken yet
         self._backlog = 0  # stream length at the last look: waiting + pending
@@ -221,6 +250,18 @@ class RedisQueue:
             # Still pending: it will be claimed and done again (the work is idempotent).
             self._warn("acknowledging a delivery failed; it will be done again", exc)
 
+    async def retry(self, job: Job, delay: float) -> None:
+        """Store the next attempt in Redis, due in `delay` seconds (any replica may run it),
+        and acknowledge the attempt that was taken (`job.receipt`)."""
+        receipt = job.receipt
+        member = f"{uuid.uuid4().hex}:{encode(job)}"  # 32 hex + ':' before the job
+        try:
+            await self._retry(keys=[self.keys.retries, self.keys.stream],
+                              args=[time.time() + delay, member, self.keys.group, receipt])
+        except REDIS_ERRORS as exc:
+            # The taken entry stays pending: it is claimed again after the claim timeout.
+            self._warn("a retry could not be stored; the delivery is claimed again later", exc)
+
     def depth(self) -> int:
         """Deliveries this replica holds and no worker runs yet (the shared backlog is in
         `conveyor_stream_waiting`)."""
@@ -318,6 +359,8 @@ class RedisQueue:
                     summary = await wait(self.redis.xpending(self.keys.stream, self.keys.group))
                     pending = int(summary.get("pending", 0) or 0)
                 self._backlog = length
+                await self._due(keys=[self.keys.retries, self.keys.stream],
+                                args=[time.time(), self.maxlen])
                 self.metrics.waiting.set(max(0, length - pending))
                 self.metrics.pending.set(pending)
                 if self._group_ready and time.monotonic() >= next_cleanup:

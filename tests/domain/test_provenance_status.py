@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.promotion.dashboard import DASHBOARD_MARKER, is_dashboard, render_dashboard
+from bot.promotion.dashboard import DASHBOARD_MARKER, is_dashboard, render_pages
 from bot.promotion.marker import PromotionMarker
 from bot.promotion.status import OpenPromotion, StatusRow, open_promotions_for, render_status
 
@@ -79,7 +79,7 @@ def test_render_one_service_or_say_there_is_none() -> None:
 
 
 def test_dashboard_body_and_recognition() -> None:
-    body = render_dashboard("acme/deploy", render_status(ROWS))
+    [body] = render_pages("acme/deploy", ROWS)
     assert body.endswith(DASHBOARD_MARKER)
     assert "### web" in body and "**acme/deploy**" in body
     ours = {"number": 1, "body": body, "user": {"login": "conveyor[bot]"}}

@@ -318,8 +318,8 @@ async def test_only_prs_opened_by_conveyor_auto_merge_when_their_gate_passes(
     assert ctx.bot_login  # learned from GET /app at start-up
     merged: list[int] = []
 
-    async def record(_ctx: object, _gh: object, _repo: str, number: int, *args: object
-                     ) -> bool:
+    async def record(_ctx: object, _gh: object, _repo: str, number: int, *args: object,
+                     **kwargs: object) -> bool:
         merged.append(number)
         return True
 

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from . import (
+    limits,
     permissions,
     routes_app,
     routes_archive,
@@ -111,7 +112,15 @@ class Dispatcher:
             if em.validator is not None:
                 em.violations.extend(em.validator.check_request(
                     request.method, route.template, params, dict(request.query), body))
+            limits.check(request.method, route.template, body)
+            transient = em.transients.check(request.method, route.template, params, body,
+                                            faults, em.dice)
+            if transient is not None:
+                raise ApiError(transient[0], transient[1]["message"],
+                               errors=transient[1].get("errors"))
             reply = await route.handler(ctx)
+            if reply.status < 300:
+                em.transients.created(route.template, request.method, body)
         except ApiError as exc:
             reply = Reply(exc.status, error_body(exc))
         return self._finish(request, route, template, reply, rate_key, installation_id)

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from . import shapes
 from .auth import generate_private_key
-from .faults import Dice, Faults, RateLimits, SecondaryLimits
+from .faults import Dice, Faults, RateLimits, SecondaryLimits, Transients
 from .gitstore import Commit, Tag
 from .ops import ApiError, Ops
 from .packages import add_version, attestation_bundle, event_body
@@ -60,6 +60,7 @@ class Emulator:
         self.dice = Dice(seed)
         self.rate_limits = RateLimits(timer=timer)
         self.secondary = SecondaryLimits(timer)
+        self.transients = Transients()
         self.requests = RequestLog()
         self.validator: Any = None
         if validate_openapi:

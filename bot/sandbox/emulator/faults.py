@@ -29,6 +29,13 @@ class Faults:
     # no more than 80 content-generating requests a minute and 500 an hour)
     content_per_minute: int = 80
     content_per_hour: int = 500
+    # Transient answers real GitHub gives while its replicas catch up (see `Transients`).
+    fresh_branch_404_rate: float = 0.0
+    stale_sha_409_rate: float = 0.0
+    ref_update_failed_rate: float = 0.0
+    no_commits_between_rate: float = 0.0
+    merge_base_modified_rate: float = 0.0
+    merge_not_mergeable_rate: float = 0.0
     rate_limit_exhausted: bool = False  # primary limit: every counted request gets 403
     rate_limit_status: int = 403        # 403 (classic) or 429
 
@@ -176,3 +183,62 @@ class SecondaryLimits:
         self.opened.clear()
         self.inside.clear()
         self._writes.clear()
+
+
+REFS = "/repos/{owner}/{repo}/git/refs"
+CONTENTS = "/repos/{owner}/{repo}/contents/{path}"
+PULLS = "/repos/{owner}/{repo}/pulls"
+MERGE = "/repos/{owner}/{repo}/pulls/{pull_number}/merge"
+
+
+@dataclass
+class Transients:
+    """Answers GitHub gives now and then and not again a moment later, each documented for its
+    operation in GitHub's REST description and reported by apps that met them:
+    - a write naming a branch created a moment before answers 404 (the ref is not yet visible
+      to the replica serving the write);
+    - `PUT /contents` answers 409 "does not match" (Create or update file contents: 409
+      Conflict) when the sha it was given is not the file's blob on the branch any more;
+    - `POST`/`PATCH` on refs answers 422 "Reference update failed";
+    - `POST /pulls` answers 422 "No commits between" right after the head branch was pushed;
+    - merging answers 405 "Base branch was modified. Review and try the merge again." or
+      "Pull Request is not mergeable" (Merge a pull request: 405 Method Not Allowed) while the
+      base moves or mergeability is being computed.
+    Each is answered before the request does anything, so a retry of the same request works."""
+
+    fresh_branches: set[str] = field(default_factory=set)
+    answered: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def created(self, template: str, method: str, body: Any) -> None:
+        if method == "POST" and template == REFS and isinstance(body, dict):
+            self.fresh_branches.add(str(body.get("ref", "")).removeprefix("refs/heads/"))
+
+    def check(self, method: str, template: str, params: dict[str, str], body: Any,
+              faults: Faults, dice: Dice) -> tuple[int, dict[str, Any]] | None:
+        data = body if isinstance(body, dict) else {}
+        answer: tuple[int, dict[str, Any]] | None = None
+        named = str(data.get("branch") or data.get("head") or "")
+        if method in ("PUT", "POST") and named in self.fresh_branches:
+            self.fresh_branches.discard(named)
+            if dice.roll(faults.fresh_branch_404_rate):
+                answer = (404, {"message": f"Branch {named} not found"})
+        if answer is None and method == "PUT" and template == CONTENTS and data.get("sha") \
+                and dice.roll(faults.stale_sha_409_rate):
+            answer = (409, {"message": f"{params.get('path')} does not match {data['sha']}"})
+        elif answer is None and template.startswith(REFS) and method in ("POST", "PATCH") \
+                and dice.roll(faults.ref_update_failed_rate):
+            answer = (422, {"message": "Reference update failed"})
+        elif answer is None and method == "POST" and template == PULLS \
+                and dice.roll(faults.no_commits_between_rate):
+            answer = (422, {"message": "Validation Failed", "errors": [{
+                "resource": "PullRequest", "code": "custom",
+                "message": f"No commits between {data.get('base')} and {data.get('head')}"}]})
+        elif answer is None and method == "PUT" and template == MERGE:
+            if dice.roll(faults.merge_base_modified_rate):
+                answer = (405, {"message": "Base branch was modified. Review and try the merge "
+                                           "again."})
+            elif dice.roll(faults.merge_not_mergeable_rate):
+                answer = (405, {"message": "Pull Request is not mergeable"})
+        if answer is not None:
+            self.answered.append((f"{method} {template}", answer[0], answer[1]["message"]))
+        return answer

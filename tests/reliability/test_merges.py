@@ -1,0 +1,65 @@
+"""Merges that GitHub refuses: bounded attempts, each checking the PR first; on a lasting
+refusal one comment (edited, never repeated) says why and that `/recheck` tries again."""
+
+from __future__ import annotations
+
+from bot.promotion.merger import MAX_ATTEMPTS, STOPPED_MARKER
+from bot.promotion.resync import resync_all
+from tests.harness import World
+
+MERGE = "/repos/{owner}/{repo}/pulls/{pull_number}/merge"
+
+
+async def run_timers(world: World, rounds: int) -> None:
+    for _ in range(rounds):
+        world.clock.advance(seconds=16)
+        world.runtime.ctx.scheduler.fire_due()
+        await world.settle()
+
+
+def stopped_comments(world: World, number: int) -> list[dict[str, object]]:
+    return [c for c in world.emulator.comments(world.repo, number)
+            if str(c["body"]).startswith(STOPPED_MARKER)]
+
+
+async def test_a_lasting_refusal_stops_with_one_comment_and_recheck_retries(
+        rworld: World) -> None:
+    world, emulator = rworld, rworld.emulator
+    emulator.set_required_checks(world.repo, ["ci/lint"])  # a check that never reports
+    await world.release("web", "1.4.2")
+    pr = world.pull("Promote web 1.4.2 to staging")
+    await run_timers(world, MAX_ATTEMPTS + 3)
+
+    assert emulator.requests.count("PUT", MERGE) == MAX_ATTEMPTS
+    assert not world.runtime.ctx.scheduler.pending().get(f"merge:{world.repo}#{pr['number']}")
+    [comment] = stopped_comments(world, pr["number"])
+    text = str(comment["body"])
+    assert "after 5 attempts" in text and '"ci/lint" is expected' in text
+    assert "a required review or a required check is missing" in text
+    assert "`/recheck`" in text
+
+    # the resync tries the ungated auto-merge again: the comment is edited, not repeated
+    await resync_all(world.runtime.ctx)
+    await world.settle()
+    await run_timers(world, MAX_ATTEMPTS + 1)
+    assert emulator.requests.count("PUT", MERGE) == 2 * MAX_ATTEMPTS
+    assert len(stopped_comments(world, pr["number"])) == 1
+
+    # the check passes; /recheck merges
+    await emulator.set_status(world.repo, pr["head"]["sha"], "ci/lint", "success")
+    await emulator.comment(world.repo, pr["number"], "alice", "/recheck")
+    await world.settle()
+    assert world.pull("Promote web 1.4.2 to staging")["merged"]
+
+
+async def test_a_pr_closed_meanwhile_is_left_alone(rworld: World) -> None:
+    world, emulator = rworld, rworld.emulator
+    emulator.set_required_checks(world.repo, ["ci/lint"])
+    await world.release("web", "1.4.2")
+    pr = world.pull("Promote web 1.4.2 to staging")
+    await emulator.close_pull(world.repo, pr["number"], user="alice")
+    await world.settle()
+    before = emulator.requests.count("PUT", MERGE)
+    await run_timers(world, MAX_ATTEMPTS + 1)
+    assert emulator.requests.count("PUT", MERGE) == before + 1  # tried once, saw it closed
+    assert stopped_comments(world, pr["number"]) == []
