@@ -16,7 +16,15 @@ import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from . import ack_latency, burst, config_check, release_to_pr, requests_per_promotion, scale
+from . import (
+    ack_latency,
+    burst,
+    config_check,
+    release_to_pr,
+    requests_per_promotion,
+    scale,
+    write_budget,
+)
 from .report import Section, machine, render, write_json
 
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "latest.json"
@@ -28,6 +36,7 @@ MEASUREMENTS: dict[str, tuple[str, Callable[[bool], Awaitable[Section]]]] = {
     "4": ("burst of mixed deliveries", burst.run),
     "5": ("scale: policy, services, manifest", scale.run),
     "6": ("config check: a PR touching 50 files", config_check.run),
+    "7": ("GitHub's content-creation budget: a release train", write_budget.run),
 }
 
 

@@ -1,8 +1,10 @@
-"""A burst of releases while GitHub misbehaves: 502s, timeouts, secondary rate limits.
+"""A burst of releases while GitHub misbehaves: 20 % 502s, timeouts, secondary rate limits
+with and without `Retry-After`, and the transient 404/409/422/405 answers.
 
 The bot retries what can be retried; what still fails is finished by the resync. Whatever the
 order of events and failures, the end state is exactly one PR per (service, environment,
-digest), no half-made branch, and gates with the verdict the policy asks for.
+digest), no half-made branch, gates with the verdict the policy asks for, and no request sent
+inside a window the installation was told to wait.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ import asyncio
 import time
 from collections import Counter
 
+import pytest
+
 from bot.github.client import RetryPolicy
 from bot.promotion.resync import resync_all
 from bot.sandbox.demo import digest_of
 from tests.harness import World, close_world
 from tests.reliability.support import (
+    SendJournal,
     assert_no_half_made_branches,
     assert_one_pr_per_promotion,
     auto_files,
@@ -45,15 +50,20 @@ async def publish(world: World, service: str, version: str) -> None:
     await world.emulator.publish_release(source, f"v{version}")
 
 
-async def test_a_burst_of_releases_under_faults_ends_with_one_pr_per_promotion() -> None:
+async def test_a_burst_of_releases_under_faults_ends_with_one_pr_per_promotion(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     world = await build_world(files=auto_files(), source_repos=("acme/worker",),
                               retry=FAULTY_RETRY, workers=4)
+    journal = SendJournal(world, monkeypatch)
     emulator = world.emulator
     try:
         emulator.dice.rng.seed(SEED)
         emulator.faults.update({"error_rate": 0.2, "timeout_rate": 0.03,
                                 "timeout_seconds": 0.6, "secondary_rate_limit_rate": 0.03,
-                                "retry_after": 1})
+                                "retry_after": 1, "bare_secondary_rate": 0.01,
+                                "fresh_branch_404_rate": 0.2, "stale_sha_409_rate": 0.1,
+                                "ref_update_failed_rate": 0.1, "no_commits_between_rate": 0.1,
+                                "merge_base_modified_rate": 0.2})
         started = time.monotonic()
         await asyncio.gather(*(publish(world, service, version)
                                for version in VERSIONS for service in SERVICES))
@@ -66,6 +76,7 @@ async def test_a_burst_of_releases_under_faults_ends_with_one_pr_per_promotion()
                         for sample in family.samples
                         if sample.name.endswith("_total") and sample.labels["status"] == "error")
         assert timed_out > 0, "no request timed out"
+        assert emulator.secondary.opened and emulator.transients.answered
         # Even before any repair: never two PRs for one promotion, never a stray branch.
         assert_one_pr_per_promotion(emulator)
 
@@ -109,6 +120,7 @@ async def test_a_burst_of_releases_under_faults_ends_with_one_pr_per_promotion()
             if pr["state"] == "open":
                 gate = world.gate(pr)
                 assert gate["conclusion"] == "success", (pr["title"], gate["output"]["title"])
+        assert journal.sent_inside_windows() == []
         assert burst_seconds < 60
     finally:
         await close_world(world)

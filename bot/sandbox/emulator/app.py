@@ -199,7 +199,7 @@ class Dispatcher:
         headers["X-GitHub-Request-Id"] = em.world.random_hex(8).upper()
         status = 304 if was_304 else reply.status
         em.requests.add(RequestEntry(request.method, template, status, installation_id, was_304,
-                                     request.path))
+                                     request.path, em.rate_limits.timer()))
         if em.validator is not None and route is not None and not was_304 \
                 and reply.status not in (502,):
             em.violations.extend(em.validator.check_response(

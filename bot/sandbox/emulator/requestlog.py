@@ -14,6 +14,7 @@ class RequestEntry:
     installation_id: int | None
     was_304: bool
     url_path: str = ""
+    at: float = 0.0  # the emulator's `timer` when the request was answered
 
 
 @dataclass

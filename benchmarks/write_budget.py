@@ -1,0 +1,80 @@
+"""7. GitHub's content-creation budget: a 30-service release train against 30 single-service
+promotions of the same change, on the bundled emulator (which answers 403 + Retry-After above
+80 writes a minute or 500 an hour, as GitHub does).
+
+Time is virtual (the bot's rate limiter and the emulator share it), so a minute of pacing
+costs no wall-clock minute; the figures are counts and virtual seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.flows.test_trains import MANY, image, issue, kustomization, many_services_files
+from tests.harness import close_world, make_world
+
+from .report import Section
+
+CONTENT = ("POST", "PATCH", "PUT", "DELETE")
+
+
+def peak(times: list[float], span: float) -> int:
+    times = sorted(times)
+    best, first = 0, 0
+    for last, at in enumerate(times):
+        while times[first] <= at - span:
+            first += 1
+        best = max(best, last - first + 1)
+    return best
+
+
+async def measure(*, train: bool, services: int) -> dict[str, float]:
+    world = await make_world(files=many_services_files("1.0.0"))
+    try:
+        await world.emulator.push_files(world.repo, {
+            f"apps/svc{i:02d}/staging.yaml": kustomization(image(f"svc{i:02d}", "2.0.0"))
+            for i in range(MANY)}, message="Stage 2.0.0 everywhere")
+        for i in range(MANY):
+            name, version, digest = image(f"svc{i:02d}", "2.0.0")
+            await world.emulator.publish_container("acme", name, digest, [version],
+                                                   source_repo="acme/web")
+        await world.settle()
+        number = await issue(world)
+        world.emulator.requests.reset()
+        started = world.time.now()
+        commands = (["/promote production --all"] if train else
+                    [f"/promote svc{i:02d} 2.0.0 production" for i in range(services)])
+        await asyncio.gather(*(world.emulator.comment(world.repo, number, "alice", text)
+                               for text in commands))
+        await world.settle(rounds=400)
+        writes = [e.at for e in world.emulator.requests.entries
+                  if e.method in CONTENT and e.installation_id is not None]
+        waited = sum(s.value for family in world.runtime.ctx.metrics.github_wait_seconds.collect()
+                     for s in family.samples
+                     if s.name.endswith("_total") and s.labels["reason"] == "pacing")
+        return {"prs": len(world.open_pulls()), "writes": len(writes),
+                "peak_minute": peak(writes, 60), "peak_hour": peak(writes, 3600),
+                "paced_seconds": round(waited, 1),
+                "virtual_seconds": round(world.time.now() - started, 1),
+                "refused": len(world.emulator.secondary.opened)}
+    finally:
+        await close_world(world)
+
+
+async def run(quick: bool) -> Section:
+    services = 10 if quick else MANY
+    section = Section(f"7. GitHub's content-creation budget: {services} services to production")
+    rows = {"one release train": await measure(train=True, services=services),
+            f"{services} single-service promotions": await measure(train=False,
+                                                                   services=services)}
+    for name, got in rows.items():
+        section.add(
+            name,
+            f"{got['prs']:.0f} PR(s), {got['writes']:.0f} writes; at most "
+            f"{got['peak_minute']:.0f} in a minute and {got['peak_hour']:.0f} in an hour; "
+            f"{got['paced_seconds']:.0f} s paced ({got['virtual_seconds']:.0f} s in all); "
+            f"{got['refused']:.0f} secondary-limit 403s",
+            target="≤ 80 a minute, ≤ 500 an hour, no 403",
+            ok=got["peak_minute"] <= 80 and got["peak_hour"] <= 500 and got["refused"] == 0)
+    section.data.update({name: got for name, got in rows.items()})
+    return section
