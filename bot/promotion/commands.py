@@ -37,6 +37,7 @@ from ..domain.gate import Verdict
 from ..domain.policy import Policy, PolicyIssue
 from ..domain.tags import is_semver, version_from_tag
 from ..domain.trains import ALL_GROUP, Period, previous_combination
+from ..github.limits import fit
 from ..github.repos import add_labels, commit_for_ref, is_bot, remove_label
 from .candidates import Candidate, PackageVersion, release_tag_variants
 from .downstream import promote_downstream
@@ -73,7 +74,6 @@ __all__ = [
 
 REPLY_MARKER = "<!-- conveyor:reply {comment_id} -->"
 MAX_ECHO = 120
-MAX_REPLY = 60_000  # GitHub refuses comments above 65,536 characters
 
 
 @dataclass(frozen=True)
@@ -113,10 +113,7 @@ class Reply:
         parts = [REPLY_MARKER.format(comment_id=self.comment_id), *self.blocks]
         if self.with_help:
             parts.append(HELP_TEXT)
-        body = "\n\n".join(parts)
-        if len(body) > MAX_REPLY:
-            body = body[:MAX_REPLY] + "\n\n…(cut: the outcomes are too long for one comment)"
-        return body
+        return fit("\n\n".join(parts))
 
     async def post(self, gh: GitHubAPI, repo: str, number: int) -> None:
         await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": self.render()})

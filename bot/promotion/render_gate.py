@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 
 from bot.domain.gate import NO_GATED_CHANGE, Condition, Verdict, format_time
+from bot.github.limits import OUTPUT_LIMIT
 
 __all__ = ["MAX_OUTPUT", "MAX_TITLE", "NO_GATED_CHANGE", "render_gate_output"]
 
 # GitHub rejects a check run whose output.summary or output.text exceeds 65,535 characters.
 # Counting UTF-8 bytes instead keeps us under the limit however GitHub counts.
-MAX_OUTPUT = 65_535
+MAX_OUTPUT = OUTPUT_LIMIT
 MAX_TITLE = 250
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")

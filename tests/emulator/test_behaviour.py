@@ -447,3 +447,23 @@ async def test_content_creation_limit(emulator: Emulator, gh: GitHubAPI,
     assert "secondary rate limit" in body["message"]
     # reads of the same installation are refused as well until the window ends
     assert (await raw(session, "GET", em.base_url + R, gh.oauth_token))[0] == 403
+
+
+async def test_texts_over_githubs_limits_are_refused(emulator: Emulator, gh: GitHubAPI,
+                                                    session: aiohttp.ClientSession) -> None:
+    em = emulator
+    url = em.base_url + R
+    issue = await gh.post(R + "/issues", data={"title": "limits", "body": "x" * 65_536})
+    status, _headers, body = await raw(session, "POST", url + f"/issues/{issue['number']}"
+                                       "/comments", gh.oauth_token, json={"body": "x" * 65_537})
+    assert status == 422
+    assert body["errors"][0]["message"] == "body is too long (maximum is 65536 characters)"
+    status, _h, _b = await raw(session, "PATCH", url + f"/issues/{issue['number']}",
+                               gh.oauth_token, json={"body": "y" * 65_537})
+    assert status == 422
+    head = em.world.repo_by_name("acme/deploy").branch_sha("main")
+    run = {"name": "c", "head_sha": head, "output": {"title": "t", "summary": "s" * 65_535}}
+    assert (await gh.post(R + "/check-runs", data=run))["id"]
+    run["output"] = {"title": "t", "summary": "s" * 65_536}
+    status, _h, body = await raw(session, "POST", url + "/check-runs", gh.oauth_token, json=run)
+    assert status == 422 and "65535" in body["message"]

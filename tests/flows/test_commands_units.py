@@ -11,7 +11,6 @@ from bot.domain.gate import Verdict
 from bot.domain.policy import PolicyIssue, load_policy
 from bot.handlers.commands import from_a_bot
 from bot.promotion.commands import (
-    MAX_REPLY,
     Reply,
     _best_tag,
     describe_result,
@@ -179,8 +178,9 @@ def test_reply_is_cut_below_githubs_limit() -> None:
     for _ in range(12):
         reply.add(None, "x" * 10_000)
     body = reply.render()
-    assert len(body) < 65_536 and len(body) > MAX_REPLY
-    assert body.endswith("too long for one comment)")
+    assert 65_000 < len(body) <= 65_536
+    assert body.startswith("<!-- conveyor:reply 1 -->")
+    assert body.endswith("(shortened to fit GitHub's limit of 65,536 characters)")
 
 
 def test_refusals() -> None:

@@ -113,3 +113,31 @@ def _metrics_text(metrics: Any) -> str:
     from prometheus_client import generate_latest
 
     return generate_latest(metrics.registry).decode()
+
+
+async def test_a_text_over_githubs_limit_is_never_sent(rworld: Any) -> None:
+    from bot.github.limits import TextTooLong
+
+    world = rworld
+    issue = await world.emulator.open_issue(DEPLOY_REPO, "Limits", author="alice")
+    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+    before = len(world.emulator.requests.entries)
+    with pytest.raises(TextTooLong, match="body has 65,537 characters"):
+        await gh.post(f"/repos/{DEPLOY_REPO}/issues/{issue['number']}/comments",
+                      data={"body": "x" * 65_537})
+    with pytest.raises(TextTooLong, match="51 annotations"):
+        await gh.post(f"/repos/{DEPLOY_REPO}/check-runs", data={
+            "name": "c", "head_sha": "0" * 40,
+            "output": {"title": "t", "summary": "s", "annotations": [{}] * 51}})
+    assert len(world.emulator.requests.entries) == before
+
+
+def test_fit_keeps_the_trailing_markers() -> None:
+    from bot.github.limits import fit
+
+    text = "a" * 70_000 + "\n\n<!-- conveyor:{\"x\": 1} -->"
+    fitted = fit(text, 65_536)
+    assert len(fitted) <= 65_536
+    assert fitted.endswith('<!-- conveyor:{"x": 1} -->')
+    assert "shortened to fit GitHub's limit of 65,536 characters" in fitted
+    assert fit("short") == "short"

@@ -23,6 +23,7 @@ from gidgethub.abc import GitHubAPI
 from ...domain.images import image_allowed, same_image
 from ...domain.policy import Policy, PolicyError, load_policy
 from ...domain.policy.kubernetes import latest_kubernetes_version
+from ...github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
 from ...github.repos import FileTooLarge, RepoFile
 from ...manifests import ManifestError, find_all_images
 from ..policies import POLICY_PATH
@@ -39,7 +40,6 @@ log = logging.getLogger(__name__)
 CONFIG_CHECK = "conveyor/config-check"
 MAX_FILES = 300
 MAX_DIRECTORIES = 300  # ancestor directories searched for kustomizations
-ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per create/update call
 SUMMARY_FINDINGS = 200
 
 
@@ -335,7 +335,7 @@ async def _post(gh: GitHubAPI, repo: str, sha: str, report: Report, ctx: Context
     conclusion, title, summary = render(report)
     annotations = [f.annotation() for f in report.findings] + \
         [f.annotation("notice") for f in report.notices]
-    output = {"title": title, "summary": summary[:60_000],
+    output = {"title": title, "summary": fit(summary, OUTPUT_LIMIT),
               "annotations": annotations[:ANNOTATIONS_PER_REQUEST]}
     created = await gh.post(f"/repos/{repo}/check-runs", data={
         "name": CONFIG_CHECK, "head_sha": sha, "status": "completed",
