@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gidgethub.abc import GitHubAPI
@@ -16,6 +17,7 @@ from ..domain.trains import ALL_GROUP
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
 from .candidates import Candidate
+from .evidence import pins as pins_digest
 from .marker import PromotionMarker, parse_marker, train_prefix
 from .merger import merge_promotion
 from .opener import close_superseded
@@ -27,6 +29,10 @@ if TYPE_CHECKING:
     from ..context import Context
 
 log = logging.getLogger(__name__)
+
+# About 170 services fit one body with one link each (names of a few characters); above this
+# the train is refused before any provenance is looked up.
+MAX_TRAIN_SERVICES = 200
 
 
 async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[str],
@@ -81,29 +87,66 @@ async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group
         return TrainResult("refused", f"the train takes every service's digest from "
                                       f"{upstream}, and these have none there: "
                                       f"{'; '.join(unpinned)}")
-    candidates = [await candidate_for(service, pin[0], pin[1]) for service, pin in pins.items()
-                  if not isinstance(pin, str)]
+    live = await already_pinned(gh, repo, pins, environment)
+    moving = len(pins) - len(live)
+    if moving > MAX_TRAIN_SERVICES:
+        return TrainResult("refused", f"a train moves at most {MAX_TRAIN_SERVICES} services "
+                                      f"(one pull request body holds them all); {moving} "
+                                      "would move: split the group into smaller groups")
+    candidates = []
+    for service, pin in pins.items():
+        if isinstance(pin, str):
+            continue
+        tag, digest = pin
+        # what a service left out is needs no provenance: only those that move are looked up
+        candidates.append(plain_candidate(repo, service, tag, digest, requester)
+                          if service in live else await candidate_for(service, tag, digest))
     return await TrainOpener(ctx, gh, repo).open(group, environment, candidates,
                                                  requester=requester, superseding=services,
                                                  explicit=explicit)
 
 
+async def already_pinned(gh: GitHubAPI, repo: DeploymentRepo,
+                         pins: dict[str, tuple[str | None, str] | str], environment: str
+                         ) -> set[str]:
+    """The services whose file in ``environment`` pins their upstream digest already."""
+    policy = repo.policy
+    assert policy is not None
+    texts: dict[str, str | None] = {}
+    live = set()
+    for service, pin in pins.items():
+        if isinstance(pin, str):
+            continue
+        path = policy.path_for(service, environment)
+        if path not in texts:
+            found = await get_file(gh, repo.full_name, path)
+            texts[path] = found.text if found is not None else None
+        settings = policy.services[service]
+        tag_keys = (settings.tag_key,) if settings.tag_key else ()
+        if pins_digest(texts[path], settings.image, pin[1], path, tag_keys):
+            live.add(service)
+    return live
+
+
+def plain_candidate(repo: DeploymentRepo, service: str, tag: str | None, digest: str,
+                    requester: str | None) -> Candidate:
+    """A candidate from the policy and the pin alone, without lookups."""
+    assert repo.policy is not None
+    settings = repo.policy.services[service]
+    return Candidate(service=service, image=settings.image, digest=digest, tag=tag,
+                     version=version_from_tag(tag) if tag else digest[:19],
+                     source_repo=settings.source, trigger="command", requester=requester)
+
+
 def known_candidates(repo: DeploymentRepo, marker: PromotionMarker, trigger: str
                      ) -> CandidateFor:
     """Candidates from the policy and what an upstream train's marker says of each digest."""
-    policy = repo.policy
-    assert policy is not None
     by_digest = {(member.service, member.digest): member for member in marker.members}
 
     async def candidate_for(service: str, tag: str | None, digest: str) -> Candidate:
         member = by_digest.get((service, digest))
-        settings = policy.services[service]
-        return Candidate(
-            service=service, image=settings.image, digest=digest, tag=tag,
-            version=version_from_tag(tag) if tag else digest[:19], source_repo=settings.source,
-            trigger=trigger, source_sha=member.source_sha if member else None,
-            requester=marker.requester,
-        )
+        return replace(plain_candidate(repo, service, tag, digest, marker.requester),
+                       trigger=trigger, source_sha=member.source_sha if member else None)
 
     return candidate_for
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from bot.domain.trains import train_digest
+from bot.promotion import train_flows
 from bot.promotion.marker import parse_marker
 from bot.promotion.resync import resync_all
 from bot.sandbox.demo import digest_of
@@ -610,3 +611,19 @@ async def test_a_leftover_branch_is_reset_and_an_entry_environment_is_refused(
     assert sorted(f["filename"] for f in head["files"]) == [
         SHOP_PATHS["production"], WEB_PATHS["production"]]
     assert world.emulator.file(world.repo, "README.md", pr["head"]["sha"]) == "# deploy\n"
+
+
+async def test_a_train_too_large_is_refused_before_any_lookup(
+        trains: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    world = trains
+    monkeypatch.setattr(train_flows, "MAX_TRAIN_SERVICES", 2)
+    await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.1.0"})
+    number = await issue(world)
+    world.emulator.requests.reset()
+    reply = await say(world, number, "/promote production storefront")
+    assert ("❌ not opened: a train moves at most 2 services (one pull request body holds them "
+            "all); 3 would move: split the group into smaller groups") in reply
+    looked_up = [e.path for e in world.emulator.requests.entries
+                 if "attestations" in e.path or "releases" in e.path]
+    assert looked_up == []
+    assert world.open_pulls() == []
