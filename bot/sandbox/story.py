@@ -805,6 +805,8 @@ async def keep_serving(sandbox: Sandbox, plan: Plan, narrator: Narrator, log_pat
         say(f"Or deliver a saved release to Conveyor like GitHub would ({effect}):")
         say(f"  GITHUB_WEBHOOK_SECRET={sandbox.secret} python -m bot receive -e release "
             f"-p {payload} --url {sandbox.webhook_url}")
+        say(f"then see the pull requests: {em.web_url}"
+            f"/_emulator/state/pulls?repo={plan.deploy_repo}&state=all")
     stop = stop or asyncio.Event()
     if commands is not None:
         say()
