@@ -11,10 +11,9 @@ import asyncio
 import contextlib
 import logging
 import random
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .metrics import Metrics
@@ -27,7 +26,6 @@ class Job:
     delivery_id: str
     event: str
     payload: dict[str, Any]
-    received_at: float = field(default_factory=time.monotonic)
     # The queue's own handle for the job (a durable queue's entry id); empty in memory.
     receipt: str = ""
     # 1 for the delivery itself, then one more for each retry after a transient failure; a

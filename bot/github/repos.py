@@ -37,11 +37,6 @@ class UnreadableFile(Exception):
     """A path GitHub holds whose text cannot be read; ``str()`` says why."""
 
 
-def split_repo(full_name: str) -> tuple[str, str]:
-    owner, _, name = full_name.partition("/")
-    return owner, name
-
-
 def content_path(path: str) -> str:
     return quote(path.lstrip("/"), safe="/")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -36,9 +36,6 @@ class Candidate:
     published_at: str | None = None
     requester: str | None = None
     prerelease: bool = False
-
-    def with_requester(self, requester: str | None) -> Candidate:
-        return replace(self, requester=requester)
 
 
 @dataclass(frozen=True)

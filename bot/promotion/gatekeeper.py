@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -535,8 +534,3 @@ async def keep_hold(ctx: Context, gh: GitHubAPI, repo: str, number: int,
         f"⏸️ @{login} removed `{HOLD_LABEL}` without write permission on the repository, so "
         f"the hold stays. Someone with write access lifts it with `/unhold`."))
     log.info("hold label put back", extra={"pull": number, "sender": login})
-
-
-async def evaluate_many(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
-                        numbers: list[int]) -> None:
-    await asyncio.gather(*(ctx.gates.evaluate(ctx, gh, repo, n) for n in numbers))

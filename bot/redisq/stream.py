@@ -230,7 +230,6 @@ class RedisQueue:
                         with contextlib.suppress(*REDIS_ERRORS):
                             await self._dead_letter(entry_id, fields, 1, "undecodable entry")
                         continue
-                    fresh.received_at = time.monotonic()
                     self._held[entry_id] = fresh
                     return fresh
 

@@ -153,14 +153,11 @@ def test_downstream_of() -> None:
     assert policy.downstream_of("prod") == []
 
 
-def test_services_for_source_and_image_are_case_insensitive() -> None:
+def test_services_for_source_are_case_insensitive() -> None:
     policy = load_policy(MINIMAL)
     assert [s.name for s in policy.services_for_source("acme/api")] == ["api"]
     assert [s.name for s in policy.services_for_source("ACME/WEB")] == ["web"]
     assert policy.services_for_source("acme/other") == []
-    service = policy.service_for_image("GHCR.io/acme/Web")
-    assert service is not None and service.name == "web"
-    assert policy.service_for_image("ghcr.io/acme/webx") is None
 
 
 def test_tag_policy_for(spec_policy: Policy) -> None:

@@ -110,13 +110,6 @@ class Policy:
         wanted = repo_full_name.casefold()
         return [s for s in self.services.values() if s.source.casefold() == wanted]
 
-    def service_for_image(self, image_name: str) -> Service | None:
-        wanted = image_name.casefold()
-        for service in self.services.values():
-            if service.image.casefold() == wanted:
-                return service
-        return None
-
     def groups_of(self, service: str) -> list[Group]:
         """The groups that list ``service``, in file order."""
         return [group for group in self.groups.values() if service in group.services]
