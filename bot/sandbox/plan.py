@@ -218,7 +218,7 @@ def _pin_previous(text: str, image: str, version: str, digest: str) -> str:
 def make_plan(policy: Policy, files: Mapping[str, str], *, deploy_repo: str, demo: bool,
               service_name: str | None = None, to: str | None = None,
               teams: Mapping[str, tuple[str, ...]] | None = None,
-              tag: str | None = None) -> Plan:
+              tag: str | None = None, next_tag: str | None = None) -> Plan:
     if not policy.services:
         raise PlanError("the policy has no services")
     if service_name is not None and service_name not in policy.services:
@@ -246,7 +246,8 @@ def make_plan(policy: Policy, files: Mapping[str, str], *, deploy_repo: str, dem
             newer = f", newer than {running} (running in {where})"
         raise PlanError(f"the sandbox found no release tag that service {service.name}'s tag "
                         f"policy `{service.tags}` admits into {entry.name}{newer}")
-    later = choose_tags(policy, service, entry, chain, version_from_tag(tags[0]))
+    later = [next_tag] if next_tag is not None else choose_tags(
+        policy, service, entry, chain, version_from_tag(tags[0]))
     return Plan(deploy_repo, files, policy, service, entry, chain, tags[0],
                 version_from_tag(tags[0]), later[0] if later else None, cast_for(chain, teams),
                 previous, live, teams, demo)
@@ -271,10 +272,12 @@ def plan_demo(service_name: str | None = None, to: str | None = None) -> Plan:
     api_staging = policy.path_for("api", "staging")
     api_running = digest_of(f"{policy.services['api'].image}:0.9.0")
     files[api_staging] = files[api_staging].replace('tag: "0.9.0"', f'tag: "0.9.0@{api_running}"')
-    chosen = "v1.1.0" if (service_name or "web") == "web" else None
+    # web: 1.1.0 in the story; the story's train brings 1.1.1, so the `--keep` example is 1.2.0
+    web_played = (service_name or "web") == "web"
     return make_plan(policy, files, deploy_repo=DEPLOY_REPO, demo=True,
                      service_name=service_name, to=to, teams={"acme/sre": ("bob", "dave")},
-                     tag=chosen)
+                     tag="v1.1.0" if web_played else None,
+                     next_tag="v1.2.0" if web_played else None)
 
 
 @dataclass(frozen=True)
