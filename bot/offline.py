@@ -11,7 +11,7 @@ from .domain.images import image_allowed, parse_image_ref, same_image
 from .domain.policy import check_config_file
 from .localrepo import not_utf8, repository_root
 from .manifests import ManifestError, promote_image
-from .promotion.policies import POLICY_PATH
+from .names import POLICY_PATH
 
 
 def check_config(file_path: str | None, repo_dir: str | None = None) -> int:

@@ -25,8 +25,8 @@ from .domain.gate import format_duration, format_time
 from .domain.policy import PolicyError, load_policy
 from .github.client import GitHubClients
 from .github.repos import get_file
+from .names import POLICY_PATH
 from .promotion.delivery import DeliveryReader
-from .promotion.policies import POLICY_PATH
 from .settings import Settings, load_settings
 
 FORMATS = ("md", "json", "csv")

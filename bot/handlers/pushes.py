@@ -8,8 +8,8 @@ from gidgethub import routing, sansio
 
 from ..context import Context
 from ..github.client import ConveyorGitHubAPI
+from ..names import POLICY_PATH
 from ..promotion.downstream import reevaluate_open_pulls
-from ..promotion.policies import POLICY_PATH
 
 log = logging.getLogger(__name__)
 router = routing.Router()

@@ -30,6 +30,7 @@ from bot.manifests.tree import (
     own_entry,
     resolve,
 )
+from bot.names import POLICY_PATH
 
 ALTERNATIVE_TAG_KEYS = ("version", "imageTag")
 TagKeys = AbstractMapping[str, str]  # canonical image name -> the key its chart reads the tag from
@@ -38,7 +39,7 @@ TagKeys = AbstractMapping[str, str]  # canonical image name -> the key its chart
 def _hint(name: str, key: str, written: str, missing: str) -> str:
     return (
         f"{name} has {written} and no {missing}; if the chart reads the tag from `{key}`, set "
-        f"`tag_key: {key}` on this service in .github/conveyor.yml"
+        f"`tag_key: {key}` on this service in {POLICY_PATH}"
     )
 
 

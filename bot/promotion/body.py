@@ -9,6 +9,7 @@ from ..domain.commands import HELP_TEXT
 from ..domain.durations import format_duration
 from ..domain.policy import Environment
 from ..domain.provenance import Provenance
+from ..names import GATE_CHECK
 from .candidates import Candidate
 from .marker import PromotionMarker
 
@@ -126,7 +127,7 @@ def provenance_lines(provenance: Provenance) -> list[str]:
 def gate_lines(environment: Environment, what: str) -> list[str]:
     """The evidence checklist of a gated environment (``what``: which digests it is for)."""
     lines = [f"This environment needs evidence from **{environment.after}** {what} before "
-             "the check `conveyor/promotion-gate` passes:"]
+             f"the check `{GATE_CHECK}` passes:"]
     for kind in environment.evidence:
         lines.append(f"- [ ] {kind} in {environment.after}")
     if environment.soak:

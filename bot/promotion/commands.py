@@ -39,14 +39,15 @@ from ..domain.tags import is_semver, version_from_tag
 from ..domain.trains import ALL_GROUP, Period, previous_combination
 from ..github.limits import fit
 from ..github.repos import add_labels, commit_for_ref, is_bot, remove_label
+from ..names import GATE_CHECK, POLICY_PATH
 from .candidates import Candidate, PackageVersion, release_tag_variants
 from .downstream import promote_downstream
 from .flows import find_release
-from .gatekeeper import GATE_CHECK, HOLD_LABEL, HOLD_MARKER
+from .gatekeeper import HOLD_LABEL, HOLD_MARKER
 from .marker import PromotionMarker, branch_name, parse_marker
 from .merger import retry_stopped_merge
 from .opener import Opener, OpenResult, find_pull_for_branch
-from .policies import POLICY_PATH, DeploymentRepo
+from .policies import DeploymentRepo
 from .provenance import find_attestation, gather_provenance
 from .rollback import choose_rollback, live_periods, read_history, rollback_note
 from .status import collect_status, render_status

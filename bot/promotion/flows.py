@@ -11,6 +11,7 @@ from gidgethub.abc import GitHubAPI
 
 from ..domain.tags import version_from_tag
 from ..github.repos import commit_for_ref
+from ..names import POLICY_PATH
 from .candidates import Candidate, release_tag_variants
 from .opener import Opener, OpenResult
 from .policies import DeploymentRepo
@@ -115,7 +116,7 @@ async def report_refusal(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
                 "title": f"{candidate.service} {candidate.version} was not promoted to "
                          f"{environment}",
                 "summary": f"{message}\n\nDeployment repository: {repo.full_name}, "
-                           f"policy `.github/conveyor.yml`.",
+                           f"policy `{POLICY_PATH}`.",
             },
         })
     except gidgethub.GitHubException as exc:

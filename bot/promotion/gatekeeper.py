@@ -40,6 +40,7 @@ from ..github.repos import (
 )
 from ..manifests import ManifestError
 from ..manifests.references import ImageReference, deploy_references
+from ..names import GATE_CHECK, POLICY_PATH
 from ..offload import run_cpu
 from .deployed import parse_time
 from .evidence import EvidenceFinder
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-GATE_CHECK = "conveyor/promotion-gate"
 HOLD_LABEL = "conveyor/hold"
 HOLD_MARKER = "<!-- conveyor:hold -->"
 WRITE_PERMISSIONS = ("admin", "maintain", "write")
@@ -151,7 +151,7 @@ class GateService:
                           facts: PullFacts) -> Verdict:
         policy = repo.policy
         if policy is None:
-            return Verdict("completed", "failure", "The policy .github/conveyor.yml is invalid",
+            return Verdict("completed", "failure", f"The policy {POLICY_PATH} is invalid",
                            (), None)
         changes, problems = await self._changes(ctx, gh, repo, policy, facts)
         if not changes and not problems:

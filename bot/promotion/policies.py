@@ -17,11 +17,11 @@ from gidgethub.abc import GitHubAPI
 from ..domain.images import canonical_image_name
 from ..domain.policy import Policy, PolicyError, PolicyIssue, load_policy
 from ..github.repos import FileTooLarge, branch_head, get_file, get_repository
+from ..names import POLICY_PATH
 from ..offload import run_cpu
 
 log = logging.getLogger(__name__)
 
-POLICY_PATH = ".github/conveyor.yml"
 
 
 @dataclass

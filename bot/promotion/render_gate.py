@@ -6,6 +6,7 @@ import re
 
 from bot.domain.gate import NO_GATED_CHANGE, Condition, Verdict, format_time
 from bot.github.limits import OUTPUT_LIMIT
+from bot.names import POLICY_PATH
 
 __all__ = ["MAX_OUTPUT", "MAX_TITLE", "NO_GATED_CHANGE", "render_gate_output"]
 
@@ -18,7 +19,7 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 NO_GATED_CHANGE_SUMMARY = (
     "no gated environment changed: this pull request changes no file of an environment "
-    "that has `after:` in `.github/conveyor.yml`."
+    f"that has `after:` in `{POLICY_PATH}`."
 )
 
 

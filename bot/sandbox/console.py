@@ -22,6 +22,7 @@ from typing import Any
 
 from ..domain.deployed import fill_context
 from ..domain.durations import parse_duration
+from ..names import GATE_CHECK
 from .emulator.ops import ApiError
 from .plan import Plan
 from .reading import gate_of, gate_text, reply_to
@@ -114,7 +115,7 @@ class Console:
             passed = gate is None or gate.get("conclusion") == "success"
             self.say(f"  merged #{pr['number']}" + ("" if passed else
                      " although its gate has not passed (the sandbox's repository does not "
-                     "require conveyor/promotion-gate)"))
+                     f"require {GATE_CHECK})"))
         elif verb == "deploy" and len(args) == 1:
             await self.deploy(args[0])
         elif verb == "wait" and len(args) == 1:

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..names import POLICY_PATH
+
 if TYPE_CHECKING:
     from .emulator import Emulator
 
@@ -91,7 +93,7 @@ image:
 """
 
 DEMO_FILES: Mapping[str, str] = {
-    ".github/conveyor.yml": DEMO_POLICY,
+    POLICY_PATH: DEMO_POLICY,
     "apps/web/base/deployment.yaml": _BASE,
     "apps/web/base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
     "apps/web/overlays/staging/kustomization.yaml": _KUSTOMIZATION,

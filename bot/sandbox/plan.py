@@ -20,9 +20,9 @@ from ..domain.policy import Environment, Policy, Service, check_config_file, loa
 from ..domain.tags import TagPolicy, compare_versions, sort_key, version_from_tag
 from ..localrepo import read_policy_files, repository_root
 from ..manifests import ManifestError, find_images
+from ..names import POLICY_PATH
 from .demo import DEMO_FILES, DEPLOY_REPO, digest_of
 
-POLICY_PATH = ".github/conveyor.yml"
 REQUESTERS = ("alice", "erin", "grace")  # write access; carol only reads
 TEAM_MEMBERS = ("bob", "dave", "frank")
 VERSION_GUESSES = ("1.0.0", "1.1.0", "1.4.2", "1.5.0", "2.0.0", "0.2.0", "3.0.0")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..names import GATE_CHECK
 from .runner import Sandbox
 
-GATE = "conveyor/promotion-gate"
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
@@ -28,13 +28,13 @@ def find_pull(sandbox: Sandbox, repo: str, title: str) -> dict[str, Any] | None:
 def gate_of(sandbox: Sandbox, repo: str, pr: dict[str, Any]) -> dict[str, Any] | None:
     fresh = next(p for p in sandbox.emulator.pulls(repo, state="all")
                  if p["number"] == pr["number"])
-    runs = sandbox.emulator.check_runs(repo, fresh["head"]["sha"], GATE)
+    runs = sandbox.emulator.check_runs(repo, fresh["head"]["sha"], GATE_CHECK)
     return runs[-1] if runs else None
 
 
 def gate_text(run: dict[str, Any] | None) -> str:
     if run is None:
-        return "gate: no conveyor/promotion-gate check run on the PR's head commit"
+        return f"gate: no {GATE_CHECK} check run on the PR's head commit"
     state = run["conclusion"] if run["status"] == "completed" else run["status"]
     title = str(run["output"].get("title") or "")
     words = [title[:1].lower() + title[1:]] if title else []

@@ -1,11 +1,10 @@
 """The deployment repository's policy file ``.github/conveyor.yml``: model and validation."""
 
 from bot.domain.policy.issues import PolicyError, PolicyIssue
-from bot.domain.policy.loader import DEFAULT_PATH, MAX_FILE_BYTES, check_config_file, load_policy
+from bot.domain.policy.loader import MAX_FILE_BYTES, check_config_file, load_policy
 from bot.domain.policy.model import Environment, Group, Policy, Service
 
 __all__ = [
-    "DEFAULT_PATH",
     "MAX_FILE_BYTES",
     "Environment",
     "Group",

@@ -15,8 +15,8 @@ from bot.domain.policy.reader import ROOT, Reader
 from bot.domain.policy.services import parse_allowed_images, parse_services
 from bot.domain.policy.yamltree import compose
 from bot.domain.tags import TagPolicy
+from bot.names import POLICY_PATH
 
-DEFAULT_PATH = ".github/conveyor.yml"
 MAX_FILE_BYTES = 256 * 1024
 SUPPORTED_VERSION = 1
 REQUIRED_KEYS = ("version", "allowed_images", "services", "environments")
@@ -80,7 +80,7 @@ def _validate(reader: Reader, text: str) -> Policy | None:
     )
 
 
-def load_policy(text: str, path: str = DEFAULT_PATH) -> Policy:
+def load_policy(text: str, path: str = POLICY_PATH) -> Policy:
     """Parse and validate a policy; raises PolicyError listing every problem found."""
     reader = Reader(path)
     policy = _validate(reader, text)

@@ -26,7 +26,7 @@ from ...domain.policy.kubernetes import latest_kubernetes_version
 from ...github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
 from ...github.repos import FileTooLarge, RepoFile
 from ...manifests import ManifestError, find_all_images
-from ..policies import POLICY_PATH
+from ...names import CONFIG_CHECK, POLICY_PATH
 from . import argocd, helm, kustomize
 from .documents import Document, parse_documents
 from .kubernetes import check_resource, is_kustomize, is_resource, prepare
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CONFIG_CHECK = "conveyor/config-check"
 MAX_FILES = 300
 MAX_DIRECTORIES = 300  # ancestor directories searched for kustomizations
 SUMMARY_FINDINGS = 200
