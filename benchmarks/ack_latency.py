@@ -13,6 +13,12 @@ Two events Conveyor accepts (202), each padded to 25 KB and signed:
   background work per delivery, which is what sections 2-4 measure, not the acknowledgement;
 - an `issue_comment` written by a bot: the same intake, and a job that ends at the handler's
   first line: the intake's own cost.
+
+Then the same `release` deliveries again while Conveyor's workers are busy with real
+promotions: CI keeps releasing `web`, whose staging file is a 5,000-line manifest of ~190
+Deployments, and each release is promoted (the verified edit of that file, the PR, its config
+check and gate, the merge, the dashboard) while the deliveries are timed. The emulator and the
+senders share this process, so its work slows the bare handler's batches as much as Conveyor's.
 """
 
 from __future__ import annotations
@@ -31,12 +37,16 @@ from typing import Any
 
 import aiohttp
 
+from bot.sandbox.demo import DEPLOY_REPO
+
 from .report import Section, percentile
+from .scale import big_manifest
 from .wiring import SECRET, ChildServer, Stage, spawn_bare, spawn_bot, start_stage
 
 BODY_BYTES = 25 * 1024
 QUIET_REPO = "acme/docs"
 CI_BOT = "github-actions[bot]"
+BIG_FILE = "apps/web/overlays/staging/kustomization.yaml"
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,28 @@ async def quiet_events(stage: Stage) -> tuple[list[dict[str, Any]], dict[str, An
     releases = [d.payload for d in em.deliveries[since:] if d.event == "release"]
     comment = next(d.payload for d in em.deliveries[since:] if d.event == "issue_comment")
     return releases, comment
+
+
+async def keep_promoting(stage: Stage, stop: asyncio.Event, first: asyncio.Event,
+                         promoted: list[str]) -> None:
+    """CI releases `web` again and again; each release is promoted by Conveyor (its webhooks
+    are forwarded). The next release waits until the previous one's PR exists."""
+    em = stage.emulator
+    loop = asyncio.get_running_loop()
+    number = 1
+    while not stop.is_set():
+        version = f"1.{number}.0"
+        await stage.publish_image("web", version)
+        await em.publish_release("acme/web", f"v{version}", author="alice")
+        deadline = loop.time() + 60
+        while not stop.is_set() and loop.time() < deadline:
+            if any(f"web {version} to staging" in pr["title"]
+                   for pr in em.pulls(DEPLOY_REPO, state="all")):
+                promoted.append(version)
+                first.set()
+                break
+            await asyncio.sleep(0.05)
+        number += 1
 
 
 async def send_batch(session: aiohttp.ClientSession, url: str, signed: Signed, count: int,
@@ -164,7 +196,12 @@ async def run(quick: bool) -> Section:
     stage = await start_stage()
     servers: list[ChildServer] = []
     results: dict[str, Any] = {}
+    busy: dict[str, Any] = {}
+    busy_promotions = 0
     try:
+        big, lines = big_manifest(5000)
+        await stage.emulator.push_files(DEPLOY_REPO, {BIG_FILE: big}, author="bob",
+                                        message="All Deployments in one file")
         releases, comment = await quiet_events(stage)
         bot, bare = await asyncio.gather(spawn_bot(stage), spawn_bare())
         servers += [bot, bare]
@@ -181,6 +218,19 @@ async def run(quick: bool) -> Section:
             results[str(concurrency)] = await _level(targets, concurrency, rounds, per_round)
         github_requests = len(stage.emulator.requests.entries)
         peak_kb = bot.memory().get("VmHWM", 0)
+        stage.emulator.webhook_url = bot.url  # the releases below are promoted
+        stop, first = asyncio.Event(), asyncio.Event()
+        promoted: list[str] = []
+        driver = asyncio.create_task(keep_promoting(stage, stop, first, promoted))
+        try:
+            await asyncio.wait_for(first.wait(), 120)  # the promotions are under way
+            for concurrency, (rounds, per_round) in levels.items():
+                busy[str(concurrency)] = await _level(targets[:2], concurrency, rounds,
+                                                      per_round)
+            busy_promotions = len(promoted)
+        finally:
+            stop.set()
+            await driver
     finally:
         for server in servers:
             await server.stop()
@@ -201,6 +251,21 @@ async def run(quick: bool) -> Section:
                 note=f"{mine['count']} each; {mine['per_second']:.0f} vs "
                      f"{base['per_second']:.0f} deliveries/s"
                      + (f"; {mine['failures']} not 2xx" if mine["failures"] else ""))
+    for senders, level in busy.items():
+        base, mine = level["bare"], level["release"]
+        ratio = mine["p99_ms"] / base["p99_ms"]
+        level["ratio_p99_release"] = ratio
+        section.add(
+            f"{senders} sender{'' if senders == '1' else 's'}, `release` of a repo feeding no "
+            f"service, workers promoting a {lines}-line file: p50 / p99",
+            f"{mine['p50_ms']:.1f} / {mine['p99_ms']:.1f} ms vs bare "
+            f"{base['p50_ms']:.1f} / {base['p99_ms']:.1f} ms = **{ratio:.2f}×**",
+            target="p99 ≤ 1.3× bare", ok=ratio <= 1.3,
+            note=f"{mine['count']} each" + (f"; {mine['failures']} not 2xx"
+                                            if mine["failures"] else ""))
+    section.add("promotions of that file completed while those were timed",
+                str(busy_promotions), note="each: the verified edit, PR, config check, gate, "
+                "merge, dashboard")
     costs = per_delivery_costs(release)
     section.add("CPU per delivery for what Conveyor adds",
                 f"verify {costs['verify_us']:.0f} µs, parse {costs['parse_us']:.0f} µs, "
@@ -209,6 +274,7 @@ async def run(quick: bool) -> Section:
                 target="0", ok=github_requests == 0,
                 note=f"Conveyor's peak RSS {peak_kb / 1024:.0f} MB")
     section.data = {"body_bytes": len(release.body), "levels": results, "costs_us": costs,
+                    "busy_levels": busy, "busy_promotions": busy_promotions,
                     "github_requests_during_measurement": github_requests,
                     "conveyor_peak_rss_kb": peak_kb}
     return section

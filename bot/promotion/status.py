@@ -10,7 +10,6 @@ pull requests (all conditional), and only for what changed (`snapshot`, `history
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..manifests import ManifestError, find_images
+from ..offload import run_cpu
 from .history import UNKNOWN, ChangeHistory, Wanted
 from .marker import branch_prefix, parse_marker
 from .opener import open_pulls
@@ -94,7 +94,7 @@ class StatusSources:
     async def references(self, rows: list[tuple[str, str, str, str, str | None, FileAt]]
                          ) -> dict[tuple[str, str], Reference]:
         """(service, environment) → (tag, digest, problem) of each row's file, parsed once
-        per blob; parsing many files (a cold start) runs off the event loop."""
+        per blob; parsing many or large files (a cold start) runs off the event loop."""
         out: dict[tuple[str, str], Reference] = {}
         todo: list[tuple[ReferenceKey, str]] = []
         for service, environment, path, image, tag_key, at in rows:
@@ -105,9 +105,8 @@ class StatusSources:
             if key not in self._references:
                 todo.append((key, at.text))
         if todo:
-            parsed = await asyncio.to_thread(_parse_references, todo) if len(todo) > 8 \
-                else _parse_references(todo)
-            self._references.update(parsed)
+            size = sum(len(text) for _, text in todo)
+            self._references.update(await run_cpu(size, _parse_references, todo))
         for service, environment, path, image, tag_key, at in rows:
             if at.text is not None and at.blob is not None:
                 out[(service, environment)] = self._references[(at.blob, image, path, tag_key)]

@@ -27,6 +27,7 @@ from ...github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
 from ...github.repos import FileTooLarge, RepoFile
 from ...manifests import ManifestError, find_all_images
 from ...names import CONFIG_CHECK, POLICY_PATH
+from ...offload import INLINE_BELOW
 from . import argocd, helm, kustomize
 from .documents import Document, parse_documents
 from .kubernetes import check_resource, is_kustomize, is_resource, prepare
@@ -276,8 +277,12 @@ async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha
         if isinstance(read, FileTooLarge):
             report.add(path, [(1, str(read))])
         elif read is not None:  # None: removed in this change
-            documents[path] = check_text(report, policy, path, read.text)
-            await asyncio.sleep(0)  # CPU-bound: let the webhook endpoint answer in between
+            if len(read.text) < INLINE_BELOW:
+                documents[path] = check_text(report, policy, path, read.text)
+                await asyncio.sleep(0)  # CPU-bound: let the webhook endpoint answer in between
+            else:  # a large file: its parse and validation must not hold the event loop
+                documents[path] = await asyncio.to_thread(check_text, report, policy, path,
+                                                          read.text)
     kustomizations = {path: docs[0] for path, docs in documents.items()
                       if kustomize.is_kustomization(path) and docs}
     kustomizations.update(await _including_kustomizations(view, changed, documents))
