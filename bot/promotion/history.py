@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 COLD_PAGES = 5  # closed pull requests read when a repository is first seen (500)
 WALKS_PER_READ = 10  # history walks per read of a repository's status
 WALK_DEPTH = 10  # commits of a file's history looked at per walk
+KEPT_PER_TARGET = 20  # merged promotions remembered per (service, environment)
 
 Ref = tuple[str | None, str | None]  # (tag, digest) the file pins for the service
 
@@ -190,6 +191,9 @@ class ChangeHistory:
         target = entry.by_target.setdefault((marker.service, marker.environment), [])
         target.append(found)
         target.sort(key=lambda p: p.merged_at, reverse=True)
+        for dropped in target[KEPT_PER_TARGET:]:
+            entry.seen.discard(dropped.number)
+        del target[KEPT_PER_TARGET:]
 
     async def _walk(self, ctx: Context, gh: GitHubAPI, repo: str, row: Wanted
                     ) -> tuple[Since, bool]:

@@ -29,7 +29,7 @@ import gidgethub
 from gidgethub import sansio
 from gidgethub.abc import GitHubAPI
 
-from ..github.repos import MAX_FILE_BYTES, branch_head, get_file
+from ..github.repos import MAX_FILE_BYTES, FileTooLarge, branch_head, get_file
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +130,6 @@ class RepoFiles:
         return self._trees[key]
 
     async def _by_contents(self, gh: GitHubAPI, repo: str, path: str, branch: str) -> FileAt:
-        from ..github.repos import FileTooLarge
-
         try:
             found = await get_file(gh, repo, path)
         except FileTooLarge as exc:
