@@ -32,6 +32,7 @@ from gidgethub.abc import GitHubAPI
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
 from .marker import parse_marker
+from .snapshot import RepoFiles
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -106,8 +107,8 @@ class ChangeHistory:
             grown.update(old)
             setattr(self, name, grown)
 
-    async def dates(self, ctx: Context, gh: GitHubAPI, repo: str, wanted: list[Wanted]
-                    ) -> dict[tuple[str, str], Since]:
+    async def dates(self, ctx: Context, gh: GitHubAPI, repo: str, wanted: list[Wanted],
+                    files: RepoFiles) -> dict[tuple[str, str], Since]:
         """(service, environment) → since; rows the bounded walks did not reach are left out."""
         merged = await self._merged_promotions(ctx, gh, repo)
         out: dict[tuple[str, str], Since] = {}
@@ -135,7 +136,7 @@ class ChangeHistory:
         while unresolved and walks < WALKS_PER_READ:
             walks += 1
             row = unresolved.pop(0)
-            since, added = await self._walk(ctx, gh, repo, row)
+            since, added = await self._walk(ctx, gh, repo, row, files)
             record(row, since)
             if added and since.sha:
                 # A commit that created the file set every reference in it: the other files it
@@ -195,8 +196,8 @@ class ChangeHistory:
             entry.seen.discard(dropped.number)
         del target[KEPT_PER_TARGET:]
 
-    async def _walk(self, ctx: Context, gh: GitHubAPI, repo: str, row: Wanted
-                    ) -> tuple[Since, bool]:
+    async def _walk(self, ctx: Context, gh: GitHubAPI, repo: str, row: Wanted,
+                    files: RepoFiles) -> tuple[Since, bool]:
         """The newest commit of the file's history whose parent pinned something else, and
         whether that commit created the file."""
         commits = await gh.getitem(
@@ -206,11 +207,11 @@ class ChangeHistory:
         for commit in commits or []:
             chosen = commit
             parents = [str(p["sha"]) for p in commit.get("parents") or []]
-            before = await get_file(gh, repo, row.path, ref=parents[0]) if parents else None
+            before = await _text_at(gh, files, repo, parents[0], row.path) if parents else None
             if before is None:
                 added = True
                 break
-            if _ref_in(before.text, row) != row.ref:
+            if _ref_in(before, row) != row.ref:
                 break
         if chosen is None:
             return UNKNOWN, False
@@ -240,6 +241,17 @@ class ChangeHistory:
             else None
         self._by_commit[key] = found
         return found
+
+
+async def _text_at(gh: GitHubAPI, files: RepoFiles, repo: str, commit: str, path: str
+                   ) -> str | None:
+    """A file's text at a commit: from the snapshot's kept trees and blobs when they have it
+    (the commit before a push usually is the head read last time), else one read."""
+    known, text = files.known_text(repo, commit, path)
+    if known:
+        return text
+    found = await get_file(gh, repo, path, ref=commit)
+    return found.text if found is not None else None
 
 
 def ref_of(text: str, image: str, path: str, tag_key: str | None = None) -> Ref:

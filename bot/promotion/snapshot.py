@@ -83,6 +83,18 @@ class RepoFiles:
         grown.update(self._texts)
         self._texts = grown
 
+    def known_text(self, repo: str, commit: str, path: str) -> tuple[bool, str | None]:
+        """`(True, text)` of a file at a commit from the kept trees and blobs, without a request
+        (`text` None: no such file there); `(False, None)` when they do not tell."""
+        tree = self._trees.get((repo.lower(), commit))
+        if tree is None:
+            return False, None
+        entry = tree.get(path)
+        if entry is None:
+            return True, None
+        text = self._texts.get(entry[0])
+        return (text is not None), text
+
     async def read(self, gh: GitHubAPI, repo: str, branch: str, paths: Iterable[str]
                    ) -> Snapshot:
         wanted = list(dict.fromkeys(paths))

@@ -180,7 +180,7 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
     wanted = [Wanted(s.name, e, paths[(s.name, e)], s.image, found[(s.name, e)][:2],
                      snapshot.files[paths[(s.name, e)]].blob, s.tag_key)
               for s, e in pairs if found[(s.name, e)][0] or found[(s.name, e)][1]]
-    dates = await sources.history.dates(ctx, gh, repo.full_name, wanted)
+    dates = await sources.history.dates(ctx, gh, repo.full_name, wanted, sources.files)
     budget = [PACKAGE_LOOKUPS_PER_READ]
     rows: list[StatusRow] = []
     for service, environment in pairs:

@@ -82,6 +82,28 @@ async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resy
                     ("GET", R + "/issues", 200): 1,
                     ("GET", R + "/issues/{issue_number}/comments", 200): 1}, warm
 
+    # A person changes one service's file; its push is not delivered, so only the refresh
+    # is counted: the new head and tree, the one new blob, that service's history walk (the
+    # file before the change is the blob read last time: no request) and its PR, and the edit.
+    path = "apps/svc-001/staging/kustomization.yaml"
+    text = world.emulator.file(world.repo, path)
+    assert text is not None
+    world.emulator.webhook_url = None
+    await world.emulator.push_files(world.repo, {path: text.replace('"0.9.0"', '"0.9.1"')},
+                                    author="bob", message="svc-001 0.9.1 by hand")
+    world.emulator.requests.reset()
+    await refresh_dashboard(ctx, gh, repo)
+    world.emulator.webhook_url = world.webhook_url
+    changed = counted(world.emulator.requests.entries)
+    assert sum(changed.values()) <= 10, changed
+    assert changed[("GET", R + "/git/blobs/{file_sha}", 200)] == 1
+    assert changed[("GET", R + "/contents/{path}", 200)] == 0
+    assert changed[("GET", R + "/commits", 200)] == 1
+    [issue] = world.emulator.issues(world.repo, labels=["conveyor-dashboard"])
+    shown = [issue["body"], *(c["body"] for c in world.emulator.comments(world.repo,
+                                                                         issue["number"]))]
+    assert any("svc-001" in body and "`0.9.1`" in body for body in shown)
+
     for _ in range(2):  # settle: the first resyncs may still tidy up
         await resync_all(ctx)
         await world.settle()
