@@ -22,6 +22,7 @@ from .context import Context, utc_now
 from .github.client import GitHubClients, RetryPolicy
 from .github.ratelimit import RateLimiter, Timer
 from .github.transient import transient_failure
+from .handlers import run_order
 from .logs import delivery_id_var
 from .metrics import Metrics
 from .queue import DeliveryQueue, Job, JobRetry, MemoryQueue, RetryJob, WorkerPool
@@ -263,7 +264,7 @@ async def process_job(runtime: Runtime, job: Job) -> None:
                 raise RetryJob(job.only) from exc
             return
         transient: list[str] = []
-        for callback in sorted(callbacks, key=lambda cb: cb.__qualname__):
+        for callback in sorted(callbacks, key=run_order):
             name = f"{callback.__module__}.{callback.__qualname__}"
             if job.only and name not in job.only:
                 continue
