@@ -38,6 +38,7 @@ HISTORY = "history"
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
 Outcome = Literal["failure", "action_required", "in_progress"]
+CheckStatus = Literal["completed", "in_progress"]  # a check run's `status` while the bot sets it
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ class Condition:
 
 @dataclass(frozen=True)
 class Verdict:
-    status: str  # "completed" | "in_progress"
+    status: CheckStatus
     conclusion: str | None  # "success" | "failure" | "action_required"; None while in progress
     title: str
     conditions: tuple[Condition, ...]
@@ -249,6 +250,7 @@ def _verdict(conditions: list[Condition], *, priority: list[Condition], now: dat
     ends = [c.pending_until for c in waits if c.pending_until is not None]
     recheck_at = min(ends, default=None)
 
+    status: CheckStatus
     if failures:
         first = next((c for c in priority if not c.ok), failures[0])
         status, conclusion, title = "completed", "failure", _title(first, len(failures) - 1)

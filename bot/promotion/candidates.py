@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import gidgethub
@@ -19,6 +19,10 @@ GHCR = "ghcr.io"
 # Newest versions first; a release names a recent image, so one page is enough.
 _VERSIONS_PAGE = 100
 
+# What asked for the promotion: a release, a package version, a command, an upstream
+# environment's merge or a rollback.
+Trigger = Literal["release", "package", "command", "upstream", "rollback"]
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -28,7 +32,7 @@ class Candidate:
     tag: str | None  # the image tag to write beside the digest
     version: str  # human version: the tag without "v" or a monorepo prefix
     source_repo: str
-    trigger: str  # "release" | "package" | "command" | "upstream" | "rollback"
+    trigger: Trigger
     source_sha: str | None = None
     release_tag: str | None = None
     release_url: str | None = None

@@ -40,7 +40,7 @@ from ..domain.trains import ALL_GROUP, Period, previous_combination
 from ..github.limits import fit
 from ..github.repos import add_labels, commit_for_ref, is_bot, remove_label
 from ..names import GATE_CHECK, POLICY_PATH
-from .candidates import Candidate, PackageVersion, release_tag_variants
+from .candidates import Candidate, PackageVersion, Trigger, release_tag_variants
 from .downstream import promote_downstream
 from .flows import find_release
 from .gatekeeper import HOLD_LABEL, HOLD_MARKER
@@ -336,7 +336,7 @@ class _Runner:
                 return trusted[0]
         return None
 
-    async def _candidate(self, service: str, digest: str, tag: str | None, trigger: str,
+    async def _candidate(self, service: str, digest: str, tag: str | None, trigger: Trigger,
                          package: PackageVersion | None) -> Candidate:
         """What is known about a digest: an earlier promotion's marker, the release whose tag
         names it, the registry's package version, the commit its attestation names."""

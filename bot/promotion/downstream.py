@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from gidgethub.abc import GitHubAPI
 
-from .candidates import Candidate
+from .candidates import Candidate, Trigger
 from .marker import PromotionMarker
 from .opener import Opener, OpenResult, open_pulls
 from .policies import DeploymentRepo
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 MAX_REEVALUATED = 50
 
 
-def candidate_from_marker(marker: PromotionMarker, image: str, trigger: str,
+def candidate_from_marker(marker: PromotionMarker, image: str, trigger: Trigger,
                           requester: str | None) -> Candidate:
     return Candidate(
         service=marker.service, image=image, digest=marker.digest, tag=marker.tag,

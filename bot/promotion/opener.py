@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
@@ -35,10 +35,12 @@ log = logging.getLogger(__name__)
 LABEL = "conveyor"
 ROLLBACK_LABEL = "rollback"
 
+OpenAction = Literal["opened", "exists", "live", "skipped", "refused"]
+
 
 @dataclass(frozen=True)
 class OpenResult:
-    action: str  # "opened" | "exists" | "live" | "skipped" | "refused"
+    action: OpenAction
     message: str
     number: int | None = None
     url: str | None = None

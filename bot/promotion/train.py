@@ -37,6 +37,7 @@ from .merger import merge_promotion
 from .opener import (
     LABEL,
     ROLLBACK_LABEL,
+    OpenAction,
     close_superseded,
     env_label,
     find_pull_for_branch,
@@ -59,7 +60,7 @@ FILE_MODE = "100644"
 
 @dataclass(frozen=True)
 class TrainResult:
-    action: str  # "opened" | "exists" | "live" | "skipped" | "refused"
+    action: OpenAction
     message: str
     number: int | None = None
     url: str | None = None

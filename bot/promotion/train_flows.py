@@ -16,7 +16,7 @@ from ..domain.tags import version_from_tag
 from ..domain.trains import ALL_GROUP
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
-from .candidates import Candidate
+from .candidates import Candidate, Trigger
 from .evidence import pins as pins_digest
 from .marker import PromotionMarker, parse_marker, train_prefix
 from .merger import merge_promotion
@@ -138,7 +138,7 @@ def plain_candidate(repo: DeploymentRepo, service: str, tag: str | None, digest:
                      source_repo=settings.source, trigger="command", requester=requester)
 
 
-def known_candidates(repo: DeploymentRepo, marker: PromotionMarker, trigger: str
+def known_candidates(repo: DeploymentRepo, marker: PromotionMarker, trigger: Trigger
                      ) -> CandidateFor:
     """Candidates from the policy and what an upstream train's marker says of each digest."""
     by_digest = {(member.service, member.digest): member for member in marker.members}
