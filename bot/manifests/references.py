@@ -253,6 +253,37 @@ class _Reader:
         if block.scalar("op") is not None and operation is not None and value is not None \
                 and operation.value.rstrip("/").endswith("/image"):
             self._image_string(value, "image")  # a JSON 6902 patch setting an image
+        self._registry_override(block)
+        self._source(block)
+
+    def _registry_override(self, block: _Resolved) -> None:
+        """A registry set apart from any repository (Bitnami's ``global.imageRegistry``, an
+        ``image.registry`` override): it moves images named elsewhere."""
+        for name in ("imageRegistry", "registry"):
+            node = block.scalar(name)
+            value = _string(node)
+            if node is None or value is None or (name == "registry"
+                                                 and block.scalar("repository") is not None):
+                continue
+            self._add(node.line, "registry", f"{name}: {value}", None, None,
+                      problem=f"{name} {value!r} sets the registry of images the chart names "
+                      "elsewhere: the gate cannot tell which images it moves")
+
+    def _source(self, block: _Resolved) -> None:
+        """Where an Argo CD Application or a Flux HelmRelease takes its manifests from: a new
+        source is a new deployment the gate cannot read."""
+        keys: tuple[str, ...] = ()
+        if block.scalar("repoURL") is not None:
+            keys = ("repoURL", "targetRevision", "path", "chart", "ref")
+        elif block.scalar("chart") is not None and block.get("sourceRef") is not None:
+            keys = ("chart", "version")
+        found = [(k, n) for k in keys if (n := block.scalar(k)) is not None]
+        if not found:
+            return
+        where = ", ".join(f"{k}={n.value}" for k, n in found)
+        self._add(found[0][1].line, "source", where, None, None,
+                  problem=f"the manifests come from {where}: the gate cannot judge what another "
+                  "source deploys")
 
     def _add(self, line: int, shape: str, name: str, tag: str | None, digest: str | None,
              replaces: str | None = None, problem: str | None = None) -> None:

@@ -257,6 +257,12 @@ class GateService:
                                 .values())
             for reference in changed_refs:
                 service, environment = _judging_owner(policy, owners, reference)
+                if reference.problem is not None:
+                    # Not an image the gate can look up: a name that does not parse, a
+                    # registry override, another source of manifests.
+                    problems.append(FileProblem(environment, path,
+                                                f"line {reference.line}: {reference.problem}"))
+                    continue
                 changes.append(await self._image_change(ctx, gh, policy, service, environment,
                                                         path, reference, facts))
         total = facts.changed_files
@@ -273,8 +279,8 @@ class GateService:
                             environment: str, path: str, reference: ImageReference,
                             facts: PullFacts) -> ImageChange:
         owner = _service_of(policy, reference.canonical_name)
-        digest, error = reference.digest, reference.problem
-        if error is None and digest is None:
+        digest, error = reference.digest, None
+        if digest is None:
             if reference.tag is None:
                 error = "neither a tag nor a digest"
             else:

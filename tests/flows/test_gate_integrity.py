@@ -386,3 +386,10 @@ async def test_dropping_the_services_images_entry_fails(world: World) -> None:
     # Without its images entry the overlay runs the base's `ghcr.io/acme/web` as it stands.
     pr = await hand_pr(world, PROD, HEADER.replace("images:\n", "images: []\n"))
     failing(world, pr, "the head no longer sets ghcr.io/acme/web")
+
+
+async def test_a_registry_override_beside_the_image_blocks_fails(world: World) -> None:
+    values = world.emulator.file(world.repo, API_PROD)
+    assert values is not None
+    pr = await hand_pr(world, API_PROD, values + "global:\n  imageRegistry: evil.example\n")
+    failing(world, pr, "imageRegistry 'evil.example' sets the registry of images")

@@ -129,3 +129,17 @@ def test_inline_patches_are_read() -> None:
         "        value: docker.io/evil/main:2\n"
     )
     assert refs(text) == [("docker.io/evil/side", "1", None), ("docker.io/evil/main", "2", None)]
+
+
+def test_registry_overrides_and_manifest_sources_are_reported_for_the_gate() -> None:
+    text = (
+        "global:\n  imageRegistry: evil.example\n"
+        "spec:\n  source:\n    repoURL: https://github.com/acme/deploy\n"
+        "    targetRevision: main\n    path: apps/web\n"
+        "chartSpec:\n  chart: web\n  version: 1.2.0\n  sourceRef: {kind: HelmRepository, name: x}\n"
+    )
+    found = deploy_references(text)
+    assert [r.shape for r in found] == ["registry", "source", "source"]
+    assert all(r.problem for r in found)
+    assert found[1].name == ("repoURL=https://github.com/acme/deploy, targetRevision=main, "
+                             "path=apps/web")
