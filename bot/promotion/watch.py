@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from gidgethub.abc import GitHubAPI
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FAILED_STATES = ("failure", "error")
+# The resync reads the reports of a live promotion until this long after its watch ended (a
+# report posted within watch while Conveyor was down is acted on when it is back).
+RESYNC_GRACE = timedelta(days=1)
 COMMENT_MARKER = "<!-- conveyor:watch-comment {environment} {service} {digest} -->"
 
 
@@ -98,7 +101,7 @@ class Watcher:
             for service in self.policy.services:
                 digest = await self._digest_at(service, env, None)
                 if digest is not None:
-                    await self.watch(service, env, digest)
+                    await self.watch(service, env, digest, grace=RESYNC_GRACE)
 
     async def _digest_at(self, service: str, env: Environment, ref: str | None) -> str | None:
         path = self.policy.path_for(service, env.name)
@@ -144,7 +147,16 @@ class Watcher:
             "digest": digest, "by": by})
         return mark
 
-    async def watch(self, service: str, env: Environment, digest: str) -> None:
+    async def watch(self, service: str, env: Environment, digest: str, *,
+                    grace: timedelta | None = None) -> None:
+        """Act on the first trusted failure report of the digest within watch, once.
+        ``grace``: read the reports only while watch ended less than this long ago."""
+        # One at a time per repository: a report and its redelivery never both mark.
+        async with self.ctx.locks.hold(f"watch:{self.repo.full_name}"):
+            await self._watch(service, env, digest, grace)
+
+    async def _watch(self, service: str, env: Environment, digest: str,
+                     grace: timedelta | None) -> None:
         repo = self.repo.full_name
         search, target = self._search(service, env, digest)
         stretch = await search.pinning_commits(target)
@@ -153,6 +165,9 @@ class Watcher:
         arrival = await self._arrival(stretch[-1])
         mark = await find_mark(self.gh, repo, arrival.sha, service, env.name, digest,
                                own_app_id=self.ctx.app_id, own_login=self.ctx.bot_login)
+        if mark is None and grace is not None and \
+                self.ctx.clock() > arrival.merged_at + env.watch + grace:
+            return
         if mark is None:
             report = self._first_failure(await search.reports(target, digest), env, arrival)
             if report is None:

@@ -222,3 +222,15 @@ async def test_unhold_on_the_blocked_promotion_clears_the_mark(world: World) -> 
     await world.settle()
     assert [m["conclusion"] for m in marks(world, staging)] == ["neutral"]
     assert len(rollbacks(world)) == 1
+
+
+async def test_the_resync_leaves_a_report_missed_long_ago(world: World) -> None:
+    _, _, staging = await two_releases(world)
+    world.clock.advance(minutes=10)
+    world.emulator.webhook_url = None
+    await argo_reports(world, staging["merge_commit_sha"], "failure")
+    world.emulator.webhook_url = world.webhook_url
+    world.clock.advance(days=2)  # watch ended more than a day ago
+    await resync_all(world.runtime.ctx)
+    await world.settle()
+    assert rollbacks(world) == [] and marks(world, staging) == []
