@@ -34,7 +34,6 @@ __all__ = [
     "Status",
     "Unhold",
     "parse_commands",
-    "render_help",
 ]
 
 MAX_BODY_BYTES = 64 * 1024
@@ -200,13 +199,6 @@ def parse_commands(
             break
         found.append(_parse_line(number, text, services, environments, groups))
     return found
-
-
-def render_help(error: str | None = None) -> str:
-    """The reply to ``/help``, or to a command that could not be run (``error``)."""
-    if error is None:
-        return HELP_TEXT
-    return f"❌ {_neutralise(error)}\n\n{HELP_TEXT}"
 
 
 def _bounded(body: str) -> str:
@@ -491,11 +483,3 @@ def _check_ref(value: str) -> str | None:
 
 def _normal_ref(value: str) -> str:
     return value.lower() if _DIGEST_RE.fullmatch(value) else value
-
-
-def _neutralise(text: str) -> str:
-    """User-supplied words echoed in a reply: no Markdown, no @-mentions, no #-references."""
-    text = " ".join(text.split())
-    text = re.sub(r"([\\`*_\[\]<>|~])", r"\\\1", text)
-    # A zero-width joiner keeps "@team" and "#12" from notifying or linking.
-    return text.replace("@", "@\u2060").replace("#", "#\u2060")

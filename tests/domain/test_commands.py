@@ -23,7 +23,6 @@ from bot.domain.commands import (
     Status,
     Unhold,
     parse_commands,
-    render_help,
 )
 
 SERVICES = ("web", "api")
@@ -456,20 +455,6 @@ def test_help_table_rows_are_well_formed() -> None:
     rows = [line for line in HELP_TEXT.splitlines() if line.startswith("|")]
     assert len(rows) == 11
     assert all(row.endswith("|") and row.count(" | ") == 2 for row in rows)
-
-
-def test_render_help() -> None:
-    assert render_help() == HELP_TEXT
-    reply = render_help("unknown command '/promte'; did you mean /promote?")
-    assert reply == f"❌ unknown command '/promte'; did you mean /promote?\n\n{HELP_TEXT}"
-
-
-def test_render_help_neutralises_user_text() -> None:
-    reply = render_help("unknown environment '@acme/sre #12 [x](y) `z`'")
-    first = reply.splitlines()[0]
-    assert "@acme" not in first and "@\u2060acme" in first
-    assert "#12" not in first
-    assert "\\[x\\](y) \\`z\\`" in first
 
 
 # --- release trains -------------------------------------------------------------------------
