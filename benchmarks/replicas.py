@@ -124,6 +124,7 @@ class Cluster:
             "GITHUB_APP_ID": str(self.emulator.app_id),
             "GITHUB_PRIVATE_KEY": self.emulator.app_private_key_pem.replace("\n", "\\n"),
             "GITHUB_WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": self.emulator.base_url,
+            "CONVEYOR_REGISTRY_ENDPOINTS": f"ghcr.io={self.emulator.web_url}",
             "HOST": "127.0.0.1", "PORT": str(port), "CONVEYOR_RESYNC_INTERVAL": "0",
             "CONVEYOR_WORKERS": str(self.workers), "CONVEYOR_REDIS_URL": self.redis_url,
             "LOG_LEVEL": "WARNING",

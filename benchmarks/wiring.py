@@ -31,7 +31,7 @@ from aiohttp import web
 from bot.github import repos as github_repos
 from bot.github.client import RetryPolicy
 from bot.handlers import build_router
-from bot.handlers import packages as package_handlers
+from bot.promotion import candidates
 from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
 from bot.sandbox.emulator import Emulator
 from bot.sandbox.emulator.webhooks import Delivery
@@ -177,6 +177,7 @@ def bot_settings(stage: Stage, **overrides: Any) -> Settings:
         "webhook_secret": SECRET, "api_url": stage.emulator.base_url,
         "host": "127.0.0.1", "port": 0, "resync_interval": 0, "workers": 8,
         "log_level": "WARNING",
+        "registry_endpoints": {"ghcr.io": stage.emulator.web_url},
     }
     values.update(overrides)
     return Settings(**values)
@@ -185,7 +186,7 @@ def bot_settings(stage: Stage, **overrides: Any) -> Settings:
 def forget_process_caches() -> None:
     """A fresh bot process starts with these module-level caches empty; so does ours."""
     github_repos._immutable.clear()
-    package_handlers._recent.clear()
+    candidates._package_pages.clear()
 
 
 async def start_bot(stage: Stage, *, forward: bool = True, workers: int = 8) -> InProcessBot:
@@ -298,6 +299,7 @@ async def spawn_bot(stage: Stage, *, log_level: str = "INFO") -> ChildServer:
         "GITHUB_PRIVATE_KEY": stage.emulator.app_private_key_pem,
         "GITHUB_WEBHOOK_SECRET": SECRET,
         "GITHUB_API_URL": stage.emulator.base_url,
+        "CONVEYOR_REGISTRY_ENDPOINTS": f"ghcr.io={stage.emulator.web_url}",
         "HOST": "127.0.0.1", "PORT": str(port), "LOG_LEVEL": log_level,
         "CONVEYOR_RESYNC_INTERVAL": "0",
     })

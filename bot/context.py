@@ -7,15 +7,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import cachetools
+
 from .github.client import GitHubClients
 from .leases import Leases, LocalLeases
 from .metrics import Metrics
-from .promotion.candidates import PackageLookup
 from .promotion.delivery_board import DeliveryBoard
 from .promotion.gatekeeper import GateService
 from .promotion.policies import PolicyIndex
 from .promotion.status import StatusSources
 from .queue import KeyedLocks, RepoLocks
+from .registry.lookup import ImageLookup
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -30,14 +32,19 @@ class Context:
     clients: GitHubClients
     metrics: Metrics
     scheduler: Scheduler
+    # Tags, digests and labels come from the images' registries, never the Packages API.
+    images: ImageLookup
     locks: RepoLocks = field(default_factory=KeyedLocks)
     leases: Leases = field(default_factory=LocalLeases)
     clock: Callable[[], datetime] = utc_now
     policies: PolicyIndex = field(default_factory=PolicyIndex)
-    packages: PackageLookup = field(default_factory=PackageLookup)
     gates: GateService = field(default_factory=GateService)
     status: StatusSources = field(default_factory=StatusSources)
     delivery: DeliveryBoard = field(default_factory=DeliveryBoard)
+    # Tagged images whose package event was handled (its twin event, a redelivery), marked only
+    # once handled so that a retried job runs again.
+    handled_images: cachetools.TTLCache[tuple[str, str, str], bool] = field(
+        default_factory=lambda: cachetools.TTLCache(maxsize=10_000, ttl=600))
     # The app's own login ("<slug>[bot]"), learned from GET /app at start-up.
     bot_login: str = ""
     # The app's numeric id (GITHUB_APP_ID): how its own check runs and deployments are known.

@@ -27,6 +27,12 @@ class Metrics:
             ["method", "status"],
             registry=self.registry,
         )
+        self.registry_requests = Counter(
+            "conveyor_registry_requests",
+            "Requests made to container registries by host and status (none: no answer)",
+            ["host", "status"],
+            registry=self.registry,
+        )
         self.rate_limit_remaining = Gauge(
             "conveyor_github_rate_limit_remaining",
             "Requests left in the current rate-limit window, per installation",

@@ -26,6 +26,8 @@ from .handlers import run_order
 from .logs import delivery_id_var
 from .metrics import Metrics
 from .queue import DeliveryQueue, Job, JobRetry, MemoryQueue, RetryJob, WorkerPool
+from .registry.client import RegistryClient, RegistryPolicy
+from .registry.lookup import ImageLookup
 from .scheduler import INTERNAL_PREFIX, Scheduler
 from .settings import Settings
 
@@ -64,6 +66,7 @@ def create_app(
     retry: RetryPolicy | None = None,
     timer: Timer | None = None,
     job_retry: JobRetry | None = None,
+    registry_policy: RegistryPolicy | None = None,
     queue: DeliveryQueue | None = None,
     background: Callable[[Runtime], list[asyncio.Task[None]]] | None = None,
     serve_while_starting: bool = False,
@@ -90,8 +93,13 @@ def create_app(
         limits=limits,
     )
     intake: DeliveryQueue = queue or MemoryQueue(settings.queue_size, sleep=limits.timer.sleep)
+    registry = RegistryClient(
+        lambda: clients.session, credentials=settings.registry_credentials,
+        endpoints=settings.registry_endpoints, policy=registry_policy,
+        on_request=lambda host, status: metrics.registry_requests.labels(
+            host, str(status) if status is not None else "none").inc())
     ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
-                  clock=clock, app_id=int(settings.app_id))
+                  images=ImageLookup(registry), clock=clock, app_id=int(settings.app_id))
     metrics.registry.register(ctx.delivery)
     if scaleout is not None:  # shared by the replicas instead of per process
         ctx.scheduler, ctx.locks = scaleout.scheduler, scaleout.locks

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .registry.credentials import AuthFileError, Credential, load_auth_file
+from .registry.names import parse_endpoints
+
 DEFAULT_API_URL = "https://api.github.com"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -34,6 +37,9 @@ class Settings:
     # Scale-out: empty keeps everything in process memory (one replica, or independent ones).
     redis_url: str = field(default="", repr=False)
     redis_claim_timeout: float = 30.0
+    # Registries: credentials by host (from CONVEYOR_REGISTRY_AUTH_FILE) and endpoint overrides.
+    registry_credentials: Mapping[str, Credential] = field(default_factory=dict, repr=False)
+    registry_endpoints: Mapping[str, str] = field(default_factory=dict)
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -165,6 +171,23 @@ def _redis_url(env: Mapping[str, str]) -> str:
     return url
 
 
+def _registry_credentials(env: Mapping[str, str]) -> dict[str, Credential]:
+    path = env.get("CONVEYOR_REGISTRY_AUTH_FILE", "").strip()
+    if not path:
+        return {}
+    try:
+        return load_auth_file(Path(path).expanduser())
+    except AuthFileError as exc:
+        raise SettingsError(f"CONVEYOR_REGISTRY_AUTH_FILE {path}: {exc}") from None
+
+
+def _registry_endpoints(env: Mapping[str, str]) -> dict[str, str]:
+    try:
+        return parse_endpoints(env.get("CONVEYOR_REGISTRY_ENDPOINTS", ""))
+    except ValueError as exc:
+        raise SettingsError(f"CONVEYOR_REGISTRY_ENDPOINTS: {exc}") from None
+
+
 def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None = None) -> Settings:
     """Build Settings; raises SettingsError naming the first bad variable."""
     env = merged_environment(environ, dotenv)
@@ -193,4 +216,6 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         workers=max(1, int(_number(env, "CONVEYOR_WORKERS", 8, integer=True))),
         redis_url=_redis_url(env),
         redis_claim_timeout=max(0.5, _number(env, "CONVEYOR_REDIS_CLAIM_TIMEOUT", 30.0)),
+        registry_credentials=_registry_credentials(env),
+        registry_endpoints=_registry_endpoints(env),
     )

@@ -40,6 +40,7 @@ class BotProcess:
             "GITHUB_PRIVATE_KEY": emulator.app_private_key_pem.replace("\n", "\\n"),
             "GITHUB_WEBHOOK_SECRET": SECRET,
             "GITHUB_API_URL": emulator.base_url,
+            "CONVEYOR_REGISTRY_ENDPOINTS": f"ghcr.io={emulator.web_url}",
             "HOST": "127.0.0.1",
             "PORT": str(self.port),
             "CONVEYOR_RESYNC_INTERVAL": str(resync),

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from bot.github.client import RetryPolicy
 from bot.handlers import build_router
+from bot.registry.client import RegistryPolicy
 from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
 from bot.sandbox.emulator import Emulator
 from bot.server import Runtime, create_app, runtime_of
@@ -133,9 +134,11 @@ async def make_world(*, files: dict[str, str] | None = None, workers: int = 4,
         app_id=str(emulator.app_id), private_key=emulator.app_private_key_pem,
         webhook_secret=SECRET, api_url=api_url, host="127.0.0.1", port=0,
         resync_interval=0, workers=workers,
+        registry_endpoints={"ghcr.io": emulator.web_url},  # the emulator serves ghcr.io
     )
     app = create_app(settings, build_router(), clock=clock, timer=virtual,
-                     retry=RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5))
+                     retry=RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5),
+                     registry_policy=RegistryPolicy(timeout=5, base_delay=0.01, max_delay=0.05))
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

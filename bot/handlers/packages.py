@@ -1,25 +1,35 @@
-"""Container `registry_package` / `package` events: a published image is a candidate."""
+"""Container `registry_package` / `package` events: a published image is a candidate.
+
+GHCR announces a multi-arch push as one untagged event per platform, then one event per tag of
+the index; GitHub sends each as both a `registry_package` and a `package` event. Only tagged
+events are candidates. The source commit is `package_version.target_oid` when GitHub knows
+it, else the image's `org.opencontainers.image.revision` label (the event's copy of the labels,
+often empty, or the image configuration read from the registry).
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
+from typing import Any
 
-import cachetools
 from gidgethub import routing, sansio
 
 from ..context import Context
 from ..domain.tags import version_from_tag
 from ..github.client import ConveyorGitHubAPI
-from ..promotion.candidates import Candidate, package_event_facts, source_from_labels
-from ..promotion.flows import find_release, promote_to_entry_environments
+from ..promotion.candidates import (
+    Candidate,
+    package_event_facts,
+    remember_package_page,
+    source_from_labels,
+)
+from ..promotion.flows import find_release, promote_to_entry_environments, release_candidate
+from ..registry.errors import RegistryError
 
 log = logging.getLogger(__name__)
 router = routing.Router()
 
-# GitHub sends both a `registry_package` and a `package` event for one push: handle it once.
-_recent: cachetools.TTLCache[tuple[str, str, str], bool] = cachetools.TTLCache(
-    maxsize=10_000, ttl=600
-)
 
 
 @router.register("registry_package", action="published")
@@ -32,13 +42,30 @@ async def on_package_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: 
         log.debug("not a tagged container image, ignored")
         return
     key = (facts["image"], facts["digest"], facts["tag"])
-    if key in _recent:
+    if key in ctx.handled_images:
         log.debug("same image already handled from its twin event")
         return
-    _recent[key] = True
-    installation_id = event.data["installation"]["id"]
-    event_repo = (event.data.get("repository") or {}).get("full_name")
+    if facts["package_url"]:
+        remember_package_page(facts["image"], facts["digest"], str(facts["package_url"]))
+    await _promote_package(event.data, facts, gh, ctx)
+    ctx.handled_images[key] = True
+
+
+async def _promote_package(data: dict[str, Any], facts: dict[str, Any], gh: ConveyorGitHubAPI,
+                           ctx: Context) -> None:
+    installation_id = data["installation"]["id"]
+    event_repo = (data.get("repository") or {}).get("full_name")
     label_repo, revision = source_from_labels(facts["labels"])
+    revision = facts["target_oid"] or revision
+    if revision is None or not (event_repo or label_repo):
+        try:
+            labelled = await ctx.images.provenance(facts["image"], facts["digest"])
+        except RegistryError as exc:
+            log.warning("image labels unavailable: %s", exc.message,
+                        extra={"image": facts["image"]})
+        else:
+            label_repo = label_repo or labelled.source_repo
+            revision = revision or labelled.revision
     for repo, service_name in await ctx.policies.services_for_image(
         gh, installation_id, facts["image"]
     ):
@@ -66,11 +93,15 @@ async def on_package_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: 
         if any(env.entry_from in ("release", "any") for env in repo.policy.environments.values()):
             release = await find_release(gh, service.source, service_name, facts["tag"])
             if release is not None:
-                from ..promotion.flows import release_candidate
-
-                completed = await release_candidate(ctx, gh, repo, service_name, release,
-                                                    service.source)
+                try:
+                    completed = await release_candidate(ctx, gh, repo, service_name, release,
+                                                        service.source)
+                except RegistryError as exc:
+                    log.warning("release image lookup failed: %s", exc.message,
+                                extra={"service": service_name, "tag": facts["tag"]})
         same = completed if completed and completed.digest == candidate.digest else None
+        if same is not None and same.package_url is None:
+            same = replace(same, package_url=candidate.package_url)
         await promote_to_entry_environments(ctx, gh, repo, same or candidate, "package")
         if completed is not None and any(env.entry_from == "release"
                                          for env in repo.policy.environments.values()):

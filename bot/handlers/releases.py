@@ -9,7 +9,12 @@ from gidgethub import routing, sansio
 from ..context import Context
 from ..domain.tags import tag_prefix
 from ..github.client import ConveyorGitHubAPI
-from ..promotion.flows import promote_to_entry_environments, release_candidate
+from ..promotion.flows import (
+    promote_to_entry_environments,
+    release_candidate,
+    report_lookup_failure,
+)
+from ..registry.errors import RegistryError
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -40,6 +45,10 @@ async def on_release_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: 
             log.info("release tag not admitted by the service's tag policy",
                      extra={"service": service, "tag": release["tag_name"]})
             continue
-        candidate = await release_candidate(ctx, gh, repo, service, release, source)
+        try:
+            candidate = await release_candidate(ctx, gh, repo, service, release, source)
+        except RegistryError as exc:
+            await report_lookup_failure(ctx, gh, repo, service, release, source, exc)
+            continue
         if candidate is not None:
             await promote_to_entry_environments(ctx, gh, repo, candidate, "release")

@@ -5,19 +5,31 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import quote
 
-import gidgethub
-from gidgethub.abc import GitHubAPI
+import cachetools
 
-from ..domain.images import canonical_image_name, is_digest, parse_image_ref
+from ..domain.images import is_digest
 from ..domain.tags import version_from_tag
+from ..registry.lookup import repo_from_source
 
 log = logging.getLogger(__name__)
 
 GHCR = "ghcr.io"
-# Newest versions first; a release names a recent image, so one page is enough.
-_VERSIONS_PAGE = 100
+# GitHub's "unknown" timestamp in package events (untagged per-platform versions)
+UNKNOWN_TIME = "0001-01-01T00:00:00Z"
+
+
+# The package version page of each digest, as a `registry_package` event named it (GitHub
+# refuses the Packages REST API to installation tokens, so pages are never fetched).
+_package_pages: cachetools.LRUCache[tuple[str, str], str] = cachetools.LRUCache(maxsize=20_000)
+
+
+def remember_package_page(image: str, digest: str, url: str) -> None:
+    _package_pages[(image.lower(), digest)] = url
+
+
+def package_page(image: str, digest: str) -> str | None:
+    return _package_pages.get((image.lower(), digest))
 
 # What asked for the promotion: a release, a package version, a command, an upstream
 # environment's merge or a rollback.
@@ -42,83 +54,6 @@ class Candidate:
     prerelease: bool = False
 
 
-@dataclass(frozen=True)
-class PackageVersion:
-    id: int
-    digest: str
-    tags: tuple[str, ...]
-    url: str | None
-    created_at: str | None
-
-
-def ghcr_package(image: str) -> tuple[str, str] | None:
-    """(owner, package name) of a GHCR image, or None for other registries."""
-    name = canonical_image_name(parse_image_ref(image).name)
-    host, _, rest = name.partition("/")
-    if host != GHCR or "/" not in rest:
-        return None
-    owner, _, package = rest.partition("/")
-    return owner, package
-
-
-class PackageLookup:
-    """Reads container package versions; remembers whether an owner is an org or a user."""
-
-    def __init__(self) -> None:
-        self._owner_kind: dict[str, str] = {}
-
-    async def versions(self, gh: GitHubAPI, image: str) -> list[PackageVersion]:
-        located = ghcr_package(image)
-        if located is None:
-            return []
-        owner, package = located
-        kinds = [self._owner_kind[owner]] if owner in self._owner_kind else ["orgs", "users"]
-        for kind in kinds:
-            url = (f"/{kind}/{owner}/packages/container/{quote(package, safe='')}/versions"
-                   f"?per_page={_VERSIONS_PAGE}")
-            try:
-                data = await gh.getitem(url)
-            except gidgethub.BadRequest as exc:
-                if exc.status_code == 404:
-                    continue
-                raise
-            self._owner_kind[owner] = kind
-            return [version for item in data if (version := _package_version(item))]
-        return []
-
-    async def find_by_tags(
-        self, gh: GitHubAPI, image: str, tags: list[str]
-    ) -> tuple[PackageVersion, str] | None:
-        """The version carrying the first of `tags` found, and that tag."""
-        versions = await self.versions(gh, image)
-        for tag in tags:
-            for version in versions:
-                if tag in version.tags:
-                    return version, tag
-        return None
-
-    async def find_by_digest(self, gh: GitHubAPI, image: str, digest: str
-                             ) -> PackageVersion | None:
-        for version in await self.versions(gh, image):
-            if version.digest == digest:
-                return version
-        return None
-
-
-def _package_version(item: Any) -> PackageVersion | None:
-    if not isinstance(item, dict) or not is_digest(str(item.get("name", ""))):
-        return None
-    metadata = item.get("metadata") or {}
-    tags = (metadata.get("container") or {}).get("tags") or []
-    return PackageVersion(
-        id=int(item.get("id", 0)),
-        digest=str(item["name"]),
-        tags=tuple(str(t) for t in tags),
-        url=item.get("html_url"),
-        created_at=item.get("created_at"),
-    )
-
-
 def release_tag_variants(git_tag: str) -> list[str]:
     """Image tags that a release's git tag may have been published under, best first."""
     version = version_from_tag(git_tag)
@@ -130,7 +65,8 @@ def package_event_facts(payload: dict[str, Any]) -> dict[str, Any] | None:
     """Image name, digest, tag and labels of a container `package`/`registry_package` event.
 
     None for other package types and for untagged manifests (the per-platform parts of a
-    multi-arch push: only the tagged manifest list is promoted).
+    multi-arch push, which GHCR announces before the index: only the tagged index is promoted).
+    One event names one tag; `target_oid` is the source commit when GitHub knows it.
     """
     package = payload.get("package") or payload.get("registry_package") or {}
     if str(package.get("package_type", "")).lower() != "container":
@@ -148,14 +84,22 @@ def package_event_facts(payload: dict[str, Any]) -> dict[str, Any] | None:
         return None
     labels = metadata.get("labels") or {}
     labels = labels if isinstance(labels, dict) else {}
+    published = [str(v) for v in (version.get("created_at"), version.get("updated_at"))
+                 if v and str(v) != UNKNOWN_TIME]
+    target = str(version.get("target_oid") or "")
     return {
         "image": f"{GHCR}/{owner}/{name}".lower(),
         "digest": digest,
         "tag": tag_name,
         "labels": labels,
+        "target_oid": target if _is_commit(target) else None,
         "package_url": version.get("html_url") or package.get("html_url"),
-        "published_at": version.get("created_at") or version.get("updated_at"),
+        "published_at": published[0] if published else None,
     }
+
+
+def _is_commit(value: str) -> bool:
+    return len(value) == 40 and all(c in "0123456789abcdef" for c in value.lower())
 
 
 def source_from_labels(labels: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -167,10 +111,6 @@ def source_from_labels(labels: dict[str, Any]) -> tuple[str | None, str | None]:
     every = labels.get("all_labels")
     merged = {**labels, **(every if isinstance(every, dict) else {})}
     source = str(merged.get("org.opencontainers.image.source") or merged.get("source") or "")
-    repo = None
-    if source:
-        path = source.split("://", 1)[-1].split("/", 1)[-1].removesuffix(".git").strip("/")
-        if path.count("/") == 1:
-            repo = path
+    repo = repo_from_source(source)
     revision = merged.get("org.opencontainers.image.revision") or merged.get("revision")
     return repo, (str(revision) if revision else None)

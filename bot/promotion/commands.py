@@ -35,12 +35,13 @@ from ..domain.commands import (
 )
 from ..domain.gate import Verdict
 from ..domain.policy import Policy, PolicyIssue
-from ..domain.tags import is_semver, version_from_tag
+from ..domain.tags import version_from_tag
 from ..domain.trains import ALL_GROUP, Period, previous_combination
 from ..github.limits import fit
 from ..github.repos import add_labels, commit_for_ref, is_bot, remove_label
 from ..names import GATE_CHECK, POLICY_PATH
-from .candidates import Candidate, PackageVersion, Trigger, release_tag_variants
+from ..registry.errors import RegistryError
+from .candidates import Candidate, Trigger, release_tag_variants
 from .downstream import promote_downstream
 from .flows import find_release
 from .gatekeeper import HOLD_LABEL, HOLD_MARKER
@@ -203,6 +204,12 @@ class _Runner:
             return
         try:
             text = await self._dispatch(command)
+        except RegistryError as exc:
+            log.warning("command failed: %s", exc.message,
+                        extra={"repository": self.repo, "number": self.where.number,
+                               "command": command.name})
+            text = (f"❌ {_plain(exc.message)}. Comment the command again once the registry "
+                    "answers.")
         except gidgethub.GitHubException as exc:
             log.exception("command failed", extra={"repository": self.repo,
                                                    "number": self.where.number,
@@ -295,25 +302,31 @@ class _Runner:
         policy = self.where.policy
         image = policy.services[command.service].image
         if command.is_digest:
-            package = await self.ctx.packages.find_by_digest(self.gh, image, command.ref)
-            known = await self._marker_for(command.service, command.ref)
-            tag = (known.tag if known else None) or (_best_tag(package.tags) if package else None)
-            if package is None and known is None:
-                return (f"❌ no published version of `{image}` has the digest "
-                        f"`{command.ref[:19]}…`; check the digest, or promote by tag.")
-            if tag is None:
-                return (f"❌ `{image}@{command.ref[:19]}…` carries no tag; Conveyor writes a tag "
-                        "beside the digest, so promote a tagged image.")
             digest = command.ref
+            found = await self.ctx.images.find_by_digest(image, digest)
+            known = await self._marker_for(command.service, digest)
+            if found is None and known is None:
+                return (f"❌ no published version of `{image}` has the digest "
+                        f"`{digest[:19]}…`; check the digest, or promote by tag.")
+            if found is not None and not found.manifest.is_index:
+                index = await self.ctx.images.index_of(image, digest)
+                if index is not None:
+                    return (f"❌ `{digest[:19]}…` is one platform of the multi-arch image "
+                            f"`{image}:{index.tag}`; promote its index digest `{index.digest}` "
+                            f"(or the tag `{index.tag}`) so every platform gets the same "
+                            "image.")
+            tag = (known.tag if known else None) or await self.ctx.images.tag_of(image, digest)
+            if tag is None:
+                return (f"❌ `{image}@{digest[:19]}…` carries no tag; Conveyor writes a tag "
+                        "beside the digest, so promote a tagged image.")
         else:
             variants = list(dict.fromkeys([command.ref, *release_tag_variants(command.ref)]))
-            found = await self.ctx.packages.find_by_tags(self.gh, image, variants)
-            if found is None:
+            by_tag = await self.ctx.images.find_by_tags(image, variants)
+            if by_tag is None:
                 looked = ", ".join(f"`{v}`" for v in variants)
                 return f"❌ `{image}` has no published image tagged {looked}."
-            package, tag = found
-            digest = package.digest
-        candidate = await self._candidate(command.service, digest, tag, "command", package)
+            tag, digest = by_tag.tag, by_tag.digest
+        candidate = await self._candidate(command.service, digest, tag, "command")
         provenance = await gather_provenance(self.gh, candidate, self.ctx.web_url)
         result = await Opener(self.ctx, self.gh, self.where.repo).open(
             candidate, command.environment, provenance=provenance, explicit=True)
@@ -336,16 +349,14 @@ class _Runner:
                 return trusted[0]
         return None
 
-    async def _candidate(self, service: str, digest: str, tag: str | None, trigger: Trigger,
-                         package: PackageVersion | None) -> Candidate:
+    async def _candidate(self, service: str, digest: str, tag: str | None, trigger: Trigger
+                         ) -> Candidate:
         """What is known about a digest: an earlier promotion's marker, the release whose tag
-        names it, the registry's package version, the commit its attestation names."""
+        names it, the commit its attestation or its image labels name."""
         policy = self.where.policy
         source = policy.services[service].source
         image = policy.services[service].image
         known = await self._marker_for(service, digest)
-        if package is None:
-            package = await self.ctx.packages.find_by_digest(self.gh, image, digest)
         source_sha = known.source_sha if known else None
         release_tag = known.release_tag if known else None
         release_url = None
@@ -360,14 +371,16 @@ class _Runner:
         if source_sha is None:
             attested = await find_attestation(self.gh, source, digest)
             source_sha = attested.commit if attested else None
+        if source_sha is None:
+            labelled = await self.ctx.images.provenance(image, digest)
+            if labelled.source_repo and labelled.source_repo.lower() == source.lower():
+                source_sha = labelled.revision
         named = release_tag or tag
         version = version_from_tag(named) if named else digest[:19]
         return Candidate(
             service=service, image=image, digest=digest, tag=tag, version=version,
             source_repo=source, trigger=trigger, source_sha=source_sha,
             release_tag=release_tag, release_url=release_url,
-            package_url=package.url if package else None,
-            published_at=package.created_at if package else None,
             requester=self.where.commenter,
         )
 
@@ -385,8 +398,8 @@ class _Runner:
         if command.ref is not None and not command.is_digest:
             image = policy.services[command.service].image
             variants = list(dict.fromkeys([command.ref, *release_tag_variants(command.ref)]))
-            found = await self.ctx.packages.find_by_tags(self.gh, image, variants)
-            wanted_digest = found[0].digest if found else None
+            found = await self.ctx.images.find_by_tags(image, variants)
+            wanted_digest = found.digest if found else None
         choice = choose_rollback(live_periods(history, truncated=truncated), command.environment,
                                  command.service, command.ref, wanted_digest)
         if choice.period is None or choice.period.digest is None:
@@ -394,7 +407,7 @@ class _Runner:
         period = choice.period
         digest = period.digest
         assert digest is not None
-        candidate = await self._candidate(command.service, digest, period.tag, "rollback", None)
+        candidate = await self._candidate(command.service, digest, period.tag, "rollback")
         provenance = await gather_provenance(self.gh, candidate, self.ctx.web_url)
         result = await Opener(self.ctx, self.gh, repo).open(
             candidate, command.environment, provenance=provenance,
@@ -412,7 +425,7 @@ class _Runner:
                     "`after:`.")
 
         async def candidate_for(service: str, tag: str | None, digest: str) -> Candidate:
-            return await self._candidate(service, digest, tag, "command", None)
+            return await self._candidate(service, digest, tag, "command")
 
         result = await promote_group(self.ctx, self.gh, self.where.repo, group,
                                      command.environment, requester=self.where.commenter,
@@ -443,7 +456,7 @@ class _Runner:
         for service, period in choice.moves.items():
             assert period.digest is not None
             candidates.append(await self._candidate(service, period.digest, period.tag,
-                                                    "rollback", None))
+                                                    "rollback"))
         sha = choice.change_sha
         url = links.get(sha) or f"{self.ctx.web_url}/{self.repo}/commit/{sha}"
         note = (f"**Rollback.** Goes back to the combination that ran in {command.environment} "
@@ -626,14 +639,6 @@ def describe_verdict(verdict: Verdict) -> str:
     state = verdict.conclusion or verdict.status.replace("_", " ")
     icon = {"success": "✅", "failure": "❌", "action_required": "✋"}.get(state, "⏳")
     return f"🔄 re-evaluated `{GATE_CHECK}`: {icon} **{state}** — {_plain(verdict.title)}"
-
-
-def _best_tag(tags: Sequence[str]) -> str | None:
-    """The tag to write beside a digest: a semantic version if there is one."""
-    for tag in tags:
-        if is_semver(version_from_tag(tag)) and tag != "latest":
-            return tag
-    return next((tag for tag in tags if tag != "latest"), tags[0] if tags else None)
 
 
 def _github_error(exc: gidgethub.GitHubException) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gidgethub.abc import GitHubAPI
@@ -52,10 +51,6 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
         "upstream" if environments is None else "command",
         requester if requester is not None else marker.requester,
     )
-    package = await ctx.packages.find_by_digest(gh, candidate.image, candidate.digest)
-    if package is not None:
-        candidate = replace(candidate, package_url=package.url,
-                            published_at=package.created_at)
     provenance = LazyProvenance(gh, candidate, ctx.web_url)
     opener = Opener(ctx, gh, repo)
     results = []

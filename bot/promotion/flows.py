@@ -12,7 +12,8 @@ from gidgethub.abc import GitHubAPI
 from ..domain.tags import version_from_tag
 from ..github.repos import commit_for_ref
 from ..names import POLICY_PATH
-from .candidates import Candidate, release_tag_variants
+from ..registry.errors import RegistryError
+from .candidates import Candidate, package_page, release_tag_variants
 from .opener import Opener, OpenResult
 from .policies import DeploymentRepo
 from .provenance import LazyProvenance
@@ -26,26 +27,52 @@ log = logging.getLogger(__name__)
 
 async def release_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,
                             release: dict[str, Any], source: str) -> Candidate | None:
-    """The candidate a release names, or None while its image is not published yet."""
+    """The candidate a release names, or None while its image is not published yet.
+
+    The image is looked up in its registry under `1.4.2`, `v1.4.2` and the git tag; a
+    registry that refuses raises RegistryError (see `report_lookup_failure`).
+    """
     assert repo.policy is not None
     image = repo.policy.services[service].image
     git_tag = str(release["tag_name"])
-    found = await ctx.packages.find_by_tags(gh, image, release_tag_variants(git_tag))
+    found = await ctx.images.find_by_tags(image, release_tag_variants(git_tag))
     if found is None:
         log.info("release has no published image yet; the package event will complete it",
                  extra={"service": service, "tag": git_tag, "image": image})
         return None
-    version, tag = found
     commit = await commit_for_ref(gh, source, git_tag)
     return Candidate(
-        service=service, image=image, digest=version.digest, tag=tag,
+        service=service, image=image, digest=found.digest, tag=found.tag,
         version=version_from_tag(git_tag), source_repo=source, trigger="release",
         source_sha=str(commit["sha"]) if commit else None, release_tag=git_tag,
-        release_url=release.get("html_url"), package_url=version.url,
-        published_at=version.created_at,
+        release_url=release.get("html_url"), package_url=package_page(image, found.digest),
+        published_at=release.get("published_at"),
         requester=(release.get("author") or {}).get("login"),
         prerelease=bool(release.get("prerelease")),
     )
+
+
+async def report_lookup_failure(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                                service: str, release: dict[str, Any], source: str,
+                                error: RegistryError) -> None:
+    """A release whose image the registry would not show: say so on the release commit (the
+    refusal check run of every entry environment fed by releases) and in the log."""
+    assert repo.policy is not None
+    git_tag = str(release["tag_name"])
+    log.warning("release image lookup failed: %s", error.message,
+                extra={"repository": repo.full_name, "service": service, "tag": git_tag})
+    commit = await commit_for_ref(gh, source, git_tag)
+    if commit is None:
+        return
+    pending = Candidate(
+        service=service, image=repo.policy.services[service].image, digest="", tag=None,
+        version=version_from_tag(git_tag), source_repo=source, trigger="release",
+        source_sha=str(commit["sha"]), release_tag=git_tag)
+    message = (f"{error.message}.\n\nThe promotion completes when the image can be read: "
+               "the `registry_package` event of the tag (GHCR) or the next resync.")
+    for env in repo.policy.environments.values():
+        if env.entry_from in ("release", "any"):
+            await report_refusal(ctx, gh, repo, pending, env.name, message)
 
 
 async def find_release(gh: GitHubAPI, source: str, service: str, image_tag: str

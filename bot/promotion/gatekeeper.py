@@ -497,15 +497,14 @@ def _judging_owner(policy: Policy, owners: list[tuple[Service, Environment]],
 
 async def registry_digest(ctx: Context, gh: GitHubAPI, image: str, tag: str) -> str | None:
     """The digest ``image:tag`` names in its registry (None: no such tag)."""
-    found = await ctx.packages.find_by_tags(gh, image, [tag])
-    return found[0].digest if found else None
+    found = await ctx.images.find_by_tags(image, [tag])
+    return found.digest if found else None
 
 
 async def registry_versions(ctx: Context, gh: GitHubAPI, image: str, digest: str
                             ) -> list[str]:
     """The tags that point at ``digest`` in the image's registry."""
-    version = await ctx.packages.find_by_digest(gh, image, digest)
-    return list(version.tags) if version else []
+    return await ctx.images.tags_of(image, digest)
 
 
 def _reason(exc: Exception) -> str:

@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import cmp_to_key
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from ..domain.tags import compare_versions
+from ..domain.policy import Service
+from ..domain.tags import compare_versions, is_semver, version_from_tag
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
+from ..registry.errors import RegistryError
+from .candidates import Candidate
 from .downstream import promote_downstream, reevaluate_open_pulls
 from .flows import promote_to_entry_environments, release_candidate
 from .history import opened_by_app
@@ -99,6 +103,8 @@ async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     be read with the installation's token (`404`, which is never conditional) and sends no
     events, so its releases are not asked for."""
     assert repo.policy is not None
+    takes_packages = any(env.entry_from in ("package", "any")
+                         for env in repo.policy.environments.values())
     by_source: dict[str, list[str]] = {}
     for service in repo.policy.services.values():
         if not installed or service.source.lower() in installed:
@@ -108,12 +114,15 @@ async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
         for name in names:
             service = repo.policy.services[name]
             release = next((r for r in releases if service.tags.admits(r["tag_name"])), None)
-            if release is None:
-                continue
-            candidate = await release_candidate(ctx, gh, repo, name, release, source)
-            if candidate is not None:
-                await promote_to_entry_environments(ctx, gh, repo, candidate, "release",
-                                                    report_refusals=False)
+            try:
+                if release is not None:
+                    await _promote_release(ctx, gh, repo, name, release, source)
+                if takes_packages:
+                    await _promote_newest_image(ctx, gh, repo, service)
+            except RegistryError as exc:
+                # one unreadable image never stops the pass: the next resync tries again
+                log.warning("resync: image lookup failed: %s", exc.message,
+                            extra={"repository": repo.full_name, "service": name})
     await finish_interrupted_promotions(ctx, gh, repo)
     await resume_auto_promotions(ctx, gh, repo)
     if watched(repo.policy):
@@ -122,6 +131,39 @@ async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     from .dashboard import refresh_dashboard
 
     await refresh_dashboard(ctx, gh, repo)
+
+
+async def _promote_release(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,
+                           release: dict[str, Any], source: str) -> None:
+    candidate = await release_candidate(ctx, gh, repo, service, release, source)
+    if candidate is not None:
+        await promote_to_entry_environments(ctx, gh, repo, candidate, "release",
+                                            report_refusals=False)
+
+
+async def _promote_newest_image(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                                service: Service) -> None:
+    """The newest admitted tag in the registry, for entry environments fed by package events:
+    recovers a lost `registry_package` event (and serves registries that send none)."""
+    admitted = [tag for tag in await ctx.images.tags(service.image)
+                if service.tags.admits(tag) and is_semver(version_from_tag(tag))]
+    if not admitted:
+        return
+    def order(a: str, b: str) -> int:
+        return compare_versions(version_from_tag(a), version_from_tag(b)) or 0
+
+    newest = max(admitted, key=cmp_to_key(order))
+    found = await ctx.images.find_by_tags(service.image, [newest])
+    if found is None:
+        return
+    labelled = await ctx.images.provenance(service.image, found.digest)
+    same_source = (labelled.source_repo or "").lower() == service.source.lower()
+    candidate = Candidate(
+        service=service.name, image=service.image, digest=found.digest, tag=newest,
+        version=version_from_tag(newest), source_repo=service.source, trigger="package",
+        source_sha=labelled.revision if same_source else None)
+    await promote_to_entry_environments(ctx, gh, repo, candidate, "package",
+                                        report_refusals=False)
 
 
 async def finish_interrupted_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo

@@ -13,15 +13,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import cachetools
-import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..manifests import ManifestError, find_images
 from ..offload import run_cpu
+from .candidates import package_page
 from .history import UNKNOWN, ChangeHistory, Wanted
 from .marker import branch_prefix, parse_marker
 from .opener import open_pulls
@@ -36,8 +36,6 @@ log = logging.getLogger(__name__)
 NONE = "—"
 Reference = tuple[str | None, str | None, str | None]  # tag, digest, problem
 ReferenceKey = tuple[str, str, str, str | None]  # blob, image, path, tag_key
-PACKAGE_LOOKUPS_PER_READ = 10  # images whose package versions are listed per read
-NOT_A_PACKAGE_FOR = timedelta(hours=1)  # a digest not found among them is not asked again
 
 
 @dataclass(frozen=True)
@@ -67,16 +65,13 @@ class StatusRow:
 
 
 class StatusSources:
-    """What status reads keep between reads: file texts by blob, dates by reference, package
-    pages by digest. One per process, sized from the policies being served."""
+    """What status reads keep between reads: file texts by blob, dates by reference. One per
+    process, sized from the policies being served. Package pages come from package events
+    (`package_page`): GitHub refuses the Packages REST API to installation tokens."""
 
     def __init__(self) -> None:
         self.files = RepoFiles()
         self.history = ChangeHistory()
-        self.package_urls: cachetools.LRUCache[tuple[str, str], str] = cachetools.LRUCache(
-            maxsize=4096)
-        self._not_packages: cachetools.LRUCache[tuple[str, str], datetime] = cachetools.LRUCache(
-            maxsize=4096)
         self._references: cachetools.LRUCache[ReferenceKey, Reference] = (
             cachetools.LRUCache(maxsize=4096))
 
@@ -84,7 +79,7 @@ class StatusSources:
         """Room for `rows` service × environment pairs of every repository served."""
         self.files.ensure_capacity(2 * rows)
         self.history.ensure_capacity(2 * rows)
-        for name in ("package_urls", "_not_packages", "_references"):
+        for name in ("_references",):
             old = getattr(self, name)
             if 2 * rows > old.maxsize:
                 grown: cachetools.LRUCache[Any, Any] = cachetools.LRUCache(maxsize=2 * rows)
@@ -111,21 +106,6 @@ class StatusSources:
             if at.text is not None and at.blob is not None:
                 out[(service, environment)] = self._references[(at.blob, image, path, tag_key)]
         return out
-
-    async def package_url(self, ctx: Context, gh: GitHubAPI, image: str, digest: str,
-                          budget: list[int]) -> str | None:
-        key = (image.lower(), digest)
-        if key in self.package_urls:
-            return self.package_urls[key]
-        missed = self._not_packages.get(key)
-        if (missed is not None and ctx.clock() - missed < NOT_A_PACKAGE_FOR) or budget[0] <= 0:
-            return None
-        budget[0] -= 1
-        for found, url in (await _package_pages(ctx, gh, image)).items():
-            self.package_urls[(image.lower(), found)] = url
-        if key not in self.package_urls:
-            self._not_packages[key] = ctx.clock()
-        return self.package_urls.get(key)
 
 
 def rollback_prefix(environment: str, service: str) -> str:
@@ -181,7 +161,6 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
                      snapshot.files[paths[(s.name, e)]].blob, s.tag_key)
               for s, e in pairs if found[(s.name, e)][0] or found[(s.name, e)][1]]
     dates = await sources.history.dates(ctx, gh, repo.full_name, wanted, sources.files)
-    budget = [PACKAGE_LOOKUPS_PER_READ]
     rows: list[StatusRow] = []
     for service, environment in pairs:
         version, digest, problem = found[(service.name, environment)]
@@ -189,8 +168,7 @@ async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> l
         rows.append(StatusRow(
             service=service.name, environment=environment,
             path=paths[(service.name, environment)], version=version, digest=digest,
-            package_url=await sources.package_url(ctx, gh, service.image, digest, budget)
-            if digest else None,
+            package_url=package_page(service.image, digest) if digest else None,
             since=since.when, since_commit=since.sha, since_url=since.url,
             pull_number=since.pull_number, pull_url=since.pull_url,
             open_pulls=open_promotions_for(pulls, environment, service.name),
@@ -211,15 +189,6 @@ def _parse_references(todo: list[tuple[ReferenceKey, str]]) -> dict[ReferenceKey
         out[key] = (images[0].tag, images[0].digest, None) if images else (
             None, None, f"{image} not found in `{path}`")
     return out
-
-
-async def _package_pages(ctx: Context, gh: GitHubAPI, image: str) -> dict[str, str]:
-    try:
-        versions = await ctx.packages.versions(gh, image)
-    except gidgethub.GitHubException as exc:
-        log.info("package versions unavailable", extra={"image": image, "error": str(exc)})
-        return {}
-    return {version.digest: version.url for version in versions if version.url}
 
 
 def short_digest(digest: str | None) -> str:

@@ -18,7 +18,7 @@ from gidgethub.abc import GitHubAPI
 from ..domain.policy import Environment, Group
 from ..domain.tags import version_from_tag
 from ..github.repos import commit_for_ref, get_file
-from .candidates import Candidate
+from .candidates import Candidate, package_page
 from .evidence import pins
 from .opener import OpenResult
 from .policies import DeploymentRepo
@@ -47,10 +47,10 @@ async def member_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, se
         return candidate
     settings = repo.policy.services[service]
     variants = [tag for tag in tag_variants(service, candidate) if settings.tags.admits(tag)]
-    found = await ctx.packages.find_by_tags(gh, settings.image, variants) if variants else None
-    if found is None:
+    found = await ctx.images.find_by_tags(settings.image, variants) if variants else None
+    if found is None or found.tag is None:
         return None
-    package, tag = found
+    tag = found.tag
     same_source = settings.source.lower() == candidate.source_repo.lower()
     # one release of a monorepo feeds the service when its tag policy admits the release's tag
     release_tag = candidate.release_tag if same_source and candidate.release_tag and \
@@ -60,10 +60,10 @@ async def member_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, se
         commit = await commit_for_ref(gh, settings.source, release_tag)
         source_sha = str(commit["sha"]) if commit else None
     return replace(
-        candidate, service=service, image=settings.image, digest=package.digest, tag=tag,
+        candidate, service=service, image=settings.image, digest=found.digest, tag=tag,
         version=version_from_tag(tag), source_repo=settings.source, source_sha=source_sha,
         release_tag=release_tag, release_url=candidate.release_url if release_tag else None,
-        package_url=package.url, published_at=package.created_at,
+        package_url=package_page(settings.image, found.digest), published_at=None,
     )
 
 

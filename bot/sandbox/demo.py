@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..names import POLICY_PATH
+from .emulator.images import build_image
 
 if TYPE_CHECKING:
     from .emulator import Emulator
@@ -110,10 +111,10 @@ class Demo:
     deploy_repo: str = DEPLOY_REPO
 
 
-def digest_of(text: str) -> str:
-    import hashlib
-
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+def digest_of(text: str, *, labels: dict[str, str] | None = None) -> str:
+    """The index digest of a multi-arch image standing for `text` (real content, so the
+    emulator's registry can serve it)."""
+    return build_image(text, labels=labels).digest
 
 
 def seed(emulator: Emulator, files: Mapping[str, str] | None = None) -> Demo:

@@ -111,6 +111,7 @@ async def start_sandbox(*, clock: SandboxClock | None = None, workers: int = 4) 
         app_id=str(emulator.app_id), private_key=emulator.app_private_key_pem,
         webhook_secret=secret, api_url=api_url, host="127.0.0.1", port=0,
         log_level="INFO", resync_interval=0, workers=workers, shutdown_grace=5,
+        registry_endpoints={"ghcr.io": emulator.web_url},  # the emulator serves ghcr.io
     )
     app = create_app(settings, build_router(), clock=clock,
                      retry=RetryPolicy(base_delay=0.01, max_delay=0.1, request_timeout=10))

@@ -32,6 +32,7 @@ from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
 from ..promotion.marker import parse_marker
 from .console import Console, prompt
 from .demo import digest_of, seed
+from .emulator.images import image_for
 from .emulator.ops import ApiError
 from .plan import Plan, PlanError, Unplayable, describe_policy, pinned, plan_demo, plan_from_config
 from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to, short
@@ -144,9 +145,12 @@ async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
         if version:
             git_tag = version if version.startswith("v") else f"v{version}"
             await emulator.create_tag(source, git_tag, first["sha"], user="alice")
-        await emulator.publish_container(image_owner, package, digest,
-                                         [version] if version else [], source_repo=source,
-                                         revision=first["sha"], emit=False)
+        if image_for(digest) is not None:
+            # a digest pinned in one's own manifests names no content the sandbox has: the
+            # registry rightly knows nothing about it
+            await emulator.publish_container(image_owner, package, digest,
+                                             [version] if version else [], source_repo=source,
+                                             revision=first["sha"], emit=False)
     # the change this story releases
     await emulator.push_files(source, {"CHANGELOG.md": f"## {plan.version}\n\n- Faster checkout\n"},
                               message="Faster checkout (#12)", author="alice")

@@ -323,9 +323,8 @@ async def test_events_from_acting_helpers(emulator: Emulator, gh: GitHubAPI,
     await em.create_tag("acme/web", "v1.0.0")
     await em.publish_release("acme/web", "v1.0.0")
     await em.publish_release("acme/web", "v1.1.0-rc.1", prerelease=True)
-    await em.publish_container("acme", "web", "sha256:" + "c" * 64, ["1.0.0"],
-                               source_repo="acme/web",
-                               platform_digests=["sha256:" + "d" * 64, "sha256:" + "e" * 64])
+    await em.publish_container("acme", "web", em.build_image("web:1.0.0"), ["1.0.0"],
+                               source_repo="acme/web")
     head = em.world.repo_by_name("acme/deploy").branch_sha("main")
     assert head is not None
     dep = await em.create_deployment("acme/deploy", head, "staging")

@@ -47,8 +47,10 @@ async def test_control_api(emulator: Emulator, gh: GitHubAPI, session: aiohttp.C
     async with session.post(base + "/act/publish_release", json={
             "repo": "acme/web", "tag": "v2.0.0"}) as resp:
         assert (await resp.json())["result"]["tag_name"] == "v2.0.0"
+    async with session.post(base + "/seed/build_image", json={"text": "web:2.0.0"}) as resp:
+        built = (await resp.json())["result"]
     async with session.post(base + "/act/publish_container", json={
-            "owner": "acme", "package": "web", "digest": "sha256:" + "f" * 64,
+            "owner": "acme", "package": "web", "digest": built,
             "tags": ["2.0.0"], "source_repo": "acme/web"}) as resp:
         assert resp.status == 200
     async with session.post(base + "/act/create_deployment", json={

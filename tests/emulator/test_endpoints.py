@@ -6,6 +6,8 @@ import base64
 from typing import Any
 
 import aiohttp
+import pytest
+from gidgethub import BadRequest
 from gidgethub.aiohttp import GitHubAPI
 
 from bot.sandbox.emulator import Emulator
@@ -183,13 +185,19 @@ async def test_every_endpoint_once(emulator: Emulator, session: aiohttp.ClientSe
     tag_ref = await gh.getitem(W + "/git/ref/tags/v1.4.2")
     assert tag_ref["object"]["type"] == "tag"
     assert (await gh.getitem(W + f"/git/tags/{tag_ref['object']['sha']}"))["tag"] == "v1.4.2"
-    digest = "sha256:" + "b" * 64
+    digest = em.build_image("web:1.4.2")
     ver = await em.publish_container("acme", "web", digest, ["1.4.2"], source_repo="acme/web",
                                      revision=web_head)
-    versions = await collect(gh, "/orgs/acme/packages/container/web/versions")
-    assert versions[0]["metadata"]["container"]["tags"] == ["1.4.2"]
-    assert (await gh.getitem(f"/orgs/acme/packages/container/web/versions/{ver['id']}"))[
-        "name"] == digest
+    # GitHub refuses the Packages REST API to installation tokens (enabledForGitHubApps: false)
+    for url in ("/orgs/acme/packages/container/web/versions",
+                f"/orgs/acme/packages/container/web/versions/{ver['id']}"):
+        with pytest.raises(BadRequest) as refused:
+            await gh.getitem(url)
+        assert refused.value.status_code == 403
+        assert str(refused.value) == "Resource not accessible by integration"
+    assert len(em.violations) == 2 and all("enabledForGitHubApps: false" in v
+                                           for v in em.violations)
+    em.violations.clear()
     em.add_attestation("acme/web", digest, source_repo="acme/web", commit=web_head, run_id=77)
     att = await gh.getitem(W + f"/attestations/{digest}")
     assert att["attestations"][0]["bundle"]["dsseEnvelope"]["payloadType"]

@@ -65,8 +65,9 @@ CASES: list[tuple[str, str, Any, int]] = [
     ("GET", "/orgs/acme/teams/nope/memberships/alice", None, 404),
     ("GET", R + "/releases/999", None, 404),
     ("GET", R + "/releases/tags/v9", None, 404),
-    ("GET", "/orgs/acme/packages/container/nope/versions", None, 404),
-    ("GET", "/orgs/acme/packages/npm/web/versions", None, 404),
+    # GitHub refuses every package read to installation tokens (enabledForGitHubApps: false)
+    ("GET", "/orgs/acme/packages/container/nope/versions", None, 403),
+    ("GET", "/orgs/acme/packages/npm/web/versions", None, 403),
     ("GET", R + "/attestations/sha256:" + "0" * 64, None, 404),
     ("GET", "/orgs/acme/attestations/sha256:" + "0" * 64, None, 404),
     ("GET", R + "/actions/runs/999", None, 404),
@@ -91,7 +92,8 @@ async def test_error_answers(emulator: Emulator, session: aiohttp.ClientSession,
     assert "x-ratelimit-remaining" in resp.headers
     # the requests above are wrong on purpose; the answers must still be GitHub's
     assert [v for v in em.violations if " request: " not in v
-            and "not in GitHub's REST description" not in v] == []
+            and "not in GitHub's REST description" not in v
+            and "enabledForGitHubApps: false" not in v] == []
 
 
 async def test_bad_json_and_no_auth(emulator: Emulator, session: aiohttp.ClientSession) -> None:

@@ -331,7 +331,7 @@ async def test_a_failing_command_says_so_and_the_next_one_runs(world: World,
     async def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("registry exploded")
 
-    monkeypatch.setattr(world.runtime.ctx.packages, "find_by_tags", broken)
+    monkeypatch.setattr(world.runtime.ctx.images, "find_by_tags", broken)
     number = await issue(world)
     posted = await say(world, number, "/promote web 1.0.0 production\n/status api")
     body = reply_to(world, number, posted)
@@ -473,7 +473,7 @@ async def test_a_github_error_is_reported(world: World, monkeypatch: Any) -> Non
     async def refused(*args: Any, **kwargs: Any) -> None:
         raise gidgethub.BadRequest(HTTPStatus.UNPROCESSABLE_ENTITY, "Validation Failed")
 
-    monkeypatch.setattr(world.runtime.ctx.packages, "find_by_tags", refused)
+    monkeypatch.setattr(world.runtime.ctx.images, "find_by_tags", refused)
     number = await issue(world)
     posted = await say(world, number, "/promote web 1.0.0 staging")
     body = reply_to(world, number, posted)

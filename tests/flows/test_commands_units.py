@@ -12,7 +12,6 @@ from bot.domain.policy import PolicyIssue, load_policy
 from bot.handlers.commands import from_a_bot
 from bot.promotion.commands import (
     Reply,
-    _best_tag,
     describe_result,
     describe_verdict,
     downstream_of,
@@ -193,13 +192,6 @@ def test_refusals() -> None:
     many = DeploymentRepo("acme/deploy", issues=[
         PolicyIssue(".github/conveyor.yml", n, 1, "bad") for n in range(25)])
     assert "… and 5 more" in policy_refusal(3, many)
-
-
-def test_best_tag_prefers_a_version() -> None:
-    assert _best_tag(["latest", "sha-abc", "v1.4.2"]) == "v1.4.2"
-    assert _best_tag(["latest", "main"]) == "main"
-    assert _best_tag(["latest"]) == "latest"
-    assert _best_tag([]) is None
 
 
 def test_bots_are_recognised() -> None:

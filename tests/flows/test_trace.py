@@ -48,6 +48,7 @@ async def built_release(world: World, version: str, sha: str, *,
                                        commit=attested_commit or sha,
                                        ref=f"refs/tags/v{version}")
     await world.emulator.publish_release(SOURCE, f"v{version}", author="alice")
+    await world.settle()  # the release waits for its image; the package event completes it
     await world.emulator.publish_container("acme", "web", digest, [version],
                                            source_repo=SOURCE, revision=sha)
     await world.settle()

@@ -4,9 +4,15 @@ Installs the npm packages `@octokit/openapi` and `@octokit/openapi-webhooks` int
 directory, keeps only the operations the emulator serves (method + path template, read from the
 emulator's own route table) and the webhook events it emits, plus every component schema they
 reference, and writes `github-rest.trimmed.json` and `github-webhooks.trimmed.json` next to this
-script. The component `$ref`s are kept (not inlined) so the files stay small.
+script, and `bot/sandbox/emulator/not-for-apps.json` (the served operations GitHub refuses to
+installation tokens; the emulator reads it even when it validates nothing). The component
+`$ref`s are kept (not inlined) so the files stay small.
 
-    python tests/openapi/make_trimmed.py
+    python tests/openapi/make_trimmed.py            # installs the packages with npm
+    python tests/openapi/make_trimmed.py DIR        # DIR/openapi, DIR/openapi-webhooks unpacked
+
+Each operation keeps its `x-github.enabledForGitHubApps` flag (the emulator refuses
+installation tokens where it is false); the rest of `x-github` is dropped.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 from bot.sandbox.emulator.app import ROUTER  # noqa: E402
 from bot.sandbox.emulator.openapi import WEBHOOK_KEYS  # noqa: E402
 
+NOT_FOR_APPS = HERE.parent.parent / "bot" / "sandbox" / "emulator" / "not-for-apps.json"
 PACKAGES = ["@octokit/openapi", "@octokit/openapi-webhooks"]
 METHODS = {"get", "put", "post", "patch", "delete"}
 
@@ -80,8 +87,13 @@ def trim_rest(spec: dict[str, Any]) -> dict[str, Any]:
         if "parameters" in item:
             entry["parameters"] = item["parameters"]
         op = dict(item[method])
+        flags = op.get("x-github") or {}
         for noisy in ("description", "x-github", "externalDocs"):
             op.pop(noisy, None)
+        # The one x-github flag the emulator enforces: GitHub refuses installation tokens
+        # on operations it marks `enabledForGitHubApps: false`.
+        if "enabledForGitHubApps" in flags:
+            op["x-github"] = {"enabledForGitHubApps": flags["enabledForGitHubApps"]}
         entry[method] = op
     if missing:
         print("not in GitHub's description (not validated):", *missing, sep="\n  ")
@@ -109,7 +121,7 @@ def trim_webhooks(spec: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        root = install(Path(tmp))
+        root = Path(sys.argv[1]) if len(sys.argv) > 1 else install(Path(tmp))
         rest = json.loads((root / "openapi" / "generated" / "api.github.com.json").read_text())
         hooks = json.loads(
             (root / "openapi-webhooks" / "generated" / "api.github.com.json").read_text())
@@ -120,6 +132,14 @@ def main() -> None:
     trimmed_hooks = trim_webhooks(hooks)
     trimmed_hooks["info"]["x-source-package"] = (
         f"@octokit/openapi-webhooks@{versions[PACKAGES[1]]}")
+    refused = sorted(
+        f"{method.upper()} {template}" for template, item in trimmed_rest["paths"].items()
+        for method, op in item.items()
+        if isinstance(op, dict) and op.get("x-github", {}).get("enabledForGitHubApps") is False)
+    NOT_FOR_APPS.write_text(json.dumps({
+        "source": trimmed_rest["info"]["x-source-package"],
+        "operations": refused}, indent=1) + "\n")
+    print(f"wrote {NOT_FOR_APPS.relative_to(HERE.parent.parent)} ({len(refused)} operations)")
     for name, doc in (("github-rest.trimmed.json", trimmed_rest),
                       ("github-webhooks.trimmed.json", trimmed_hooks)):
         path = HERE / name

@@ -98,6 +98,7 @@ async def build_world(
         webhook_secret=SECRET, api_url=api_url, host="127.0.0.1", port=0,
         resync_interval=0, workers=workers, queue_size=queue_size,
         max_body_bytes=max_body_bytes, shutdown_grace=5,
+        registry_endpoints={"ghcr.io": emulator.web_url},
     )
     app = create_app(settings, build_router(), clock=clock, retry=retry, timer=virtual)
     runner = web.AppRunner(app, access_log=None)

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from . import (
+    apps_refused,
     limits,
     permissions,
     routes_app,
@@ -108,6 +109,11 @@ class Dispatcher:
                                     count=False)
             self._scope(ctx, route)
             if ctx.token is not None:
+                if (request.method, route.template) in apps_refused.refused_operations():
+                    em.violations.append(
+                        f"{request.method} {route.template}: called with an installation "
+                        "token, which GitHub refuses (enabledForGitHubApps: false)")
+                apps_refused.check(request.method, route.template)
                 permissions.check(ctx.token, request.method, route.template)
             if em.validator is not None:
                 em.violations.extend(em.validator.check_request(
@@ -213,11 +219,12 @@ class Dispatcher:
 
 
 def build_app(emulator: Emulator) -> web.Application:
-    from . import control, web_views
+    from . import control, registry, web_views
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     control.register(app, emulator)
     web_views.register(app, emulator)
+    registry.register(app, emulator.world, emulator.registry)
     dispatcher = Dispatcher(emulator)
 
     async def api(request: web.Request) -> web.StreamResponse:

@@ -15,8 +15,10 @@ from . import shapes
 from .auth import generate_private_key
 from .faults import Dice, Faults, RateLimits, SecondaryLimits, Transients
 from .gitstore import Commit, Tag
+from .images import build_image, image_for
 from .ops import ApiError, Ops
 from .packages import add_version, attestation_bundle, event_body
+from .registry import RegistryState
 from .requestlog import RequestLog
 from .routes_deployments import auto_merge_conflict
 from .state import (
@@ -62,6 +64,8 @@ class Emulator:
         self.secondary = SecondaryLimits(timer)
         self.transients = Transients()
         self.requests = RequestLog()
+        # GHCR's OCI Distribution API for the images published here (its own request log)
+        self.registry = RegistryState()
         self.validator: Any = None
         if validate_openapi:
             from .openapi import OpenAPIValidator
@@ -308,27 +312,42 @@ class Emulator:
             body=body))
         return shapes.release(self.world, r, rel)
 
+    def build_image(self, text: str, *, labels: Mapping[str, str] | None = None) -> str:
+        """A multi-arch image with real content standing for `text`: its index digest, ready
+        for `publish_container`."""
+        return build_image(text, labels=labels).digest
+
     async def publish_container(self, owner: str, package: str, digest: str,
                                 tags: Sequence[str], *, source_repo: str | None = None,
                                 revision: str | None = None,
                                 sender: str = "github-actions[bot]",
-                                platform_digests: Sequence[str] = (),
                                 emit: bool = True) -> dict[str, Any]:
+        """CI pushes an image built by `build_image` (or `digest_of`) and tags it.
+
+        As GHCR does for a multi-arch push, each per-platform manifest arrives first as an
+        untagged version with its own `registry_package`/`package` events, then the index with
+        one event pair per tag.
+        """
+        image = image_for(digest)
+        if image is None:
+            raise ValueError(f"{digest} is not an image built by build_image()/digest_of(): "
+                             "the registry serves real content, so digests must be real")
         world = self.world
-        for platform in platform_digests:
+        self.registry.store(image)
+        for platform in image.platform_digests:
             add_version(world, owner, package, platform, [], source_repo, sender)
         pkg, ver = add_version(world, owner, package, digest, tags, source_repo, sender)
         if emit:
             src = world.repos.get(source_repo.lower()) if source_repo else None
-            events: list[tuple[str, str, Any]] = []
-            for platform in platform_digests:
+            events: list[tuple[str, Any]] = []
+            for platform in image.platform_digests:
                 pv = next(v for v in pkg.versions if v.name == platform)
-                events.append(("", platform, pv))
+                events.append(("", pv))
             for tag in (list(tags) or [""]):
-                events.append((tag, digest, ver))
+                events.append((tag, ver))
 
             def fire() -> None:
-                for tag_name, _, version in events:
+                for tag_name, version in events:
                     for event in ("registry_package", "package"):
                         body = event_body(world, pkg, version, tag_name, revision=revision,
                                           event=event)

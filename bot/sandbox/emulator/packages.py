@@ -44,7 +44,9 @@ def event_body(world: World, pkg: Package, ver: PackageVersion, tag: str, *,
     all_labels = {"org.opencontainers.image.source": source_url}
     if revision:
         all_labels["org.opencontainers.image.revision"] = revision
-    created = iso(ver.created_at)
+    # GHCR sends the untagged per-platform versions of a multi-arch push with an unknown
+    # creation time (@octokit/webhooks-examples, `package` published, container_metadata)
+    created = iso(ver.created_at) if tag else "0001-01-01T00:00:00Z"
     version: JSON = {
         "id": ver.id,
         "version": ver.name,
