@@ -283,6 +283,9 @@ class GateService:
         if digest is None:
             if reference.tag is None:
                 error = "neither a tag nor a digest"
+            elif not image_allowed(reference.name, policy.allowed_images):
+                # a pull request never makes Conveyor contact a registry the policy does not name
+                error = f"tag {reference.tag} is not looked up outside allowed_images"
             else:
                 try:
                     digest = await registry_digest(ctx, gh, reference.name, reference.tag)

@@ -18,6 +18,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 import aiohttp
 import cachetools
+from multidict import CIMultiDict
 
 from ..domain.images import is_digest
 from .challenge import Challenge, parse_challenge
@@ -335,7 +336,7 @@ class RegistryClient:
                 body = await _bounded(resp, cap)
                 if body is None:
                     raise invalid(repository, f"an answer larger than {cap:,} bytes")
-                return _Answer(resp.status, dict(resp.headers), body)
+                return _Answer(resp.status, CIMultiDict(resp.headers), body)
         raise invalid(repository, "too many redirects")
 
     def _count(self, repository: Repository, status: int | None) -> None:
