@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from http import HTTPStatus
 from typing import Any
 
-import gidgethub
 import pytest
 
 from bot.promotion.marker import parse_marker
@@ -370,16 +368,12 @@ async def test_a_forged_newer_marker_on_a_conveyor_branch_does_not_block_a_relea
     assert world.pull("Promote web 1.1.0 to staging")["merged"]
 
 
-async def test_a_failed_tag_lookup_still_posts_a_failing_gate(
-        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    async def refused(*_args: object, **_kwargs: object) -> None:
-        raise gidgethub.BadRequest(HTTPStatus.FORBIDDEN, "Resource not accessible by integration")
-
-    monkeypatch.setattr(world.runtime.ctx.packages, "find_by_tags", refused)
+async def test_a_failed_tag_lookup_still_posts_a_failing_gate(world: World) -> None:
+    world.emulator.registry.fail_with = 401  # the registry refuses every read
     tag_only = HEADER + '  - name: ghcr.io/acme/web\n    newTag: "1.0.0"\n'
     pr = await hand_pr(world, PROD, tag_only)
     failing(world, pr, "tag 1.0.0 could not be looked up",
-            "Resource not accessible by integration")
+            "registry ghcr.io answered 401 for acme/web: set CONVEYOR_REGISTRY_AUTH_FILE")
 
 
 async def test_dropping_the_services_images_entry_fails(world: World) -> None:

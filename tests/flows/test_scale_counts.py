@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks.scale import deployment_files
 from bot.github import repos as github_repos
-from bot.handlers import packages as package_handlers
+from bot.promotion import candidates
 from bot.promotion.dashboard import refresh_dashboard
 from bot.promotion.resync import resync_all
 from bot.sandbox.emulator.requestlog import RequestEntry
@@ -26,7 +26,7 @@ SERVICES = 500
 @pytest.fixture
 async def scale() -> AsyncIterator[World]:
     github_repos._immutable.clear()  # a fresh process: nothing remembered from other tests
-    package_handlers._recent.clear()
+    candidates._package_pages.clear()
     built = await make_world(files=deployment_files(SERVICES))
     try:
         yield built
