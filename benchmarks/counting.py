@@ -28,8 +28,6 @@ def policy_reads(repositories: int) -> list[Need]:
 
 
 RELEASE_TO_PR: list[Need] = [
-    ("GET", "/orgs/{org}/packages/{package_type}/{package_name}/versions",
-     "the digest carrying the release's tag: a release names a git tag, not a digest"),
     ("GET", "/repos/{owner}/{repo}/commits/{ref}",
      "the commit of the git tag (Conveyor-Source trailer, provenance); the payload's "
      "target_commitish is usually a branch"),

@@ -147,7 +147,9 @@ async def _run(stage: Stage, section: Section) -> None:
     minimum = cold_minimum(stage)
     cold = await deliver_alone(stage, first)
     cold_cmp = compare(cold, minimum)
-    section.add("release → entry-environment PR, cold caches (fresh bot)", cold.split(),
+    cold_registry = len(em.registry.requests.entries)
+    section.add("release → entry-environment PR, cold caches (fresh bot)",
+                f"{cold.split()}; registry {cold_registry}",
                 target=f"≤ minimum {len(minimum)} + 2", ok=cold.total <= len(minimum) + 2,
                 note=cold_cmp.describe())
     duplicate = await deliver_alone(stage, first, same_ids=True)
@@ -163,8 +165,9 @@ async def _run(stage: Stage, section: Section) -> None:
     warm_minimum = [*RELEASE_TO_PR, *AFTER_PR]
     warm = await deliver_alone(stage, second)
     warm_cmp = compare(warm, warm_minimum)
+    warm_registry = len(em.registry.requests.entries)
     section.add("release → entry-environment PR, warm caches (bot saw a release)",
-                warm.split(), target=f"minimum {len(warm_minimum)}",
+                f"{warm.split()}; registry {warm_registry}", target=f"minimum {len(warm_minimum)}",
                 ok=warm.total <= len(warm_minimum) + 2, note=warm_cmp.describe())
     em.reset_counters()
     await stage.replay_held(since)

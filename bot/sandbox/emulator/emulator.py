@@ -705,3 +705,4 @@ class Emulator:
 
     def reset_counters(self) -> None:
         self.requests.reset()
+        self.registry.requests.reset()
