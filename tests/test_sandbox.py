@@ -199,13 +199,17 @@ async def test_a_step_that_does_not_happen_fails_the_run(tmp_path: Path) -> None
     assert "Story stopped in " in text
 
 
-async def test_image_outside_ghcr_is_explained(tmp_path: Path) -> None:
-    policy = CUSTOM_POLICY.replace("ghcr.io/example/", "registry.example.com/example/")
-    config = write_config(tmp_path / "repo", policy, {"envs/dev/shop.yaml": HELM_VALUES})
+async def test_image_on_another_registry_plays(tmp_path: Path) -> None:
+    def elsewhere(text: str) -> str:
+        return text.replace("ghcr.io/example/", "registry.example.com/example/")
+    config = write_config(tmp_path / "repo", elsewhere(CUSTOM_POLICY), {
+        "envs/dev/shop.yaml": elsewhere(HELM_VALUES),
+        "envs/prod/shop.yaml": elsewhere(HELM_VALUES)})
     status, text = await play(tmp_path, config)
-    assert status == 1
-    assert "registry.example.com/example/shop: the sandbox publishes images to GitHub " \
-        "Packages (ghcr.io)" in text
+    assert status == 0, text
+    assert "1. CI publishes registry.example.com/example/shop:2.3.1 (sha256:" in text
+    assert 'Conveyor opened #1 "Promote shop 2.3.1 to dev"' in text
+    assert 'Conveyor opened #2 "Promote shop 2.3.1 to prod"' in text
 
 
 def test_command_line_exits_zero_with_a_readable_console(tmp_path: Path) -> None:
@@ -406,6 +410,28 @@ async def test_plain_manifests_through_two_gates_to_production(tmp_path: Path) -
     ]
     assert "1. CI publishes ghcr.io/northwind/billing:0.8.4 (sha256:" in text
     assert "   gate: action_required — needs 1 more approval from approvers (1 of 2)" in text
+    assert "source deployment recorded in northwind/billing (production)" in text
+
+
+async def test_images_on_docker_hub_play_through_the_registry(tmp_path: Path) -> None:
+    # the same layout with its images on Docker Hub, by full and by short name: no
+    # registry_package event exists there, the release alone leads Conveyor to the image
+    repo = tmp_path / "repo"
+    for source in (LAYOUTS / "plain-manifests").rglob("*.y*ml"):
+        target = repo / source.relative_to(LAYOUTS / "plain-manifests")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = source.read_text(encoding="utf-8")
+        target.write_text(text.replace("ghcr.io/northwind/billing", "northwind/billing")
+                          .replace("ghcr.io/northwind/", "docker.io/northwind/"),
+                          encoding="utf-8")
+    out = io.StringIO()
+    status = await run_sandbox(Options(config=repo / ".github" / "conveyor.yml",
+                                       log_dir=tmp_path, to="production",
+                                       service="billing"), out=out)
+    text = out.getvalue()
+    assert status == 0, text
+    assert "1. CI publishes northwind/billing:0.8.4 (sha256:" in text
+    assert "13. bob merges #3" in text
     assert "source deployment recorded in northwind/billing (production)" in text
 
 

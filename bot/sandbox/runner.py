@@ -11,7 +11,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,6 +22,7 @@ from aiohttp import web
 from ..github.client import RetryPolicy
 from ..handlers import build_router
 from ..logs import JsonFormatter, register_secret
+from ..registry.names import repository_of
 from ..server import WEBHOOK_PATH, Runtime, create_app, runtime_of
 from ..settings import Settings
 from .emulator import Emulator
@@ -99,8 +100,10 @@ class Sandbox:
         await self.emulator.stop()
 
 
-async def start_sandbox(*, clock: SandboxClock | None = None, workers: int = 4) -> Sandbox:
-    """Start the emulator and the bot; the caller seeds the emulator and wires nothing else."""
+async def start_sandbox(*, clock: SandboxClock | None = None, workers: int = 4,
+                        registries: Iterable[str] = ()) -> Sandbox:
+    """Start the emulator and the bot; the caller seeds the emulator and wires nothing else.
+    The emulator serves the images of ghcr.io and of every registry host in `registries`."""
     clock = clock or SandboxClock()
     secret = secrets.token_hex(20)
     register_secret(secret)
@@ -111,7 +114,7 @@ async def start_sandbox(*, clock: SandboxClock | None = None, workers: int = 4) 
         app_id=str(emulator.app_id), private_key=emulator.app_private_key_pem,
         webhook_secret=secret, api_url=api_url, host="127.0.0.1", port=0,
         log_level="INFO", resync_interval=0, workers=workers, shutdown_grace=5,
-        registry_endpoints={"ghcr.io": emulator.web_url},  # the emulator serves ghcr.io
+        registry_endpoints={host: emulator.web_url for host in {"ghcr.io", *registries}},
     )
     app = create_app(settings, build_router(), clock=clock,
                      retry=RetryPolicy(base_delay=0.01, max_delay=0.1, request_timeout=10))
@@ -155,9 +158,13 @@ def logs_to_file(folder: Path, level: str = "INFO") -> Iterator[Path]:
 
 
 def image_parts(image: str) -> tuple[str, str, str]:
-    """`ghcr.io/acme/web` → (registry, owner, package); the package may hold slashes."""
-    registry, _, rest = image.partition("/")
-    owner, _, package = rest.partition("/")
-    if not registry or not owner or not package:
+    """`ghcr.io/acme/web` → (registry, owner, package); the package may hold slashes. Docker
+    Hub's short names read as the registry does: `nginx` is docker.io's `library/nginx`."""
+    try:
+        repository = repository_of(image)
+    except ValueError as exc:
+        raise SandboxError(f"{image}: {exc}") from None
+    owner, _, package = repository.name.partition("/")
+    if not owner or not package:
         raise SandboxError(f"{image}: expected REGISTRY/OWNER/NAME")
-    return registry, owner, package
+    return repository.host, owner, package

@@ -14,6 +14,7 @@ environment up to `--to`; steps the policy does not call for are skipped, and sa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import signal
@@ -86,6 +87,18 @@ def spoken(value: timedelta) -> str:
 
 
 # -- seeding ---------------------------------------------------------------------------------------
+GHCR = "ghcr.io"
+
+
+def registry_hosts(plan: Plan) -> set[str]:
+    """Every registry the policy's images live on: the emulator serves them all."""
+    hosts = set()
+    for service in plan.policy.services.values():
+        with contextlib.suppress(SandboxError):
+            hosts.add(image_parts(service.image)[0])
+    return hosts
+
+
 def reporters(plan: Plan) -> list[str]:
     """Who reports deployments in the story: the policy's `deployed_by`, else Argo CD."""
     return [login for env in plan.chain for login in env.deployed_by] or ["argocd[bot]"]
@@ -251,7 +264,7 @@ class Story:
 
     async def release(self) -> dict[str, Any]:
         plan, em, say = self.plan, self.sandbox.emulator, self.narrator
-        _registry, owner, package = image_parts(plan.service.image)
+        registry, owner, package = image_parts(plan.service.image)
         say.step(f"CI publishes {plan.service.image}:{plan.version} ({short(plan.digest)}) and "
                  f"{plan.cast.requester} publishes release {plan.tag} in {plan.service.source}")
         source = plan.service.source
@@ -260,8 +273,10 @@ class Story:
         run = em.add_workflow_run(source, commit, name="release")
         em.add_attestation(source, plan.digest, source_repo=source, commit=commit,
                            ref=f"refs/tags/{plan.tag}", run_id=int(run["id"]))
+        # only GHCR tells GitHub (registry_package events); other registries are looked up
         await em.publish_container(owner, package, plan.digest, [plan.version],
-                                   source_repo=source, revision=commit)
+                                   source_repo=source, revision=commit,
+                                   emit=registry == GHCR)
         await em.create_tag(plan.service.source, plan.tag, user=plan.cast.requester)
         await em.publish_release(plan.service.source, plan.tag, author=plan.cast.requester)
         await self.sandbox.settle()
@@ -704,10 +719,6 @@ async def run_sandbox(options: Options, out: TextIO | None = None,
     except SandboxError as exc:
         narrator.line(str(exc))
         return 1
-    if not plan.service.image.lower().startswith("ghcr.io/"):
-        narrator.line(f"{plan.service.image}: the sandbox publishes images to GitHub Packages "
-                      "(ghcr.io), where Conveyor finds a release's image; this one is elsewhere")
-        return 1
     folder = options.log_dir or Path(tempfile.mkdtemp(prefix="conveyor-sandbox-"))
     status = 1
     try:
@@ -724,7 +735,7 @@ async def run_sandbox(options: Options, out: TextIO | None = None,
 async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path,
                 started: float, stop: asyncio.Event | None,
                 commands: asyncio.StreamReader | None) -> int:
-    sandbox = await start_sandbox()
+    sandbox = await start_sandbox(registries=registry_hosts(plan))
     try:
         await seed_world(sandbox, plan)
         where = (f"{options.config}" if options.config else "the demo policy")
