@@ -56,7 +56,8 @@ class Evidence:
     # history, so that evidence from an unrelated environment never satisfies a gate.
     environment: str | None = None
     # The canonical image name the evidence is about; None means "the change's own image".
-    # The same digest under another name is another image (SPEC 6: full name and digest).
+    # The same digest under another name is another image: references compare by full name
+    # and digest (docs/security.md).
     image: str | None = None
 
 
