@@ -117,6 +117,9 @@ class EnvironmentRules:
     soak: timedelta
     approvals: int
     allow_self_approval: bool = False
+    # the environments further up the chain than `after` (its own `after`, and so on): a digest
+    # reported failing in any of them is refused here too
+    earlier: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -360,7 +363,7 @@ def _evidence_conditions(
             subject=subject,
         )
         for mark in gate.failures.get(digest, ())
-        if mark.environment == rules.after
+        if mark.environment == rules.after or mark.environment in rules.earlier
     ]
     # When all required evidence first existed: the latest of each kind's earliest evidence.
     started: datetime | None = None

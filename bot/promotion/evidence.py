@@ -80,18 +80,42 @@ class EvidenceFinder:
         # The oldest commit of the stretch is the one that brought the digest to the branch.
         found = [await self._merged(stretch[-1], upstream, path, image, digest)]
         if self.policy.environments[upstream].on_failure is not None:
-            mark = await find_mark(self.gh, self.repo, stretch[-1]["sha"], service, upstream,
-                                   digest, own_app_id=self.own_app_id,
-                                   own_login=self.own_login)
-            failure = mark.as_failure() if mark is not None else None
-            if failure is not None:
-                self.failures.setdefault(digest, []).append(failure)
+            await self._failure_mark(stretch[-1]["sha"], service, upstream, digest)
+        await self._failure_marks_further_up(service, upstream, image, digest)
         if "deployed" in environment.evidence:
             deployed, notes = await self._deployed(search, target, environment, digest)
             found += deployed
             if notes:
                 self.notes[digest] = notes
         return found
+
+    async def _failure_mark(self, sha: str, service: str, environment: str,
+                            digest: str) -> None:
+        """Record Conveyor's failure mark for the digest in `environment`, if the commit that
+        brought the digest there carries one."""
+        mark = await find_mark(self.gh, self.repo, sha, service, environment, digest,
+                               own_app_id=self.own_app_id, own_login=self.own_login)
+        failure = mark.as_failure() if mark is not None else None
+        if failure is not None:
+            self.failures.setdefault(digest, []).append(failure)
+
+    async def _failure_marks_further_up(self, service: str, upstream: str, image: str,
+                                        digest: str) -> None:
+        """A digest reported failing in any earlier environment of the chain blocks every
+        later one, not only the next: marks of watched environments before `upstream`."""
+        tag_keys = self._tag_keys(service)
+        for name in self.policy.chain_before(upstream):
+            if self.policy.environments[name].on_failure is not None:
+                path = self.policy.path_for(service, name)
+
+                async def pinned_at(sha: str, path: str = path) -> bool:
+                    file = await get_file(self.gh, self.repo, path, sha)
+                    return pins(file.text if file else None, image, digest, path, tag_keys)
+
+                search = DeployedSearch(self.gh, self.repo, self.default_branch, pinned_at)
+                stretch = await search.pinning_commits(Target(service, name, path, None))
+                if stretch:
+                    await self._failure_mark(stretch[-1]["sha"], service, name, digest)
 
     async def _merged(self, commit: dict[str, Any], upstream: str, path: str, image: str,
                       digest: str) -> Evidence:

@@ -185,6 +185,7 @@ class GateService:
                 evidence=policy.environments[name].evidence, soak=policy.environments[name].soak,
                 approvals=policy.environments[name].approvals,
                 allow_self_approval=policy.environments[name].allow_self_approval,
+                earlier=policy.chain_before(policy.environments[name].after),
             ) for name in envs
         }
         now = ctx.clock()

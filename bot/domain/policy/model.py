@@ -102,6 +102,15 @@ class Policy:
             raise ValueError(f"event kind must be 'release' or 'package', not {event_kind!r}")
         return [env for env in self.environments.values() if env.entry_from in (event_kind, "any")]
 
+    def chain_before(self, env: str | None) -> tuple[str, ...]:
+        """The environments before ``env`` in its chain, nearest first (``env`` excluded)."""
+        chain: list[str] = []
+        current = self.environments[env].after if env and env in self.environments else None
+        while current is not None and current not in chain and current != env:
+            chain.append(current)
+            current = self.environments[current].after if current in self.environments else None
+        return tuple(chain)
+
     def downstream_of(self, env: str) -> list[Environment]:
         """Environments whose ``after`` names ``env`` directly, in file order."""
         return [candidate for candidate in self.environments.values() if candidate.after == env]

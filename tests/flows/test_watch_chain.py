@@ -1,0 +1,72 @@
+"""A digest reported failing in one environment fails the gate of every later environment of
+the chain, not only the next one: staging → qa → production, a failure report in staging
+after qa already took the digest, and the production promotion's gate names the report."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY
+from tests.flows.gitops import ArgoCD
+from tests.harness import World, close_world, make_world
+
+QA = """  - name: qa
+    path: apps/{service}/overlays/qa/kustomization.yaml
+    after: staging
+    promote: auto
+    evidence: [merged]
+    auto_merge: true
+"""
+
+
+def chain_policy() -> str:
+    text = DEMO_POLICY.replace(
+        "    auto_merge: true\n",
+        "    auto_merge: true\n"
+        "    on_failure: hold\n"
+        "    deployed_context: argocd/{service}-{env}\n"
+        '    deployed_by: ["argocd[bot]"]\n', 1)
+    text = text.replace("      production: charts/api/values-production.yaml\n",
+                        "      qa: charts/api/values-qa.yaml\n"
+                        "      production: charts/api/values-production.yaml\n")
+    text = text.replace("  - name: production\n", QA + "  - name: production\n")
+    return text.replace("    after: staging\n    promote: manual\n",
+                        "    after: qa\n    promote: manual\n")
+
+
+@pytest.fixture
+async def world() -> AsyncIterator[World]:
+    files = {**DEMO_FILES, ".github/conveyor.yml": chain_policy(),
+             "apps/web/overlays/qa/kustomization.yaml":
+                 DEMO_FILES["apps/web/overlays/staging/kustomization.yaml"],
+             "charts/api/values-qa.yaml": DEMO_FILES["charts/api/values-staging.yaml"]}
+    built = await make_world(files=files)
+    ArgoCD(built, app_slug="argocd").install()
+    try:
+        yield built
+    finally:
+        await close_world(built)
+    assert built.emulator.violations == [], built.emulator.violations
+
+
+async def test_a_failure_in_staging_blocks_production_after_qa(world: World) -> None:
+    await world.release("web", "1.1.0")
+    staging = world.pull("Promote web 1.1.0 to staging")
+    qa = world.pull("Promote web 1.1.0 to qa")
+    assert staging["merged"] and qa["merged"]
+    await world.emulator.comment(world.repo, qa["number"], "alice", "/promote production")
+    await world.settle()
+    production = world.pull("Promote web 1.1.0 to production")
+
+    await ArgoCD(world, app_slug="argocd").status(
+        "web-staging", staging["merge_commit_sha"], "failure")
+    await world.settle()
+    await world.emulator.comment(world.repo, production["number"], "alice", "/recheck")
+    await world.settle()
+
+    gate = world.gate(world.pull("Promote web 1.1.0 to production"))
+    assert gate["conclusion"] == "failure"
+    assert "reported failing in staging" in gate["output"]["summary"]
+
