@@ -65,6 +65,25 @@ async def find_pull_for_branch(gh: GitHubAPI, repo: str, branch: str) -> dict[st
     return pulls[0] if pulls else None
 
 
+async def open_pull(gh: GitHubAPI, repo: str, *, branch: str, base: str, title: str,
+                    body: str) -> dict[str, Any]:
+    """Open the pull request of ``branch``; a 422 because it already exists (a retried job)
+    adopts the existing one."""
+    try:
+        pull: dict[str, Any] = await gh.post(f"/repos/{repo}/pulls", data={
+            "title": title, "head": branch, "base": base, "body": body,
+            "maintainer_can_modify": False,
+        })
+    except gidgethub.BadRequest as exc:
+        if exc.status_code != 422:
+            raise
+        found = await find_pull_for_branch(gh, repo, branch)
+        if found is None:
+            raise
+        pull = found
+    return pull
+
+
 def refusal_for_tags(policy: Policy, service: str, environment: str, candidate: Candidate
                      ) -> str | None:
     subject = candidate.release_tag or candidate.tag or candidate.version
@@ -220,19 +239,9 @@ class Opener:
         upstream_note = f"Follows #{upstream_pr} in {env.after}." if upstream_pr else None
         body = pr_body(candidate, env, [change], provenance, marker,
                        upstream_note=upstream_note, rollback_note=rollback_note)
-        try:
-            pull = await self.gh.post(f"/repos/{repo}/pulls", data={
-                "title": pr_title(candidate, env.name, rollback=rollback,
-                                  from_version=from_version),
-                "head": branch, "base": self.default_branch, "body": body,
-                "maintainer_can_modify": False,
-            })
-        except gidgethub.BadRequest as exc:
-            if exc.status_code != 422:
-                raise
-            pull = await find_pull_for_branch(self.gh, repo, branch)
-            if pull is None:
-                raise
+        pull = await open_pull(
+            self.gh, repo, branch=branch, base=self.default_branch, body=body,
+            title=pr_title(candidate, env.name, rollback=rollback, from_version=from_version))
         labels = [LABEL, env_label(env.name)] + ([ROLLBACK_LABEL] if rollback else [])
         await add_labels(self.gh, repo, int(pull["number"]), labels)
         return int(pull["number"]), str(pull["html_url"]), head_sha

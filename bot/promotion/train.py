@@ -41,6 +41,7 @@ from .opener import (
     close_superseded,
     env_label,
     find_pull_for_branch,
+    open_pull,
     open_pulls,
     refusal_for_tags,
 )
@@ -206,18 +207,9 @@ class TrainOpener:
             group, environment, moves, rollback=rollback, requester=requester))
         marker = replace(marker, commit=head_sha)
         body = train_body(group, env, moves, plan.left_out, marker, rollback_note=rollback_note)
-        try:
-            pull = await self.gh.post(f"/repos/{repo}/pulls", data={
-                "title": train_title(group, environment, len(moves), rollback=rollback),
-                "head": branch, "base": self.repo.default_branch, "body": body,
-                "maintainer_can_modify": False,
-            })
-        except gidgethub.BadRequest as exc:
-            if exc.status_code != 422:
-                raise
-            pull = await find_pull_for_branch(self.gh, repo, branch)
-            if pull is None:
-                raise
+        pull = await open_pull(
+            self.gh, repo, branch=branch, base=self.repo.default_branch, body=body,
+            title=train_title(group, environment, len(moves), rollback=rollback))
         labels = [LABEL, env_label(environment), TRAIN_LABEL] + (
             [ROLLBACK_LABEL] if rollback else [])
         await add_labels(self.gh, repo, int(pull["number"]), labels)

@@ -67,36 +67,40 @@ def image_prefix_problem(prefix: str) -> str | None:
     return None
 
 
+def _unknown_placeholder(text: str) -> str | None:
+    """The first ``{field}`` of ``text`` that is not a known placeholder; ValueError for broken
+    braces anywhere in it (checked before any field is judged)."""
+    fields = list(string.Formatter().parse(text))
+    for _, field_name, spec, conversion in fields:
+        if field_name is not None and (field_name not in PLACEHOLDERS or spec or conversion):
+            return field_name
+    return None
+
+
 def placeholder_problem(template: str) -> str | None:
     try:
-        fields = list(string.Formatter().parse(template))
+        unknown = _unknown_placeholder(template)
     except ValueError as exc:
         return f"invalid path template {template!r}: {exc} (write literal braces as {{{{ }}}})"
-    for _, field_name, spec, conversion in fields:
-        if field_name is None:
-            continue
-        if field_name not in PLACEHOLDERS or spec or conversion:
-            return (
-                f"unknown placeholder {{{field_name}}} in path {template!r}: "
-                "only {service} and {env} are allowed"
-            )
+    if unknown is not None:
+        return (
+            f"unknown placeholder {{{unknown}}} in path {template!r}: "
+            "only {service} and {env} are allowed"
+        )
     return None
 
 
 def context_pattern_problem(pattern: str) -> str | None:
     """A ``deployed_context``: literal text, ``{service}``, ``{env}`` and ``*`` wildcards."""
     try:
-        fields = list(string.Formatter().parse(pattern))
+        unknown = _unknown_placeholder(pattern)
     except ValueError as exc:
         return f"invalid context {pattern!r}: {exc} (write literal braces as {{{{ }}}})"
-    for _, field_name, spec, conversion in fields:
-        if field_name is None:
-            continue
-        if field_name not in PLACEHOLDERS or spec or conversion:
-            return (
-                f"unknown placeholder {{{field_name}}} in {pattern!r}: only {{service}}, {{env}} "
-                "and * are allowed"
-            )
+    if unknown is not None:
+        return (
+            f"unknown placeholder {{{unknown}}} in {pattern!r}: only {{service}}, {{env}} "
+            "and * are allowed"
+        )
     return None
 
 
