@@ -222,6 +222,14 @@ def short_digest(digest: str) -> str:
 
 
 def evaluate_gate(gate: GateInput) -> Verdict:
+    """The verdict of the gate on the facts in ``gate``, deterministic and without I/O.
+
+    Every condition is listed, met or not. An unmet condition that fails makes the verdict
+    ``failure``; else missing approvals make it ``action_required``; else a running wait (soak,
+    freeze) keeps it ``in_progress``, to be evaluated again at ``recheck_at`` (when the first
+    wait ends); else it is ``success``. No gated change and no file problem gives
+    :data:`NO_GATED_CHANGE`.
+    """
     if not gate.changes and not gate.problems:
         return NO_GATED_CHANGE
 

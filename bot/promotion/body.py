@@ -71,6 +71,12 @@ def pr_body(
     upstream_note: str | None = None,
     rollback_note: str | None = None,
 ) -> str:
+    """The Markdown body of a single-service promotion PR, ``marker`` last.
+
+    Says what moves from which version to which in each of ``changes``, with the provenance
+    table, the gate's checklist when ``environment`` is gated, and the commands. Never longer
+    than ``MAX_BODY``: a longer body is cut before the marker, which always stays whole.
+    """
     old = changes[0] if changes else None
     old_version = (old.old_tag or "—") if old else "—"
     lines = [

@@ -149,6 +149,12 @@ class GateService:
 
     async def verdict_for(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
                           facts: PullFacts) -> Verdict:
+        """The gate's verdict on the pull request of ``facts``, without posting it.
+
+        Reads what the verdict rests on (the changed files, upstream evidence, reviews, hold
+        and freeze) and leaves the decision to :func:`evaluate_gate`; a repository whose policy
+        is invalid gets a failure.
+        """
         policy = repo.policy
         if policy is None:
             return Verdict("completed", "failure", f"The policy {POLICY_PATH} is invalid",
