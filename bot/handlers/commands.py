@@ -27,6 +27,7 @@ from ..promotion.commands import (
     run_commands,
 )
 from ..promotion.gatekeeper import WRITE_PERMISSIONS
+from .events import deployment_repo
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -44,9 +45,7 @@ async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Co
     body = str(posted.get("body") or "")
     if from_a_bot(user, ctx.bot_login) or "/" not in body:
         return
-    repository = event.data["repository"]
-    repo = await ctx.policies.get(gh, event.data["installation"]["id"],
-                                  repository["full_name"], repository.get("default_branch"))
+    repo = await deployment_repo(event, gh, ctx)
     if repo is None:
         return  # not a deployment repository
     policy = repo.policy

@@ -7,6 +7,7 @@ from gidgethub import routing, sansio
 from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.configcheck import run_config_check
+from .events import deployment_repo, is_default_branch_push
 
 router = routing.Router()
 
@@ -15,9 +16,7 @@ router = routing.Router()
 @router.register("pull_request", action="synchronize")
 @router.register("pull_request", action="reopened")
 async def on_pull_request(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repository = event.data["repository"]
-    repo = await ctx.policies.get(gh, event.data["installation"]["id"],
-                                  repository["full_name"], repository.get("default_branch"))
+    repo = await deployment_repo(event, gh, ctx)
     if repo is None:
         return
     pr = event.data["pull_request"]
@@ -28,12 +27,9 @@ async def on_pull_request(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Conte
 
 @router.register("push")
 async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repository = event.data["repository"]
-    default_branch = repository.get("default_branch") or repository.get("master_branch")
-    if event.data.get("ref") != f"refs/heads/{default_branch}" or event.data.get("deleted"):
+    if not is_default_branch_push(event):
         return
-    repo = await ctx.policies.get(gh, event.data["installation"]["id"],
-                                  repository["full_name"], default_branch)
+    repo = await deployment_repo(event, gh, ctx)
     if repo is None:
         return
     paths = sorted({path for commit in event.data.get("commits") or []

@@ -24,7 +24,7 @@ from ..github.client import ConveyorGitHubAPI
 from ..promotion.deployed import parse_time
 from ..promotion.downstream import reevaluate_open_pulls
 from ..promotion.watch import FAILED_STATES, Watcher, watched
-from .pulls import deployment_repo
+from .events import deployment_repo
 
 log = logging.getLogger(__name__)
 router = routing.Router()

@@ -7,21 +7,15 @@ from gidgethub import routing, sansio
 from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.merger import merge_promotion
-from ..promotion.policies import DeploymentRepo
 from ..scheduler import INTERNAL_PREFIX
+from .events import deployment_repo
 
 router = routing.Router()
 
 
-async def _repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
-                ) -> DeploymentRepo | None:
-    return await ctx.policies.get(gh, event.data["installation"]["id"],
-                                  event.data["repository"]["full_name"])
-
-
 @router.register(INTERNAL_PREFIX + "recheck")
 async def on_recheck_timer(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await _repo(event, gh, ctx)
+    repo = await deployment_repo(event, gh, ctx)
     if repo is not None:
         await ctx.gates.evaluate(ctx, gh, repo, int(event.data["number"]))
 

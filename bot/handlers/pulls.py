@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
 
 from gidgethub import routing, sansio
 
@@ -13,21 +12,14 @@ from ..github.client import ConveyorGitHubAPI
 from ..promotion.downstream import promote_downstream, reevaluate_open_pulls
 from ..promotion.gatekeeper import keep_hold
 from ..promotion.marker import parse_marker
-from ..promotion.policies import DeploymentRepo
 from ..promotion.train_flows import promote_train_downstream
 from ..promotion.trust import opened_by_conveyor, trusted_marker
+from .events import deployment_repo
 
 log = logging.getLogger(__name__)
 router = routing.Router()
 
 _MERGE_QUEUE_PR = re.compile(r"/pr-(\d+)-")
-
-
-async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
-                          ) -> DeploymentRepo | None:
-    repository: dict[str, Any] = event.data["repository"]
-    return await ctx.policies.get(gh, event.data["installation"]["id"],
-                                  repository["full_name"], repository.get("default_branch"))
 
 
 @router.register("pull_request", action="opened")

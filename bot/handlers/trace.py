@@ -19,6 +19,7 @@ from ..promotion.policies import DeploymentRepo
 from ..promotion.trace import Promotion, report_promotion, source_commit
 from ..promotion.trust import trusted_marker
 from ..scheduler import INTERNAL_PREFIX
+from .events import deployment_repo, is_default_branch_push
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -26,16 +27,9 @@ router = routing.Router()
 TRACED_KINDS = ("promotion", "rollback", "train")
 
 
-async def _deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
-                           ) -> DeploymentRepo | None:
-    repository: dict[str, Any] = event.data["repository"]
-    return await ctx.policies.get(gh, event.data["installation"]["id"],
-                                  repository["full_name"], repository.get("default_branch"))
-
-
 @router.register("pull_request", action="closed")
 async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await _deployment_repo(event, gh, ctx)
+    repo = await deployment_repo(event, gh, ctx)
     if repo is None:
         return
     schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
@@ -93,7 +87,7 @@ async def on_promotion_opened(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: C
     ref = str(event.data["pull_request"]["head"].get("ref") or "")
     if not ref.startswith("conveyor/"):
         return
-    repo = await _deployment_repo(event, gh, ctx)
+    repo = await deployment_repo(event, gh, ctx)
     if repo is not None:
         schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
 
@@ -102,18 +96,15 @@ async def on_promotion_opened(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: C
 async def on_default_branch_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
                                  ) -> None:
     """A direct push may change what an environment runs, too."""
-    repository = event.data["repository"]
-    default_branch = repository.get("default_branch") or repository.get("master_branch")
-    if event.data.get("ref") != f"refs/heads/{default_branch}" or event.data.get("deleted"):
+    if not is_default_branch_push(event):
         return
-    repo = await _deployment_repo(event, gh, ctx)
+    repo = await deployment_repo(event, gh, ctx)
     if repo is not None:
         schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
 
 
 @router.register(INTERNAL_PREFIX + DASHBOARD_EVENT)
 async def on_dashboard_due(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await ctx.policies.get(gh, event.data["installation"]["id"],
-                                  event.data["repository"]["full_name"])
+    repo = await deployment_repo(event, gh, ctx)
     if repo is not None:
         await refresh_dashboard(ctx, gh, repo)

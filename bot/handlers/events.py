@@ -1,0 +1,32 @@
+"""What a webhook says about the repository it comes from: which deployment repository it is,
+and whether it is a push to that repository's default branch."""
+
+from __future__ import annotations
+
+from gidgethub import sansio
+
+from ..context import Context
+from ..github.client import ConveyorGitHubAPI
+from ..promotion.policies import DeploymentRepo
+
+
+def default_branch(event: sansio.Event) -> str | None:
+    """The default branch the payload names; None when it names none (internal jobs)."""
+    repository = event.data["repository"]
+    # Push payloads carry the same name under the older key `master_branch` as well.
+    branch = repository.get("default_branch") or repository.get("master_branch")
+    return str(branch) if branch else None
+
+
+def is_default_branch_push(event: sansio.Event) -> bool:
+    """A push that moved the default branch (a push that deleted a branch is not)."""
+    branch = default_branch(event)
+    return (branch is not None and event.data.get("ref") == f"refs/heads/{branch}"
+            and not event.data.get("deleted"))
+
+
+async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+                          ) -> DeploymentRepo | None:
+    """The deployment repository the event comes from; None for any other repository."""
+    return await ctx.policies.get(gh, event.data["installation"]["id"],
+                                  event.data["repository"]["full_name"], default_branch(event))
