@@ -5,6 +5,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY bot ./bot
+COPY conveyor_emulator ./conveyor_emulator
 # every dependency has wheels for CPython 3.11 on Linux: no compiler needed. pip compiles the
 # bytecode here, so the read-only runtime never writes any. The `redis` extra (a small pure
 # Python client) lets the same image run alone or as replicas sharing CONVEYOR_REDIS_URL.

@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 
 from bot.sandbox.demo import digest_of
-from bot.sandbox.emulator.webhooks import Delivery
+from conveyor_emulator.webhooks import Delivery
 
 from .report import Section
 from .wiring import ChildServer, Stage, spawn_bot, start_stage

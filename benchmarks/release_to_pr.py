@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from bot.sandbox.emulator.requestlog import RequestEntry, RequestLog
+from conveyor_emulator.requestlog import RequestEntry, RequestLog
 
 from .counting import RELEASE_TO_PR, REPOSITORIES, TOKEN, policy_reads
 from .report import Section, median, ms

@@ -39,7 +39,7 @@ import aiohttp
 
 from bot.redisq.client import Keys, connect
 from bot.sandbox.demo import digest_of, seed
-from bot.sandbox.emulator import Emulator
+from conveyor_emulator import Emulator
 
 SECRET = "benchmark-webhook-secret-0123456789"
 REPO_ROOT = Path(__file__).resolve().parent.parent

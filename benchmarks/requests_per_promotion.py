@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.promotion.resync import resync_installation
-from bot.sandbox.emulator.webhooks import Delivery
+from conveyor_emulator.webhooks import Delivery
 
 from .counting import (
     AFTER_PR,

@@ -33,10 +33,10 @@ from bot.github.client import RetryPolicy
 from bot.handlers import build_router
 from bot.promotion import candidates
 from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
-from bot.sandbox.emulator import Emulator
-from bot.sandbox.emulator.webhooks import Delivery
 from bot.server import WEBHOOK_PATH, Runtime, create_app, runtime_of
 from bot.settings import Settings
+from conveyor_emulator import Emulator
+from conveyor_emulator.webhooks import Delivery
 
 SECRET = "benchmark-webhook-secret-0123456789"
 START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)  # a Monday morning, outside any freeze

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bot.sandbox.emulator import Emulator
+from conveyor_emulator import Emulator
 from tests.harness import SECRET
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

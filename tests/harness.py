@@ -14,9 +14,9 @@ from bot.github.client import RetryPolicy
 from bot.handlers import build_router
 from bot.registry.client import RegistryPolicy
 from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
-from bot.sandbox.emulator import Emulator
 from bot.server import Runtime, create_app, runtime_of
 from bot.settings import Settings
+from conveyor_emulator import Emulator
 
 SECRET = "test-webhook-secret-1234"
 START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)  # a Monday morning

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from bot.sandbox.demo import DEMO_FILES
-from bot.sandbox.emulator.auth import generate_private_key
+from conveyor_emulator.auth import generate_private_key
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGEST = "sha256:" + "a" * 64

@@ -22,7 +22,6 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from bot.sandbox.emulator import Emulator
 from bot.settings import load_settings
 from bot.setup_flow import (
     SetupConfig,
@@ -36,6 +35,7 @@ from bot.setup_flow import (
     setup_state,
     write_env,
 )
+from conveyor_emulator import Emulator
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = load_manifest(ROOT / "app-manifest.yml")
@@ -329,7 +329,7 @@ def test_the_manifest_asks_for_no_more_than_the_bot_uses() -> None:
     """Commit statuses are read (evidence), never written: `statuses: read`; and the
     emulator's installations grant exactly what the manifest asks for, so a write the manifest
     does not allow answers 403 in every behaviour test."""
-    from bot.sandbox.emulator.emulator import DEFAULT_PERMISSIONS
+    from conveyor_emulator.emulator import DEFAULT_PERMISSIONS
 
     assert MANIFEST["default_permissions"]["statuses"] == "read"
     assert MANIFEST["default_permissions"]["merge_queues"] == "read"

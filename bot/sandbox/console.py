@@ -20,10 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from conveyor_emulator.ops import ApiError
+
 from ..domain.deployed import fill_context
 from ..domain.durations import parse_duration
 from ..names import GATE_CHECK
-from .emulator.ops import ApiError
 from .plan import Plan
 from .reading import gate_of, gate_text, reply_to
 from .runner import Sandbox

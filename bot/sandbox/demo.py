@@ -10,11 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from conveyor_emulator.images import build_image
+
 from ..names import POLICY_PATH
-from .emulator.images import build_image
 
 if TYPE_CHECKING:
-    from .emulator import Emulator
+    from conveyor_emulator import Emulator
 
 ORG = "acme"
 DEPLOY_REPO = "acme/deploy"

@@ -19,13 +19,14 @@ from pathlib import Path
 
 from aiohttp import web
 
+from conveyor_emulator import Emulator
+
 from ..github.client import RetryPolicy
 from ..handlers import build_router
 from ..logs import JsonFormatter, register_secret
 from ..registry.names import repository_of
 from ..server import WEBHOOK_PATH, Runtime, create_app, runtime_of
 from ..settings import Settings
-from .emulator import Emulator
 
 # Monday 10:00 UTC: outside the usual freeze windows, so a policy's freeze does not stall the
 # story unless it really covers a Monday morning.

@@ -26,6 +26,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+from conveyor_emulator.images import image_for
+from conveyor_emulator.ops import ApiError
+
 from ..domain.deployed import fill_context
 from ..domain.policy import Environment, PolicyError
 from ..domain.tags import version_from_tag
@@ -33,8 +36,6 @@ from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
 from ..promotion.marker import parse_marker
 from .console import Console, prompt
 from .demo import digest_of, seed
-from .emulator.images import image_for
-from .emulator.ops import ApiError
 from .plan import Plan, PlanError, Unplayable, describe_policy, pinned, plan_demo, plan_from_config
 from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to, short
 from .runner import Sandbox, SandboxError, image_parts, logs_to_file, start_sandbox

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 from gidgethub.aiohttp import GitHubAPI
 
-from bot.sandbox.emulator import Emulator
+from conveyor_emulator import Emulator
 
 SECRET = "emulator-test-secret"
 

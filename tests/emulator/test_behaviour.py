@@ -14,7 +14,7 @@ from gidgethub import BadRequest, GitHubBroken, RateLimitExceeded
 from gidgethub.aiohttp import GitHubAPI
 from multidict import CIMultiDict
 
-from bot.sandbox.emulator import Emulator
+from conveyor_emulator import Emulator
 
 from .conftest import SECRET, Receiver, app_jwt, token_for
 
@@ -211,7 +211,7 @@ async def test_bad_jwts_are_rejected(emulator: Emulator, session: aiohttp.Client
                                      kind: str) -> None:
     import jwt as pyjwt
 
-    from bot.sandbox.emulator.auth import generate_private_key
+    from conveyor_emulator.auth import generate_private_key
 
     em = emulator
     now = int(time.time())

@@ -10,8 +10,8 @@ import pytest
 from gidgethub import BadRequest
 from gidgethub.aiohttp import GitHubAPI
 
-from bot.sandbox.emulator import Emulator
-from bot.sandbox.emulator.emulator import DEFAULT_PERMISSIONS
+from conveyor_emulator import Emulator
+from conveyor_emulator.emulator import DEFAULT_PERMISSIONS
 
 from .conftest import Receiver, app_jwt
 

@@ -7,8 +7,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.sandbox.emulator import Emulator
-from bot.sandbox.emulator.emulator import DEFAULT_PERMISSIONS
+from conveyor_emulator import Emulator
+from conveyor_emulator.emulator import DEFAULT_PERMISSIONS
 
 R = "/repos/acme/deploy"
 SHA0 = "0" * 40

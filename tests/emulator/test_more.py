@@ -10,7 +10,7 @@ import pytest
 from gidgethub import BadRequest
 from gidgethub.aiohttp import GitHubAPI
 
-from bot.sandbox.emulator import Emulator
+from conveyor_emulator import Emulator
 
 from .conftest import Receiver, app_jwt
 

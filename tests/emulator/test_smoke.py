@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from gidgethub.aiohttp import GitHubAPI
 
-from bot.sandbox.emulator import Emulator
+from conveyor_emulator import Emulator
 
 from .conftest import Receiver
 

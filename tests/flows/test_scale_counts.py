@@ -17,7 +17,7 @@ from bot.github import repos as github_repos
 from bot.promotion import candidates
 from bot.promotion.dashboard import refresh_dashboard
 from bot.promotion.resync import resync_all
-from bot.sandbox.emulator.requestlog import RequestEntry
+from conveyor_emulator.requestlog import RequestEntry
 from tests.harness import World, close_world, make_world
 
 SERVICES = 500

@@ -4,7 +4,7 @@ Installs the npm packages `@octokit/openapi` and `@octokit/openapi-webhooks` int
 directory, keeps only the operations the emulator serves (method + path template, read from the
 emulator's own route table) and the webhook events it emits, plus every component schema they
 reference, and writes `github-rest.trimmed.json` and `github-webhooks.trimmed.json` next to this
-script, and `bot/sandbox/emulator/not-for-apps.json` (the served operations GitHub refuses to
+script, and `conveyor_emulator/not-for-apps.json` (the served operations GitHub refuses to
 installation tokens; the emulator reads it even when it validates nothing). The component
 `$ref`s are kept (not inlined) so the files stay small.
 
@@ -27,10 +27,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from bot.sandbox.emulator.app import ROUTER  # noqa: E402
-from bot.sandbox.emulator.openapi import WEBHOOK_KEYS  # noqa: E402
+from conveyor_emulator.app import ROUTER  # noqa: E402
+from conveyor_emulator.openapi import WEBHOOK_KEYS  # noqa: E402
 
-NOT_FOR_APPS = HERE.parent.parent / "bot" / "sandbox" / "emulator" / "not-for-apps.json"
+NOT_FOR_APPS = HERE.parent.parent / "conveyor_emulator" / "not-for-apps.json"
 PACKAGES = ["@octokit/openapi", "@octokit/openapi-webhooks"]
 METHODS = {"get", "put", "post", "patch", "delete"}
 

@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from bot.sandbox.emulator import Emulator
+from conveyor_emulator import Emulator
 from tests.botprocess import BotProcess, free_port
 
 REDIS_MISSING = "redis-server not installed (CI installs it)"

@@ -17,9 +17,9 @@ from bot.github.client import RetryPolicy
 from bot.handlers import build_router
 from bot.promotion.resync import resync_all
 from bot.sandbox.demo import seed
-from bot.sandbox.emulator import Emulator
 from bot.server import Runtime, create_app, runtime_of
 from bot.settings import Settings
+from conveyor_emulator import Emulator
 from tests.harness import SECRET, Clock
 from tests.redis.support import RedisServer
 

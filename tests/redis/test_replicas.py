@@ -17,7 +17,7 @@ pytest.importorskip("redis", reason="the redis client is not installed (pip inst
 
 from bot.redisq.client import Keys, connect
 from bot.sandbox.demo import DEPLOY_REPO, digest_of, seed
-from bot.sandbox.emulator import Emulator
+from conveyor_emulator import Emulator
 from tests.botprocess import BotProcess
 from tests.harness import SECRET
 from tests.redis.support import RedisServer, redis_bot

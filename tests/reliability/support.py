@@ -19,9 +19,9 @@ from bot.github.client import RetryPolicy
 from bot.handlers import build_router
 from bot.promotion.marker import parse_marker
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, DEPLOY_REPO, seed
-from bot.sandbox.emulator import Emulator
 from bot.server import create_app, runtime_of
 from bot.settings import Settings
+from conveyor_emulator import Emulator
 from tests.harness import SECRET, Clock, VirtualTime, World
 
 FAST_RETRY = RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5)

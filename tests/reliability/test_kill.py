@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.sandbox.demo import DEPLOY_REPO, digest_of, seed
-from bot.sandbox.emulator import Emulator
+from conveyor_emulator import Emulator
 from tests.botprocess import BotProcess
 from tests.harness import SECRET
 from tests.reliability.support import (

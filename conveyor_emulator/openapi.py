@@ -35,7 +35,7 @@ def default_dir() -> Path:
     env = os.environ.get(ENV_DIR)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "tests" / "openapi"
+    return Path(__file__).resolve().parents[1] / "tests" / "openapi"
 
 
 def _nullable(node: Any) -> Any:

@@ -7,7 +7,7 @@ names the permission as the settings page shows it ("Merge queues"); the manifes
 of `app-permissions` in `@octokit/openapi` (`merge_queues`). `DISPLAY_NAMES` maps one to the
 other and is checked against that schema, so a renamed permission fails here, not in a test.
 
-    python -m bot.sandbox.emulator.make_event_permissions
+    python -m conveyor_emulator.make_event_permissions
 """
 
 from __future__ import annotations
