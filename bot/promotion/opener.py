@@ -8,17 +8,27 @@ from __future__ import annotations
 
 import base64
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
+from ..domain.opening import (
+    FileEdit,
+    Opening,
+    OpeningFacts,
+    OpenPromotion,
+    PullRef,
+    Reading,
+    ServiceSubject,
+    decide_opening,
+)
 from ..domain.policy import Environment, Policy
 from ..domain.provenance import Provenance
 from ..domain.tags import compare_versions, version_from_tag
-from ..github.repos import add_labels, branch_head, content_path, get_file
-from ..manifests import ManifestError, promote_image
+from ..github.repos import RepoFile, add_labels, branch_head, content_path, get_file
+from ..manifests import Edit, ManifestError, promote_image
 from ..offload import run_cpu
 from .body import Change, commit_message, pr_body, pr_title
 from .candidates import Candidate
@@ -49,6 +59,15 @@ class OpenResult:
     def markdown(self) -> str:
         link = f" #{self.number}" if self.number else ""
         return f"{self.message}{link}".strip()
+
+
+def declined(decision: Opening) -> OpenResult:
+    """The result of a decision not to open a PR."""
+    if decision.kind == "open":
+        raise ValueError("a decision to open is acted on, not declined")
+    pull = decision.pull
+    return OpenResult(decision.kind, decision.message, pull.number if pull else None,
+                      pull.url if pull else None)
 
 
 def env_label(environment: str) -> str:
@@ -94,8 +113,19 @@ def refusal_for_tags(policy: Policy, service: str, environment: str, candidate: 
     return None
 
 
-class Opener:
-    """Opens, adopts and supersedes promotion PRs in one deployment repository."""
+@dataclass(kw_only=True)
+class Found:
+    """What the readings of one opening found that acting on its decision needs."""
+
+    pulls: list[dict[str, Any]] = field(default_factory=list)  # the repository's open PRs
+
+
+F = TypeVar("F", bound=Found)
+
+
+class RepoOpener(Generic[F]):
+    """What the promotion and the train opener share: one deployment repository and its
+    policy, and the readings the opening decision asks for whatever the PR moves."""
 
     def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
         if repo.policy is None:
@@ -105,6 +135,45 @@ class Opener:
         self.repo = repo
         self.policy: Policy = repo.policy
         self.default_branch = repo.default_branch
+
+    async def _decide(self, facts: OpeningFacts, found: F) -> Opening:
+        """Read what :func:`decide_opening` asks for until it decides."""
+        while not isinstance(reading := decide_opening(facts), Opening):
+            facts = await self._read(reading, facts, found)
+        return reading
+
+    async def _read(self, reading: Reading, facts: OpeningFacts, found: F) -> OpeningFacts:
+        repo = self.repo.full_name
+        if reading == "open_pulls":
+            found.pulls = await open_pulls(self.gh, repo)
+            by_head: dict[str, PullRef] = {}
+            for pr in found.pulls:
+                by_head.setdefault(str(pr["head"]["ref"]), _pull_ref(pr))
+            return replace(facts, open_pulls=by_head)
+        if reading == "earlier_pulls" and facts.branch is not None:
+            earlier = await find_pull_for_branch(self.gh, repo, facts.branch)
+            return replace(facts, earlier_pulls=(_pull_ref(earlier),) if earlier else ())
+        return await self._read_subject(reading, facts, found)
+
+    async def _read_subject(self, reading: Reading, facts: OpeningFacts, found: F
+                            ) -> OpeningFacts:
+        """The readings about what the PR moves: its files, its service's promotions."""
+        raise NotImplementedError
+
+
+def _pull_ref(pr: dict[str, Any]) -> PullRef:
+    return PullRef(int(pr["number"]), str(pr["html_url"]))
+
+
+@dataclass(kw_only=True)
+class _Promotion(Found):
+    candidate: Candidate
+    file: RepoFile | None = None  # the service's file at the default branch's head
+    edit: Edit | None = None  # the candidate's digest set in it
+
+
+class Opener(RepoOpener[_Promotion]):
+    """Opens, adopts and supersedes promotion PRs in one deployment repository."""
 
     async def open(
         self,
@@ -116,56 +185,49 @@ class Opener:
         rollback_note: str | None = None,
         upstream_pr: int | None = None,
     ) -> OpenResult:
+        """Open the PR that sets ``candidate`` in ``environment``, or say why not.
+
+        Idempotent: an open PR of the same branch is returned (``exists``); a file that pins
+        the digest already opens nothing (``live``). Unless ``explicit`` (a command), a newer
+        version live or promoted, or a PR of the branch closed without merging, opens nothing
+        (``skipped``). A tag the environment's policy does not admit is ``refused`` unless
+        ``rollback_note`` makes it a rollback. An opened PR closes the service's older open
+        promotions into the environment and, in an ungated ``auto_merge`` environment, is
+        merged at once (``merged``).
+        """
         env = self.policy.environments[environment]
-        refusal = refusal_for_tags(self.policy, candidate.service, environment, candidate)
-        if refusal and not rollback_note:
-            return OpenResult("refused", refusal)
         rollback = rollback_note is not None
-        branch = branch_name(environment, candidate.service, candidate.digest, rollback=rollback)
+        refusal = refusal_for_tags(self.policy, candidate.service, environment, candidate)
+        path = self.policy.path_for(candidate.service, environment)
+        facts = OpeningFacts(
+            subject=ServiceSubject(candidate.service, candidate.version, path),
+            environment=environment, rollback=rollback, explicit=explicit,
+            tag_refusals=(refusal,) if refusal else (),
+            branch=branch_name(environment, candidate.service, candidate.digest,
+                               rollback=rollback))
+        decided = decide_opening(facts)
+        if isinstance(decided, Opening):  # on the policy alone, before any reading
+            return declined(decided)
         repo = self.repo.full_name
+        found = _Promotion(candidate=candidate)
         async with self.ctx.locks.hold(repo):
-            pulls = await open_pulls(self.gh, repo)
-            existing = next((pr for pr in pulls if pr["head"]["ref"] == branch), None)
-            if existing is not None:
-                return OpenResult("exists", "already open:", existing["number"],
-                                  existing["html_url"])
-            path = self.policy.path_for(candidate.service, environment)
-            current = await get_file(self.gh, repo, path)
-            if current is None:
-                return OpenResult("refused", f"`{path}` does not exist on {self.default_branch}")
-            service_image = self.policy.services[candidate.service].image
-            try:
-                edit = await run_cpu(
-                    len(current.text), promote_image, current.text, image=service_image,
-                    tag=candidate.tag, digest=candidate.digest, path=path,
-                    tag_key=self.policy.services[candidate.service].tag_key)
-            except ManifestError as exc:
-                return OpenResult("refused", f"cannot edit {exc}")
-            before = edit.occurrences[0] if edit.occurrences else None
-            if not edit.changed:
-                return OpenResult("live", f"{candidate.service} {candidate.version} is already "
-                                          f"live in {environment} (`{path}`)")
-            newer = await self._newer_than_candidate(candidate, before.tag if before else None,
-                                                     pulls, environment)
-            if newer and not explicit and not rollback:
-                return OpenResult("skipped", newer)
-            if not explicit:
-                closed = await find_pull_for_branch(self.gh, repo, branch)
-                if closed is not None:
-                    return OpenResult("skipped", "closed without merging; `/promote` opens it "
-                                      "again:", closed["number"], closed["html_url"])
+            decision = await self._decide(facts, found)
+            if decision.kind != "open" or found.file is None or found.edit is None:
+                return declined(decision)
+            before = found.edit.occurrences[0] if found.edit.occurrences else None
             change = Change(path, before.tag if before else None,
-                            before.digest if before else None, edit.notes)
+                            before.digest if before else None, found.edit.notes)
             if isinstance(provenance, LazyProvenance):
                 provenance = await provenance.get()
             with_link = await with_compare(self.gh, provenance or Provenance(), candidate,
                                            change.old_tag, self.ctx.web_url)
+            branch = str(facts.branch)
             number, url, head_sha = await self._create(
-                candidate, env, branch, path, current.sha, edit.new_text, change,
+                candidate, env, branch, path, found.file.sha, found.edit.new_text, change,
                 with_link, rollback_note, upstream_pr,
             )
             if not rollback:
-                await self._supersede(candidate, environment, branch, number, pulls, explicit)
+                await self._supersede(candidate, environment, branch, number, found.pulls)
             merged = False
             if env.auto_merge and not env.gated:
                 # Still under the repository's lock: a newer promotion of the same service is
@@ -179,6 +241,36 @@ class Opener:
                                             "service": candidate.service, "env": environment,
                                             "digest": candidate.digest})
         return OpenResult("opened", "opened", number, url, merged=merged)
+
+    async def _read_subject(self, reading: Reading, facts: OpeningFacts, found: _Promotion
+                            ) -> OpeningFacts:
+        subject = facts.subject
+        if not isinstance(subject, ServiceSubject):
+            raise TypeError(f"a promotion opens one service, not {subject}")
+        if reading == "edit":
+            return replace(facts, edit=await self._edit(subject, found))
+        if reading == "promotions":
+            promotions = await self._promotions_of(found.pulls, facts.environment,
+                                                   subject.service)
+            return replace(facts, promotions=tuple(
+                OpenPromotion(int(pr["number"]), marker.version) for pr, marker in promotions))
+        raise ValueError(f"a promotion does not read {reading}")
+
+    async def _edit(self, subject: ServiceSubject, found: _Promotion) -> FileEdit:
+        """The candidate's digest set in the service's file at the default branch's head."""
+        found.file = await get_file(self.gh, self.repo.full_name, subject.path)
+        if found.file is None:
+            return FileEdit(f"`{subject.path}` does not exist on {self.default_branch}")
+        service = self.policy.services[subject.service]
+        try:
+            found.edit = await run_cpu(
+                len(found.file.text), promote_image, found.file.text, image=service.image,
+                tag=found.candidate.tag, digest=found.candidate.digest, path=subject.path,
+                tag_key=service.tag_key)
+        except ManifestError as exc:
+            return FileEdit(f"cannot edit {exc}")
+        before = found.edit.occurrences[0] if found.edit.occurrences else None
+        return FileEdit(changed=found.edit.changed, live_tag=before.tag if before else None)
 
     async def _promotions_of(self, pulls: list[dict[str, Any]], environment: str, service: str
                              ) -> list[tuple[dict[str, Any], PromotionMarker]]:
@@ -195,17 +287,6 @@ class Opener:
                     and trusted[0].environment == environment:
                 found.append((pr, trusted[0]))
         return found
-
-    async def _newer_than_candidate(self, candidate: Candidate, live_tag: str | None,
-                                    pulls: list[dict[str, Any]], environment: str) -> str | None:
-        if live_tag and (compare_versions(live_tag, candidate.version) or 0) > 0:
-            return (f"{candidate.service} {live_tag} is live in {environment}, newer than "
-                    f"{candidate.version}; use /rollback to go back")
-        for pr, marker in await self._promotions_of(pulls, environment, candidate.service):
-            if (compare_versions(marker.version, candidate.version) or 0) > 0:
-                return (f"#{pr['number']} already promotes the newer {marker.version} "
-                        f"to {environment}")
-        return None
 
     async def _create(
         self, candidate: Candidate, env: Environment, branch: str, path: str, blob_sha: str,
@@ -260,7 +341,7 @@ class Opener:
                                 data={"sha": base_sha, "force": True})
 
     async def _supersede(self, candidate: Candidate, environment: str, branch: str, number: int,
-                         pulls: list[dict[str, Any]], explicit: bool) -> None:
+                         pulls: list[dict[str, Any]]) -> None:
         for pr, marker in await self._promotions_of(pulls, environment, candidate.service):
             if pr["head"]["ref"] == branch:
                 continue

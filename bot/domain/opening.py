@@ -1,0 +1,174 @@
+"""Whether a promotion or release-train pull request is opened, as a pure function.
+
+The openers gather facts only as the decision asks for them: :func:`decide_opening` answers
+with an :class:`Opening` (open the PR, or why not) or with the :data:`Reading` it needs next.
+An answer that needs no more facts costs no more requests: a tag refusal reads nothing, an
+open PR for the branch is adopted before any file is read, and a command's explicit
+`/promote` never looks for an earlier PR of the branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from .tags import compare_versions
+
+__all__ = [
+    "FileEdit",
+    "OpenPromotion",
+    "Opening",
+    "OpeningFacts",
+    "OpeningKind",
+    "PullRef",
+    "Reading",
+    "ServiceSubject",
+    "TrainSubject",
+    "decide_opening",
+]
+
+OpeningKind = Literal["open", "exists", "live", "skipped", "refused"]
+# What the decision needs read next, named by the fact it fills in: the repository's open
+# PRs, the edit of the files at the default branch's head, the service's other open
+# promotions into the environment, the PRs ever made from the branch.
+Reading = Literal["open_pulls", "edit", "promotions", "earlier_pulls"]
+
+
+@dataclass(frozen=True)
+class PullRef:
+    number: int
+    url: str
+
+
+@dataclass(frozen=True)
+class ServiceSubject:
+    """One service's candidate, edited into the service's file of the environment."""
+
+    service: str
+    version: str
+    path: str
+
+
+@dataclass(frozen=True)
+class TrainSubject:
+    """A release train: several services of one group at once."""
+
+    group: str
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """What editing the files at the default branch's head came to."""
+
+    refusal: str | None = None  # why they cannot be edited: a missing file, no such image
+    changed: bool = True  # False: they pin the digest already
+    live_tag: str | None = None  # the tag a single service's file pinned before the edit
+
+
+@dataclass(frozen=True)
+class OpenPromotion:
+    """Another open promotion PR of the same service into the same environment (from the
+    trusted facts of Conveyor's own commit)."""
+
+    number: int
+    version: str
+
+
+@dataclass(frozen=True)
+class OpeningFacts:
+    """What is known so far; ``None`` is "not read yet"."""
+
+    subject: ServiceSubject | TrainSubject
+    environment: str
+    rollback: bool
+    explicit: bool  # a command asked for this PR by name
+    tag_refusals: tuple[str, ...] = ()  # the environment's tag policy refuses these
+    branch: str | None = None  # a train's branch is named by the digests its edits set
+    open_pulls: Mapping[str, PullRef] | None = None  # by head branch
+    edit: FileEdit | None = None
+    promotions: tuple[OpenPromotion, ...] | None = None
+    earlier_pulls: tuple[PullRef, ...] | None = None  # made from the branch, none open
+
+
+@dataclass(frozen=True)
+class Opening:
+    """The decision: ``open`` the PR, or which PR or reason stands in its way."""
+
+    kind: OpeningKind
+    message: str = ""
+    pull: PullRef | None = None
+
+
+def decide_opening(facts: OpeningFacts) -> Opening | Reading:
+    """Whether the PR of ``facts`` is opened, or the reading that decides it.
+
+    In order: a tag policy refuses it (not a rollback); a PR of the same branch is open; the
+    files cannot be edited or already pin the digest; a newer version is live or promoted (a
+    single service, neither explicit nor a rollback); a PR of the branch was closed without
+    merging (not explicit). Otherwise ``open``.
+    """
+    if facts.tag_refusals and not facts.rollback:
+        return Opening("refused", "; ".join(facts.tag_refusals))
+    if facts.branch is None:
+        if facts.edit is None:
+            return "edit"
+        stop = _no_change(facts, facts.edit)
+        if stop is None:
+            raise ValueError("an edit that changes files names its branch")
+        return stop
+    if facts.open_pulls is None:
+        return "open_pulls"
+    existing = facts.open_pulls.get(facts.branch)
+    if existing is not None:
+        return Opening("exists", "already open:", existing)
+    if facts.edit is None:
+        return "edit"
+    stop = _no_change(facts, facts.edit)
+    if stop is not None:
+        return stop
+    if isinstance(facts.subject, ServiceSubject) and not facts.explicit and not facts.rollback:
+        newer = _newer(facts, facts.subject, facts.edit.live_tag)
+        if newer is not None:
+            return newer
+    if not facts.explicit:
+        if facts.earlier_pulls is None:
+            return "earlier_pulls"
+        if facts.earlier_pulls:
+            return Opening("skipped", f"closed without merging; {_promote_again(facts)} opens "
+                                      "it again:", facts.earlier_pulls[0])
+    return Opening("open")
+
+
+def _no_change(facts: OpeningFacts, edit: FileEdit) -> Opening | None:
+    if edit.refusal is not None:
+        return Opening("refused", edit.refusal)
+    if edit.changed:
+        return None
+    subject = facts.subject
+    if isinstance(subject, TrainSubject):
+        return Opening("live", f"every service of {subject.group} already runs that digest in "
+                               f"{facts.environment}")
+    return Opening("live", f"{subject.service} {subject.version} is already live in "
+                           f"{facts.environment} (`{subject.path}`)")
+
+
+def _newer(facts: OpeningFacts, subject: ServiceSubject, live_tag: str | None
+           ) -> Opening | Reading | None:
+    if live_tag and (compare_versions(live_tag, subject.version) or 0) > 0:
+        return Opening("skipped", f"{subject.service} {live_tag} is live in "
+                                  f"{facts.environment}, newer than {subject.version}; use "
+                                  "/rollback to go back")
+    if facts.promotions is None:
+        return "promotions"
+    for promotion in facts.promotions:
+        if (compare_versions(promotion.version, subject.version) or 0) > 0:
+            return Opening("skipped", f"#{promotion.number} already promotes the newer "
+                                      f"{promotion.version} to {facts.environment}")
+    return None
+
+
+def _promote_again(facts: OpeningFacts) -> str:
+    if isinstance(facts.subject, TrainSubject):
+        return f"`/promote {facts.environment} {facts.subject.group}`"
+    return "`/promote`"
