@@ -11,8 +11,9 @@ from bot.manifests.locate import Added, Locator, locate
 from bot.manifests.model import Edit, ImageOccurrence, ValueSpan
 from bot.manifests.plan import Plan, Planner
 from bot.manifests.splice import apply_splices, changed_lines
-from bot.manifests.tree import Node, Scalar, parse_documents
+from bot.manifests.tree import parse_documents
 from bot.manifests.verify import verify
+from bot.yamlread.nodes import Node, Scalar
 
 
 def _spans(found: Found) -> tuple[ValueSpan, ...]:

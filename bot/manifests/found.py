@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from bot.domain.images import ImageRef, is_digest, parse_image_ref
 from bot.manifests.errors import ManifestError
 from bot.manifests.scalars import plain_is_string
-from bot.manifests.tree import Mapping, Node, Scalar, resolve
+from bot.yamlread.nodes import Mapping, Node, Scalar, resolve
 
 Pair = tuple[Scalar, Scalar]  # (key, value) of a mapping entry whose value is a scalar
 Slot = Pair | Scalar  # a value to edit, with its key when it has one (an empty value needs it)

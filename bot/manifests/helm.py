@@ -20,17 +20,9 @@ from collections.abc import Mapping as AbstractMapping
 from bot.domain.images import canonical_image_name, is_digest
 from bot.manifests.errors import UneditableImageError
 from bot.manifests.found import Found, Pair, is_string, reference, scalar_value, split_tag
-from bot.manifests.tree import (
-    Mapping,
-    Node,
-    Scalar,
-    Sequence,
-    effective_entry,
-    merge_pair,
-    own_entry,
-    resolve,
-)
+from bot.manifests.tree import effective_entry, merge_pair, own_entry
 from bot.names import POLICY_PATH
+from bot.yamlread.nodes import Mapping, Node, Scalar, Sequence, resolve
 
 ALTERNATIVE_TAG_KEYS = ("version", "imageTag")
 TagKeys = AbstractMapping[str, str]  # canonical image name -> the key its chart reads the tag from

@@ -19,7 +19,8 @@ from bot.manifests.errors import AmbiguousImageError, UneditableImageError
 from bot.manifests.found import Found, Slot, reference, split_tag
 from bot.manifests.helm import TagKeys, helm_parameters, values_block
 from bot.manifests.shapes import argocd_image, image_string, image_volume, kustomize_entry
-from bot.manifests.tree import (
+from bot.manifests.tree import effective_entry, merge_pair
+from bot.yamlread.nodes import (
     Alias,
     Document,
     LineIndex,
@@ -28,9 +29,7 @@ from bot.manifests.tree import (
     Scalar,
     Sequence,
     contains,
-    effective_entry,
     is_merge_key,
-    merge_pair,
     resolve,
 )
 

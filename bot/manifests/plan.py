@@ -17,7 +17,7 @@ from bot.manifests.found import Found, Pair, Slot, slot_value, split_tag
 from bot.manifests.scalars import render
 from bot.manifests.shapes import split_argocd_image
 from bot.manifests.splice import Splice
-from bot.manifests.tree import LineIndex, Mapping, Node, Scalar
+from bot.yamlread.nodes import LineIndex, Mapping, Node, Scalar
 
 
 @dataclass

@@ -26,14 +26,10 @@ from dataclasses import dataclass
 
 from bot.domain.images import canonical_image_name, is_digest, parse_image_ref
 from bot.manifests.errors import ManifestError
-from bot.manifests.tree import Alias, Mapping, Node, Scalar, Sequence, parse_documents
+from bot.manifests.tree import parse_documents
+from bot.yamlread.nodes import MAX_NODES, Mapping, Node, Scalar, Sequence, is_merge_key, resolve
 
 __all__ = ["DuplicateKeyError", "ImageReference", "deploy_references"]
-
-# An alias bomb (anchors nesting aliases of anchors) expands exponentially; a real manifest
-# never comes near this many resolved nodes.
-MAX_RESOLVED_NODES = 200_000
-MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class DuplicateKeyError(ManifestError):
@@ -92,7 +88,7 @@ def deploy_references(text: str, *, path: str = "<file>", tag_keys: tuple[str, .
     ``tag_key``), tried after it.
 
     Raises :class:`ManifestError` when the file does not parse, names a key twice or expands
-    beyond :data:`MAX_RESOLVED_NODES` nodes.
+    beyond :data:`MAX_NODES` nodes.
     """
     documents, _ = parse_documents(text, path)
     reader = _Reader(path, tag_keys)
@@ -111,23 +107,12 @@ class _Resolved:
 
     def scalar(self, key: str) -> Scalar | None:
         entry = self.entries.get(key)
-        value = _follow(entry[1]) if entry else None
+        value = resolve(entry[1]) if entry else None
         return value if isinstance(value, Scalar) else None
 
     def get(self, key: str) -> Node | None:
         entry = self.entries.get(key)
-        return _follow(entry[1]) if entry else None
-
-
-def _follow(node: Node | None) -> Node | None:
-    while isinstance(node, Alias):
-        node = node.target
-    return node
-
-
-def _is_merge_key(key: Node) -> bool:
-    return isinstance(key, Scalar) and key.value == "<<" and (
-        (key.style is None and key.tag is None) or key.tag == MERGE_TAG)
+        return resolve(entry[1]) if entry else None
 
 
 def _string(node: Scalar | None) -> str | None:
@@ -144,7 +129,7 @@ class _Reader:
         self.path = path
         self.tag_keys = ("tag", *tag_keys)
         self.found: list[ImageReference] = []
-        self.budget = MAX_RESOLVED_NODES
+        self.budget = MAX_NODES
         self._mappings: dict[int, _Resolved] = {}
 
     # -- resolution ----------------------------------------------------------------------------
@@ -152,7 +137,7 @@ class _Reader:
         self.budget -= 1
         if self.budget < 0:
             raise ManifestError(self.path, line, f"the file expands to more than "
-                                f"{MAX_RESOLVED_NODES} nodes through aliases")
+                                f"{MAX_NODES} nodes through aliases")
 
     def resolve(self, node: Mapping) -> _Resolved:
         cached = self._mappings.get(id(node))
@@ -161,7 +146,7 @@ class _Reader:
         explicit: dict[str, tuple[Scalar, Node]] = {}
         merged: dict[str, tuple[Scalar, Node]] = {}
         for key, value in node.pairs:
-            if _is_merge_key(key):
+            if is_merge_key(key):
                 for source in self._merge_sources(value, key.line):
                     for name, entry in self.resolve(source).entries.items():
                         if name in explicit:
@@ -173,7 +158,7 @@ class _Reader:
                                 "YAML libraries disagree on which one wins; move it after")
                         merged.setdefault(name, entry)  # the first merged mapping wins
                 continue
-            key_node = _follow(key)
+            key_node = resolve(key)
             if not isinstance(key_node, Scalar):
                 continue  # a complex key never names an image field
             if key_node.value in explicit:
@@ -188,11 +173,11 @@ class _Reader:
         return resolved
 
     def _merge_sources(self, value: Node, line: int) -> list[Mapping]:
-        target = _follow(value)
+        target = resolve(value)
         if isinstance(target, Mapping):
             return [target]
         if isinstance(target, Sequence):
-            sources = [_follow(item) for item in target.items]
+            sources = [resolve(item) for item in target.items]
             if all(isinstance(s, Mapping) for s in sources):
                 return [s for s in sources if isinstance(s, Mapping)]
         raise ManifestError(self.path, line, "a << merge key must name a mapping or a list "
@@ -204,7 +189,7 @@ class _Reader:
         stack: list[tuple[Node, str | None]] = [(root, None)]
         while stack:
             node, key = stack.pop()
-            target = _follow(node)
+            target = resolve(node)
             if target is None:
                 continue
             self._spend(target.line)
@@ -228,7 +213,7 @@ class _Reader:
         images = block.get("images")
         if isinstance(images, Sequence):
             for item in images.items:
-                entry = _follow(item)
+                entry = resolve(item)
                 if isinstance(entry, Mapping):
                     self._kustomize_entry(self.resolve(entry))
                 elif isinstance(entry, Scalar):
@@ -245,7 +230,7 @@ class _Reader:
         strategic = block.get("patchesStrategicMerge")
         if isinstance(strategic, Sequence):
             for item in strategic.items:
-                inline = _follow(item)
+                inline = resolve(item)
                 if isinstance(inline, Scalar) and "\n" in inline.value:
                     self._inline_document(inline, "the inline patch")
         operation = block.scalar("path")
@@ -370,7 +355,7 @@ class _Reader:
         """Argo CD ``helm.parameters``: ``{name: image.repository, value: ...}`` entries."""
         groups: dict[str, dict[str, Scalar]] = {}
         for item in parameters.items:
-            entry = _follow(item)
+            entry = resolve(item)
             if not isinstance(entry, Mapping):
                 continue
             resolved = self.resolve(entry)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from bot.domain.images import canonical_image_name, is_digest, parse_image_ref
 from bot.manifests.errors import AmbiguousImageError
 from bot.manifests.found import Found, is_string, reference, scalar_value, split_tag
-from bot.manifests.tree import Mapping, Node, Scalar
+from bot.yamlread.nodes import Mapping, Node, Scalar
 
 
 def _canonical(value: str) -> str | None:

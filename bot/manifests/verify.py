@@ -11,16 +11,8 @@ from __future__ import annotations
 from bot.manifests.errors import VerificationError, YamlSyntaxError
 from bot.manifests.found import is_string
 from bot.manifests.plan import Plan
-from bot.manifests.tree import (
-    Alias,
-    Document,
-    LineIndex,
-    Mapping,
-    Node,
-    Scalar,
-    Sequence,
-    parse_documents,
-)
+from bot.manifests.tree import parse_documents
+from bot.yamlread.nodes import Alias, Document, LineIndex, Mapping, Node, Scalar, Sequence
 
 
 def verify(
