@@ -27,7 +27,8 @@ from ..promotion.commands import (
     run_commands,
 )
 from ..promotion.gatekeeper import WRITE_PERMISSIONS
-from .events import deployment_repo
+from ..promotion.policies import BrokenPolicy, DeploymentRepo
+from .events import indexed_repo
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -45,16 +46,15 @@ async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Co
     body = str(posted.get("body") or "")
     if from_a_bot(user, ctx.bot_login) or "/" not in body:
         return
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is None:
         return  # not a deployment repository
-    policy = repo.policy
-    parsed = parse_commands(
-        body,
-        services=list(policy.services) if policy else [],
-        environments=list(policy.environments) if policy else [],
-        groups=list(policy.groups) if policy else [],
-    )
+    if isinstance(repo, DeploymentRepo):
+        parsed = parse_commands(body, services=list(repo.policy.services),
+                                environments=list(repo.policy.environments),
+                                groups=list(repo.policy.groups))
+    else:
+        parsed = parse_commands(body, services=[], environments=[])
     if not parsed:
         return
     issue = event.data["issue"]
@@ -84,7 +84,7 @@ async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Co
         await comment(gh, full_name, number,
                       permission_refusal(int(posted["id"]), commenter, full_name, permission))
         return
-    if policy is None:
+    if isinstance(repo, BrokenPolicy):
         await comment(gh, full_name, number, policy_refusal(int(posted["id"]), repo))
         return
     where = Invocation(repo=repo, number=number, is_pull="pull_request" in issue,

@@ -5,35 +5,44 @@ from __future__ import annotations
 from gidgethub import routing, sansio
 
 from ..context import Context
+from ..domain.policy import Policy
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.configcheck import run_config_check
-from .events import deployment_repo, is_default_branch_push
+from ..promotion.policies import DeploymentRepo, IndexedRepo
+from .events import indexed_repo, is_default_branch_push
 
 router = routing.Router()
+
+
+def _policy_of(repo: IndexedRepo) -> Policy | None:
+    """The policy the check reads images against; none while the policy was never valid (the
+    files are still checked on their own)."""
+    return repo.policy if isinstance(repo, DeploymentRepo) else None
 
 
 @router.register("pull_request", action="opened")
 @router.register("pull_request", action="synchronize")
 @router.register("pull_request", action="reopened")
 async def on_pull_request(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is None:
         return
     pr = event.data["pull_request"]
     paths = [f["filename"] async for f in gh.getiter(
         f"/repos/{repo.full_name}/pulls/{pr['number']}/files?per_page=100")]
-    await run_config_check(ctx, gh, repo.full_name, repo.policy, pr["head"]["sha"], paths)
+    await run_config_check(ctx, gh, repo.full_name, _policy_of(repo), pr["head"]["sha"], paths)
 
 
 @router.register("push")
 async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
     if not is_default_branch_push(event):
         return
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is None:
         return
     paths = sorted({path for commit in event.data.get("commits") or []
                     for key in ("added", "modified", "removed")
                     for path in commit.get(key) or []})
     if paths:
-        await run_config_check(ctx, gh, repo.full_name, repo.policy, event.data["after"], paths)
+        await run_config_check(ctx, gh, repo.full_name, _policy_of(repo), event.data["after"],
+                               paths)

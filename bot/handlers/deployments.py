@@ -84,7 +84,7 @@ async def on_deployment_report(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: 
     if report is None:
         return
     repo = await deployment_repo(event, gh, ctx)
-    if repo is None or repo.policy is None:
+    if repo is None:
         return
     if report.state in FAILED_STATES and watched(repo.policy):
         await Watcher(ctx, gh, repo).on_report(report)

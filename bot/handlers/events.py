@@ -7,7 +7,7 @@ from gidgethub import sansio
 
 from ..context import Context
 from ..github.client import ConveyorGitHubAPI
-from ..promotion.policies import DeploymentRepo
+from ..promotion.policies import DeploymentRepo, IndexedRepo
 
 
 def default_branch(event: sansio.Event) -> str | None:
@@ -25,8 +25,16 @@ def is_default_branch_push(event: sansio.Event) -> bool:
             and not event.data.get("deleted"))
 
 
-async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
-                          ) -> DeploymentRepo | None:
-    """The deployment repository the event comes from; None for any other repository."""
+async def indexed_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+                       ) -> IndexedRepo | None:
+    """The deployment repository the event comes from, its policy usable or broken; None for
+    any other repository."""
     return await ctx.policies.get(gh, event.data["installation"]["id"],
                                   event.data["repository"]["full_name"], default_branch(event))
+
+
+async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+                          ) -> DeploymentRepo | None:
+    """The deployment repository the event comes from when its policy is usable."""
+    repo = await indexed_repo(event, gh, ctx)
+    return repo if isinstance(repo, DeploymentRepo) else None

@@ -8,14 +8,14 @@ from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.merger import merge_promotion
 from ..scheduler import INTERNAL_PREFIX
-from .events import deployment_repo
+from .events import indexed_repo
 
 router = routing.Router()
 
 
 @router.register(INTERNAL_PREFIX + "recheck")
 async def on_recheck_timer(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is not None:
         await ctx.gates.evaluate(ctx, gh, repo, int(event.data["number"]))
 

@@ -69,7 +69,6 @@ async def _promote_package(data: dict[str, Any], facts: dict[str, Any], gh: Conv
     for repo, service_name in await ctx.policies.services_for_image(
         gh, installation_id, facts["image"]
     ):
-        assert repo.policy is not None
         service = repo.policy.services[service_name]
         published_from = event_repo or label_repo
         if not published_from or published_from.lower() != service.source.lower():

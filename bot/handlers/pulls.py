@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 from gidgethub import routing, sansio
 
@@ -12,9 +13,10 @@ from ..github.client import ConveyorGitHubAPI
 from ..promotion.downstream import promote_downstream, reevaluate_open_pulls
 from ..promotion.gatekeeper import keep_hold
 from ..promotion.marker import parse_marker
+from ..promotion.policies import DeploymentRepo
 from ..promotion.train_flows import promote_train_downstream
 from ..promotion.trust import opened_by_conveyor, trusted_marker
-from .events import deployment_repo
+from .events import indexed_repo
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -36,7 +38,7 @@ async def on_pull_changed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Conte
 
     The payload only says which PR: a delivery may be late or replayed, so the evaluation reads
     the PR's labels, body and head from GitHub as they are now."""
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is None:
         return
     number = int(event.data["pull_request"]["number"])
@@ -50,16 +52,23 @@ async def on_pull_closed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Contex
     pr = event.data["pull_request"]
     if not pr.get("merged"):
         return
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is None:
         return
+    if isinstance(repo, DeploymentRepo):  # a broken policy promotes nothing
+        await _promote_after(ctx, gh, repo, pr)
+    await reevaluate_open_pulls(ctx, gh, repo)
+
+
+async def _promote_after(ctx: Context, gh: ConveyorGitHubAPI, repo: DeploymentRepo,
+                         pr: dict[str, Any]) -> None:
+    """What a merged promotion or train opens downstream."""
     trusted = await trusted_marker(gh, repo.full_name, pr, ctx.bot_login)
     if trusted is not None and trusted[0].kind == "promotion":
         await promote_downstream(ctx, gh, repo, trusted[0], int(pr["number"]))
     marker = parse_marker(pr.get("body"))
     if marker is not None and marker.kind == "train" and opened_by_conveyor(ctx.bot_login, pr):
         await promote_train_downstream(ctx, gh, repo, marker)
-    await reevaluate_open_pulls(ctx, gh, repo)
 
 
 @router.register("check_run", action="rerequested")
@@ -67,7 +76,7 @@ async def on_pull_closed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Contex
 @router.register("check_suite", action="rerequested")
 async def on_check_rerun(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
     """The checks UI's "Re-run": re-evaluate the gate of the PRs of that commit."""
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is None:
         return
     check = event.data.get("check_run") or event.data.get("check_suite") or {}
@@ -78,7 +87,7 @@ async def on_check_rerun(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Contex
 @router.register("merge_group", action="checks_requested")
 async def on_merge_group(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
     """Post the gate on the merge-queue commit, with the verdict of the queued PR."""
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is None:
         return
     group = event.data["merge_group"]

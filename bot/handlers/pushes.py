@@ -10,6 +10,7 @@ from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..names import POLICY_PATH
 from ..promotion.downstream import reevaluate_open_pulls
+from ..promotion.policies import DeploymentRepo
 from .events import default_branch, deployment_repo, is_default_branch_push
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,6 @@ async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> N
                                           default_branch(event), force=True)
     else:
         repo = await deployment_repo(event, gh, ctx)
-    if repo is None or repo.policy is None:
+    if not isinstance(repo, DeploymentRepo):
         return
     await reevaluate_open_pulls(ctx, gh, repo)

@@ -36,7 +36,6 @@ async def on_release_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: 
         return
     prefix = tag_prefix(release["tag_name"])
     for repo, service in targets:
-        assert repo.policy is not None
         tags = repo.policy.services[service].tags
         if prefix is not None and tags.kind != "regexp" and prefix.lower() != service.lower():
             # A monorepo release (api-v1.5.0) feeds the service it names, not its siblings.

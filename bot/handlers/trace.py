@@ -19,7 +19,7 @@ from ..promotion.policies import DeploymentRepo
 from ..promotion.trace import Promotion, report_promotion, source_commit
 from ..promotion.trust import trusted_marker
 from ..scheduler import INTERNAL_PREFIX
-from .events import deployment_repo, is_default_branch_push
+from .events import deployment_repo, indexed_repo, is_default_branch_push
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -29,10 +29,12 @@ TRACED_KINDS = ("promotion", "rollback", "train")
 
 @router.register("pull_request", action="closed")
 async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is None:
         return
     schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
+    if not isinstance(repo, DeploymentRepo):
+        return  # a broken policy names no service to trace
     pr = event.data["pull_request"]
     marker = parse_marker(pr.get("body"))
     if not pr.get("merged") or marker is None or marker.kind not in TRACED_KINDS:
@@ -53,9 +55,8 @@ async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: C
 
 async def _trace(ctx: Context, gh: ConveyorGitHubAPI, repo: DeploymentRepo, pr: dict[str, Any],
                  marker: PromotionMarker) -> None:
-    policy = repo.policy
-    service = policy.services.get(marker.service) if policy else None
-    if policy is None or service is None or marker.environment not in policy.environments:
+    service = repo.policy.services.get(marker.service)
+    if service is None or marker.environment not in repo.policy.environments:
         log.info("promotion of a service or environment the policy no longer has, not traced",
                  extra={"pull": pr["number"], "service": marker.service})
         return
@@ -87,7 +88,7 @@ async def on_promotion_opened(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: C
     ref = str(event.data["pull_request"]["head"].get("ref") or "")
     if not ref.startswith("conveyor/"):
         return
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is not None:
         schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
 
@@ -98,7 +99,7 @@ async def on_default_branch_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx
     """A direct push may change what an environment runs, too."""
     if not is_default_branch_push(event):
         return
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, ctx)
     if repo is not None:
         schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
 

@@ -48,7 +48,7 @@ from .gatekeeper import HOLD_LABEL, HOLD_MARKER
 from .marker import PromotionMarker, branch_name, parse_marker
 from .merger import retry_stopped_merge
 from .opener import Opener, OpenResult, find_pull_for_branch
-from .policies import DeploymentRepo
+from .policies import BrokenPolicy, DeploymentRepo
 from .provenance import find_attestation, gather_provenance
 from .rollback import choose_rollback, live_periods, read_history, rollback_note
 from .status import collect_status, render_status
@@ -90,7 +90,6 @@ class Invocation:
 
     @property
     def policy(self) -> Policy:
-        assert self.repo.policy is not None
         return self.repo.policy
 
 
@@ -150,7 +149,7 @@ def permission_unknown(comment_id: int, commenter: str) -> str:
     return reply.render()
 
 
-def policy_refusal(comment_id: int, repo: DeploymentRepo) -> str:
+def policy_refusal(comment_id: int, repo: BrokenPolicy) -> str:
     reply = Reply(comment_id)
     issues = repo.issues or [PolicyIssue(POLICY_PATH, 1, 1, "the policy could not be read")]
     listed = "\n".join(f"- `{issue.path}` line {issue.line}: {_plain(issue.message)}"

@@ -146,11 +146,8 @@ async def find_dashboard(ctx: Context, gh: GitHubAPI, repo: str) -> dict[str, An
 
 
 async def refresh_dashboard(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo
-                            ) -> dict[str, Any] | None:
-    """Create or edit the dashboard issue and its continuation comments; None when the
-    repository has no valid policy."""
-    if repo.policy is None:
-        return None
+                            ) -> dict[str, Any]:
+    """Create or edit the dashboard issue and its continuation comments."""
     async with ctx.locks.hold(f"dashboard:{repo.full_name}"):
         snapshot = ctx.delivery.get(repo.full_name)
         pages = render_pages(repo.full_name, await collect_status(ctx, gh, repo),

@@ -50,7 +50,6 @@ class Snapshot:
 
 async def read_snapshot(ctx: Context, gh: gidgethub.abc.GitHubAPI, repo: DeploymentRepo,
                         until: datetime, window: timedelta = WINDOW) -> Snapshot:
-    assert repo.policy is not None
     policy = repo.policy
     since = until - window
     reader = DeliveryReader(gh, repo.full_name, repo.default_branch, policy,
@@ -170,8 +169,6 @@ async def refresh_delivery(ctx: Context) -> int:
         try:
             gh = await ctx.clients.installation(installation_id)
             for repo in await ctx.policies.load(gh, installation_id):
-                if repo.policy is None:
-                    continue
                 ctx.delivery.store(await read_snapshot(ctx, gh, repo, now))
                 schedule_dashboard(ctx, installation_id, repo.full_name)
                 read += 1

@@ -10,7 +10,7 @@ from gidgethub.abc import GitHubAPI
 from .candidates import Candidate, Trigger
 from .marker import PromotionMarker
 from .opener import Opener, OpenResult, open_pulls
-from .policies import DeploymentRepo
+from .policies import DeploymentRepo, IndexedRepo
 from .provenance import LazyProvenance
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     """Open the same digest's PR in downstream environments: those with `promote: auto`, or
     the ones named (a `/promote <env>` command)."""
     policy = repo.policy
-    if policy is None or marker.service not in policy.services:
+    if marker.service not in policy.services:
         return []
     if environments is None:
         targets = [env.name for env in policy.downstream_of(marker.environment)
@@ -63,7 +63,7 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     return results
 
 
-async def reevaluate_open_pulls(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+async def reevaluate_open_pulls(ctx: Context, gh: GitHubAPI, repo: IndexedRepo) -> None:
     """Re-run the gate of every open PR: upstream evidence may have changed for any of them."""
     pulls = await open_pulls(gh, repo.full_name)
     for pr in pulls[:MAX_REEVALUATED]:

@@ -32,7 +32,6 @@ async def release_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, s
     The image is looked up in its registry under `1.4.2`, `v1.4.2` and the git tag; a
     registry that refuses raises RegistryError (see `report_lookup_failure`).
     """
-    assert repo.policy is not None
     image = repo.policy.services[service].image
     git_tag = str(release["tag_name"])
     found = await ctx.images.find_by_tags(image, release_tag_variants(git_tag))
@@ -57,7 +56,6 @@ async def report_lookup_failure(ctx: Context, gh: GitHubAPI, repo: DeploymentRep
                                 error: RegistryError) -> None:
     """A release whose image the registry would not show: say so on the release commit (the
     refusal check run of every entry environment fed by releases) and in the log."""
-    assert repo.policy is not None
     git_tag = str(release["tag_name"])
     log.warning("release image lookup failed: %s", error.message,
                 extra={"repository": repo.full_name, "service": service, "tag": git_tag})
@@ -98,7 +96,6 @@ async def promote_to_entry_environments(
 ) -> list[tuple[str, OpenResult]]:
     """Open the candidate's PR in every entry environment that listens to `event_kind`; for
     a service of a `together: true` group, the group's train once every image is there."""
-    assert repo.policy is not None
     results: list[tuple[str, OpenResult]] = []
     environments = [env for env in repo.policy.environments.values()
                     if env.entry_from in (event_kind, "any")]

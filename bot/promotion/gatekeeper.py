@@ -46,7 +46,7 @@ from .deployed import parse_time
 from .evidence import EvidenceFinder
 from .marker import PromotionMarker, parse_marker
 from .merger import merge_promotion
-from .policies import DeploymentRepo
+from .policies import BrokenPolicy, DeploymentRepo, IndexedRepo
 from .provenance import find_attestation
 from .render_gate import render_gate_output
 from .trust import ConveyorCommit, trusted_pull
@@ -102,7 +102,7 @@ class GateService:
     _unattested: cachetools.TTLCache[tuple[str, str], bool] = field(
         default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=1800))
 
-    async def evaluate(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, number: int,
+    async def evaluate(self, ctx: Context, gh: GitHubAPI, repo: IndexedRepo, number: int,
                        pr: dict[str, Any] | None = None) -> Verdict | None:
         key = (repo.full_name.lower(), number)
         if key in self._running:
@@ -121,14 +121,14 @@ class GateService:
             self._running.pop(key, None)
         return verdict
 
-    async def facts_of(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+    async def facts_of(self, ctx: Context, gh: GitHubAPI, repo: IndexedRepo,
                        pr: dict[str, Any]) -> PullFacts:
         facts = PullFacts.from_api(pr)
         if facts.state == "open":
             facts.trusted = await trusted_pull(gh, repo.full_name, pr, ctx.bot_login)
         return facts
 
-    async def _evaluate_once(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+    async def _evaluate_once(self, ctx: Context, gh: GitHubAPI, repo: IndexedRepo,
                              number: int, pr: dict[str, Any] | None) -> Verdict | None:
         if pr is None:
             pr = await gh.getitem(f"/repos/{repo.full_name}/pulls/{number}")
@@ -144,10 +144,11 @@ class GateService:
                 {"repository": {"full_name": repo.full_name}, "number": number,
                  "installation": {"id": getattr(gh, "installation_id", None)}},
             )
-        await self._auto_merge(ctx, gh, repo, facts, verdict)
+        if isinstance(repo, DeploymentRepo):
+            await self._auto_merge(ctx, gh, repo, facts, verdict)
         return verdict
 
-    async def verdict_for(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+    async def verdict_for(self, ctx: Context, gh: GitHubAPI, repo: IndexedRepo,
                           facts: PullFacts) -> Verdict:
         """The gate's verdict on the pull request of ``facts``, without posting it.
 
@@ -155,10 +156,10 @@ class GateService:
         and freeze) and leaves the decision to :func:`evaluate_gate`; a repository whose policy
         is invalid gets a failure.
         """
-        policy = repo.policy
-        if policy is None:
+        if isinstance(repo, BrokenPolicy):
             return Verdict("completed", "failure", f"The policy {POLICY_PATH} is invalid",
                            (), None)
+        policy = repo.policy
         changes, problems = await self._changes(ctx, gh, repo, policy, facts)
         if not changes and not problems:
             return NO_GATED_CHANGE
@@ -457,7 +458,7 @@ class GateService:
     async def _auto_merge(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
                           facts: PullFacts, verdict: Verdict) -> None:
         trusted = facts.trusted
-        if verdict.conclusion != "success" or repo.policy is None:
+        if verdict.conclusion != "success":
             return
         if trusted is None:
             # A marker can be copied into any PR body: only PRs this app opened auto-merge.

@@ -128,8 +128,6 @@ class RepoOpener(Generic[F]):
     policy, and the readings the opening decision asks for whatever the PR moves."""
 
     def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
-        if repo.policy is None:
-            raise ValueError(f"{repo.full_name} has no valid policy")
         self.ctx = ctx
         self.gh = gh
         self.repo = repo

@@ -3,7 +3,9 @@
 A deployment repository is any repository of an installation holding `.github/conveyor.yml` on
 its default branch. The index is built once per installation and refreshed on `installation`,
 `installation_repositories` and `push` events and on resync; every read is conditional, so an
-unchanged policy costs a `304`. A broken policy never replaces the last valid one.
+unchanged policy costs a `304`. A broken policy never replaces the last valid one; a repository
+whose policy was never valid is a `BrokenPolicy`, which only the gate, the command refusal and the
+config check ever see.
 """
 
 from __future__ import annotations
@@ -23,23 +25,34 @@ from ..offload import run_cpu
 log = logging.getLogger(__name__)
 
 
-
 @dataclass
 class DeploymentRepo:
+    """A deployment repository with a usable policy: its policy file's, or while that file is
+    broken (`issues` lists its errors), the last valid one."""
+
     full_name: str
+    policy: Policy
     default_branch: str = "main"
-    policy: Policy | None = None  # the last valid policy
     issues: list[PolicyIssue] = field(default_factory=list)  # errors of the current file
     policy_blob: str | None = None
 
-    @property
-    def owner(self) -> str:
-        return self.full_name.split("/", 1)[0]
+
+@dataclass
+class BrokenPolicy:
+    """A deployment repository whose policy file is broken and was never valid before."""
+
+    full_name: str
+    issues: list[PolicyIssue]  # errors of the current file
+    default_branch: str = "main"
+    policy_blob: str | None = None
+
+
+IndexedRepo = DeploymentRepo | BrokenPolicy
 
 
 @dataclass
 class _Installation:
-    repos: dict[str, DeploymentRepo] = field(default_factory=dict)  # lower-case name → repo
+    repos: dict[str, IndexedRepo] = field(default_factory=dict)  # lower-case name → repo
     loaded: bool = False
     # lower-case name → default-branch head at which the repository had no policy: while the
     # head stays there (a conditional read, `304`), the policy is not asked for again (`404`s
@@ -57,10 +70,11 @@ class PolicyIndex:
 
     async def load(self, gh: GitHubAPI, installation_id: int, *, force: bool = False
                    ) -> list[DeploymentRepo]:
-        """All deployment repositories of the installation (read once, then on refresh)."""
+        """The installation's deployment repositories with a usable policy (read once, then on
+        refresh)."""
         entry = self._installation(installation_id)
         if entry.loaded and not force:
-            return [repo for repo in entry.repos.values() if repo.policy or repo.issues]
+            return _usable(entry)
         listed: list[tuple[str, str]] = []
         async for repo in gh.getiter("/installation/repositories?per_page=100",
                                      iterable_key="repositories"):
@@ -76,11 +90,11 @@ class PolicyIndex:
             del entry.without_policy[stale]
         entry.installed = frozenset(known)
         entry.loaded = True
-        return [repo for repo in entry.repos.values() if repo.policy or repo.issues]
+        return _usable(entry)
 
     async def refresh(self, gh: GitHubAPI, installation_id: int, full_name: str,
                       default_branch: str | None = None, *, force: bool = False
-                      ) -> DeploymentRepo | None:
+                      ) -> IndexedRepo | None:
         """Re-read one repository's policy from its default branch.
 
         A repository without a policy is remembered with its branch head, so that an idle
@@ -101,9 +115,7 @@ class PolicyIndex:
         try:
             policy_file = await get_file(gh, full_name, POLICY_PATH)
         except FileTooLarge as exc:
-            repo = entry.repos.setdefault(key, DeploymentRepo(full_name))
-            repo.issues = [PolicyIssue(POLICY_PATH, 1, 1, str(exc))]
-            return repo
+            return _broken(entry, key, full_name, [PolicyIssue(POLICY_PATH, 1, 1, str(exc))])
         if policy_file is None:
             entry.repos.pop(key, None)
             if default_branch:
@@ -113,32 +125,39 @@ class PolicyIndex:
                 if head is not None:
                     entry.without_policy[key] = head
             return None
-        repo = entry.repos.setdefault(key, DeploymentRepo(full_name))
         if default_branch is None:
             default_branch = str((await get_repository(gh, full_name))["default_branch"])
-        repo.default_branch = default_branch
-        if repo.policy_blob == policy_file.sha:
-            return repo
-        repo.policy_blob = policy_file.sha
+        known = entry.repos.get(key)
+        if known is not None:
+            known.default_branch = default_branch
+            if known.policy_blob == policy_file.sha:
+                return known
         try:
-            repo.policy = await run_cpu(len(policy_file.text), load_policy, policy_file.text,
-                                        POLICY_PATH)
-            repo.issues = []
+            policy = await run_cpu(len(policy_file.text), load_policy, policy_file.text,
+                                   POLICY_PATH)
         except PolicyError as exc:
-            repo.issues = list(exc.issues)
+            repo = _broken(entry, key, full_name, list(exc.issues))
+            repo.default_branch, repo.policy_blob = default_branch, policy_file.sha
             log.warning(
                 "policy is invalid; the last valid one keeps serving",
                 extra={"repository": full_name, "errors": len(exc.issues),
-                       "has_previous": repo.policy is not None},
+                       "has_previous": isinstance(repo, DeploymentRepo)},
             )
-        return repo
+            return repo
+        if isinstance(known, DeploymentRepo):
+            known.policy, known.issues, known.policy_blob = policy, [], policy_file.sha
+            return known
+        usable = DeploymentRepo(full_name, policy, default_branch, policy_blob=policy_file.sha)
+        entry.repos[key] = usable
+        return usable
 
     def installed(self, installation_id: int) -> frozenset[str]:
         """Lower-case names of the installation's repositories, as last listed (empty before)."""
         return self._installation(installation_id).installed
 
     async def get(self, gh: GitHubAPI, installation_id: int, full_name: str,
-                  default_branch: str | None = None) -> DeploymentRepo | None:
+                  default_branch: str | None = None) -> IndexedRepo | None:
+        """The deployment repository of that name, usable or broken; None for any other."""
         entry = self._installation(installation_id)
         repo = entry.repos.get(full_name.lower())
         if repo is not None or entry.loaded:
@@ -158,8 +177,6 @@ class PolicyIndex:
         """(deployment repo, service name) pairs fed by this source repository."""
         found = []
         for repo in await self.load(gh, installation_id):
-            if repo.policy is None:
-                continue
             for service in repo.policy.services_for_source(source):
                 found.append((repo, service.name))
         return found
@@ -169,12 +186,25 @@ class PolicyIndex:
         wanted = canonical_image_name(image)
         found = []
         for repo in await self.load(gh, installation_id):
-            if repo.policy is None:
-                continue
             for service in repo.policy.services.values():
                 if canonical_image_name(service.image) == wanted:
                     found.append((repo, service.name))
         return found
+
+
+def _usable(entry: _Installation) -> list[DeploymentRepo]:
+    return [repo for repo in entry.repos.values() if isinstance(repo, DeploymentRepo)]
+
+
+def _broken(entry: _Installation, key: str, full_name: str, issues: list[PolicyIssue]
+            ) -> IndexedRepo:
+    """Record the current file's errors: a usable repository keeps its last valid policy."""
+    repo = entry.repos.get(key)
+    if repo is None:
+        repo = entry.repos[key] = BrokenPolicy(full_name, issues)
+    else:
+        repo.issues = issues
+    return repo
 
 
 async def _head(gh: GitHubAPI, full_name: str, branch: str) -> str | None:

@@ -74,8 +74,6 @@ async def resync_installation(ctx: Context, gh: GitHubAPI, installation_id: int)
     size_caches(ctx, installation_id, repos)
     installed = ctx.policies.installed(installation_id)
     for repo in repos:
-        if repo.policy is None:
-            continue
         try:
             await resync_repo(ctx, gh, repo, installed)
         except gidgethub.GitHubException as exc:
@@ -90,9 +88,8 @@ def size_caches(ctx: Context, installation_id: int, repos: list[DeploymentRepo])
     release commit and attestation; per service × environment its file and history)."""
     services = rows = 0
     for repo in repos:
-        if repo.policy is not None:
-            services += len(repo.policy.services)
-            rows += len(repo.policy.services) * len(repo.policy.environments)
+        services += len(repo.policy.services)
+        rows += len(repo.policy.services) * len(repo.policy.environments)
     ctx.clients.ensure_etag_capacity(installation_id, 4 * services + 2 * rows + 256)
     ctx.status.size_for(rows)
 
@@ -102,7 +99,6 @@ async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     """`installed`: the installation's repositories, when known. A source outside them cannot
     be read with the installation's token (`404`, which is never conditional) and sends no
     events, so its releases are not asked for."""
-    assert repo.policy is not None
     takes_packages = any(env.entry_from in ("package", "any")
                          for env in repo.policy.environments.values())
     by_source: dict[str, list[str]] = {}
@@ -184,7 +180,6 @@ async def finish_interrupted_promotions(ctx: Context, gh: GitHubAPI, repo: Deplo
 
 async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
     policy = repo.policy
-    assert policy is not None
     newest: dict[tuple[str, str], tuple[dict[str, Any], PromotionMarker]] = {}
     ours: list[tuple[dict[str, Any], PromotionMarker]] = []
     pulls = await open_pulls(gh, repo.full_name)
@@ -265,7 +260,6 @@ async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRe
     nothing, so an idle resync only re-reads (`304`) what the dashboard reads too.
     """
     policy = repo.policy
-    assert policy is not None
     trains: set[tuple[str, str]] = set()  # (group, upstream) of the trains followed already
     for service in policy.services.values():
         upstreams = dict.fromkeys(env.after for env in policy.environments.values()

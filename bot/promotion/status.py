@@ -145,8 +145,6 @@ def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, servi
 async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> list[StatusRow]:
     """One row per service × environment, services and environments in policy order."""
     policy = repo.policy
-    if policy is None:
-        return []
     sources = ctx.status
     pairs = [(service, environment) for service in policy.services.values()
              for environment in policy.environments]

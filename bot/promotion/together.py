@@ -42,7 +42,6 @@ def tag_variants(service: str, candidate: Candidate) -> list[str]:
 async def member_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,
                            candidate: Candidate) -> Candidate | None:
     """The image of ``service`` for the candidate's version, or None while it is missing."""
-    assert repo.policy is not None
     if service == candidate.service:
         return candidate
     settings = repo.policy.services[service]
@@ -103,7 +102,6 @@ async def promote_together(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, gr
 
 async def _live_everywhere(gh: GitHubAPI, repo: DeploymentRepo, candidate: Candidate,
                            environments: list[Environment]) -> bool:
-    assert repo.policy is not None
     service = repo.policy.services[candidate.service]
     for env in environments:
         path = repo.policy.path_for(service.name, env.name)

@@ -86,8 +86,6 @@ class TrainOpener:
     """Opens, adopts and supersedes release-train PRs in one deployment repository."""
 
     def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
-        if repo.policy is None:
-            raise ValueError(f"{repo.full_name} has no valid policy")
         self.ctx = ctx
         self.gh = gh
         self.repo = repo

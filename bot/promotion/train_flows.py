@@ -40,7 +40,6 @@ async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[
     """Per service, the (tag, digest) its file in ``upstream`` pins on the default branch —
     the `merged` evidence a downstream gate looks for — or why there is none."""
     policy = repo.policy
-    assert policy is not None
     texts: dict[str, str | None] = {}
     pins: dict[str, tuple[str | None, str] | str] = {}
     for service in services:
@@ -76,7 +75,6 @@ async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group
     its upstream environment pins now; ``candidate_for(service, tag, digest)`` tells what is
     known about each."""
     policy = repo.policy
-    assert policy is not None
     services = (list(policy.services) if group == ALL_GROUP
                 else list(policy.groups[group].services))
     upstream = policy.environments[environment].after
@@ -111,7 +109,6 @@ async def already_pinned(gh: GitHubAPI, repo: DeploymentRepo,
                          ) -> set[str]:
     """The services whose file in ``environment`` pins their upstream digest already."""
     policy = repo.policy
-    assert policy is not None
     texts: dict[str, str | None] = {}
     live = set()
     for service, pin in pins.items():
@@ -131,7 +128,6 @@ async def already_pinned(gh: GitHubAPI, repo: DeploymentRepo,
 def plain_candidate(repo: DeploymentRepo, service: str, tag: str | None, digest: str,
                     requester: str | None) -> Candidate:
     """A candidate from the policy and the pin alone, without lookups."""
-    assert repo.policy is not None
     settings = repo.policy.services[service]
     return Candidate(service=service, image=settings.image, digest=digest, tag=tag,
                      version=version_from_tag(tag) if tag else digest[:19],
@@ -157,7 +153,7 @@ async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: Deployment
     it."""
     policy = repo.policy
     group = marker.group
-    if policy is None or group is None or marker.kind != "train" or (
+    if group is None or marker.kind != "train" or (
             group != ALL_GROUP and group not in policy.groups):
         return []
     results = []
@@ -181,7 +177,6 @@ async def finish_interrupted_trains(ctx: Context, gh: GitHubAPI, repo: Deploymen
     the older is closed as superseded (its closing failed when the newer one was opened); a
     train of an ungated `auto_merge` environment still at Conveyor's commit is merged."""
     policy = repo.policy
-    assert policy is not None
     newest: dict[tuple[str, str], int] = {}
     trains: list[tuple[dict[str, Any], PromotionMarker]] = []
     for pr in pulls:

@@ -67,7 +67,6 @@ def watched(policy: Policy) -> list[Environment]:
 
 class Watcher:
     def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
-        assert repo.policy is not None
         self.ctx = ctx
         self.gh = gh
         self.repo = repo

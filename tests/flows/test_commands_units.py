@@ -19,7 +19,7 @@ from bot.promotion.commands import (
     policy_refusal,
 )
 from bot.promotion.opener import OpenResult
-from bot.promotion.policies import DeploymentRepo
+from bot.promotion.policies import BrokenPolicy
 from bot.promotion.rollback import (
     MAX_HISTORY_COMMITS,
     Pinned,
@@ -185,11 +185,11 @@ def test_reply_is_cut_below_githubs_limit() -> None:
 def test_refusals() -> None:
     text = permission_refusal(3, "carol", "acme/deploy", "none")
     assert "Sorry @carol" in text and "you have no access" in text
-    repo = DeploymentRepo("acme/deploy", issues=[
+    repo = BrokenPolicy("acme/deploy", issues=[
         PolicyIssue(".github/conveyor.yml", 3, 1, "unknown key `envs`")])
     text = policy_refusal(3, repo)
     assert "`.github/conveyor.yml` line 3: unknown key \\`envs\\`" in text
-    many = DeploymentRepo("acme/deploy", issues=[
+    many = BrokenPolicy("acme/deploy", issues=[
         PolicyIssue(".github/conveyor.yml", n, 1, "bad") for n in range(25)])
     assert "… and 5 more" in policy_refusal(3, many)
 
