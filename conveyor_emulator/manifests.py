@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 from typing import Any
 
 from .ops import ApiError
 
-TABLE = Path(__file__).resolve().parent / "event_permissions.json"
+TABLE = files(__package__) / "event_permissions.json"
 _LEVEL = {"read": 1, "write": 2, "admin": 3}
 
 
 @cache
 def event_permissions() -> dict[str, Any]:
-    events: dict[str, Any] = json.loads(TABLE.read_text())["events"]
+    events: dict[str, Any] = json.loads(TABLE.read_text(encoding="utf-8"))["events"]
     return events
 
 

@@ -1,5 +1,6 @@
 """Checks requests and responses against GitHub's REST description, and webhook payloads
-against GitHub's webhook schemas (trimmed copies under tests/openapi/).
+against GitHub's webhook schemas (trimmed copies shipped as this package's data, made by
+`python -m conveyor_emulator.make_trimmed`).
 
 jsonschema is imported lazily: it is a test dependency, and `python -m bot sandbox` runs
 without it unless validation is asked for.
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +34,12 @@ WEBHOOK_KEYS = {
 }
 
 
-def default_dir() -> Path:
+def default_dir() -> Traversable:
+    """`CONVEYOR_EMULATOR_OPENAPI_DIR` when set, else the copies shipped with the package."""
     env = os.environ.get(ENV_DIR)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[1] / "tests" / "openapi"
+    return files(__package__)
 
 
 def _nullable(node: Any) -> Any:
@@ -84,15 +88,15 @@ class OpenAPIValidator:
         self._validators: dict[str, Any] = {}
 
     @classmethod
-    def load(cls, directory: Path | None = None) -> OpenAPIValidator:
+    def load(cls, directory: Traversable | None = None) -> OpenAPIValidator:
         folder = directory or default_dir()
         try:
-            rest = json.loads((folder / REST_FILE).read_text())
-            hooks = json.loads((folder / WEBHOOKS_FILE).read_text())
+            rest = json.loads((folder / REST_FILE).read_text(encoding="utf-8"))
+            hooks = json.loads((folder / WEBHOOKS_FILE).read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
             raise RuntimeError(
                 f"OpenAPI validation needs {REST_FILE} and {WEBHOOKS_FILE} in {folder} "
-                f"(set {ENV_DIR}, or run tests/openapi/make_trimmed.py)") from exc
+                f"(set {ENV_DIR}, or run python -m conveyor_emulator.make_trimmed)") from exc
         return cls(rest, hooks)
 
     # -- plumbing --------------------------------------------------------------------------------

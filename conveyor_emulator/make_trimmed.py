@@ -3,13 +3,13 @@
 Installs the npm packages `@octokit/openapi` and `@octokit/openapi-webhooks` into a temporary
 directory, keeps only the operations the emulator serves (method + path template, read from the
 emulator's own route table) and the webhook events it emits, plus every component schema they
-reference, and writes `github-rest.trimmed.json` and `github-webhooks.trimmed.json` next to this
-script, and `conveyor_emulator/not-for-apps.json` (the served operations GitHub refuses to
-installation tokens; the emulator reads it even when it validates nothing). The component
-`$ref`s are kept (not inlined) so the files stay small.
+reference, and writes `github-rest.trimmed.json`, `github-webhooks.trimmed.json` and
+`not-for-apps.json` (the served operations GitHub refuses to installation tokens; the emulator
+reads it even when it validates nothing) next to this module, as the package's data. The
+component `$ref`s are kept (not inlined) so the files stay small.
 
-    python tests/openapi/make_trimmed.py            # installs the packages with npm
-    python tests/openapi/make_trimmed.py DIR        # DIR/openapi, DIR/openapi-webhooks unpacked
+    python -m conveyor_emulator.make_trimmed        # installs the packages with npm
+    python -m conveyor_emulator.make_trimmed DIR    # DIR/openapi, DIR/openapi-webhooks unpacked
 
 Each operation keeps its `x-github.enabledForGitHubApps` flag (the emulator refuses
 installation tokens where it is false); the rest of `x-github` is dropped.
@@ -24,15 +24,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .app import ROUTER
+from .openapi import REST_FILE, WEBHOOK_KEYS, WEBHOOKS_FILE
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent))
-
-from conveyor_emulator.app import ROUTER  # noqa: E402
-from conveyor_emulator.openapi import WEBHOOK_KEYS  # noqa: E402
-
-NOT_FOR_APPS = HERE.parent.parent / "conveyor_emulator" / "not-for-apps.json"
+NOT_FOR_APPS = HERE / "not-for-apps.json"
 PACKAGES = ["@octokit/openapi", "@octokit/openapi-webhooks"]
 METHODS = {"get", "put", "post", "patch", "delete"}
+GENERATOR = "python -m conveyor_emulator.make_trimmed"
 
 
 def install(target: Path) -> Path:
@@ -99,7 +98,7 @@ def trim_rest(spec: dict[str, Any]) -> dict[str, Any]:
         print("not in GitHub's description (not validated):", *missing, sep="\n  ")
     return {
         "openapi": spec["openapi"],
-        "info": {**spec["info"], "x-trimmed-by": "tests/openapi/make_trimmed.py"},
+        "info": {**spec["info"], "x-trimmed-by": GENERATOR},
         "paths": paths,
         "components": keep_components(spec, paths),
     }
@@ -113,7 +112,7 @@ def trim_webhooks(spec: dict[str, Any]) -> dict[str, Any]:
             post.pop(noisy, None)
     return {
         "openapi": spec["openapi"],
-        "info": {**spec["info"], "x-trimmed-by": "tests/openapi/make_trimmed.py"},
+        "info": {**spec["info"], "x-trimmed-by": GENERATOR},
         "webhooks": webhooks,
         "components": keep_components(spec, webhooks),
     }
@@ -139,13 +138,12 @@ def main() -> None:
     NOT_FOR_APPS.write_text(json.dumps({
         "source": trimmed_rest["info"]["x-source-package"],
         "operations": refused}, indent=1) + "\n")
-    print(f"wrote {NOT_FOR_APPS.relative_to(HERE.parent.parent)} ({len(refused)} operations)")
-    for name, doc in (("github-rest.trimmed.json", trimmed_rest),
-                      ("github-webhooks.trimmed.json", trimmed_hooks)):
+    print(f"wrote {NOT_FOR_APPS} ({len(refused)} operations)")
+    for name, doc in ((REST_FILE, trimmed_rest), (WEBHOOKS_FILE, trimmed_hooks)):
         path = HERE / name
         path.write_text(json.dumps(doc, indent=None, separators=(",", ":"), sort_keys=False)
                         + "\n")
-        print(f"wrote {path.relative_to(HERE.parent.parent)} ({path.stat().st_size:,} bytes)")
+        print(f"wrote {path} ({path.stat().st_size:,} bytes)")
 
 
 if __name__ == "__main__":
