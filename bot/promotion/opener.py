@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import logging
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
@@ -60,14 +60,14 @@ class OpenResult:
         link = f" #{self.number}" if self.number else ""
         return f"{self.message}{link}".strip()
 
-
-def declined(decision: Opening) -> OpenResult:
-    """The result of a decision not to open a PR."""
-    if decision.kind == "open":
-        raise ValueError("a decision to open is acted on, not declined")
-    pull = decision.pull
-    return OpenResult(decision.kind, decision.message, pull.number if pull else None,
-                      pull.url if pull else None)
+    @classmethod
+    def declined(cls, decision: Opening) -> Self:
+        """The result of a decision not to open the PR."""
+        if decision.kind == "open":
+            raise ValueError("a decision to open is acted on, not declined")
+        pull = decision.pull
+        return cls(decision.kind, decision.message, pull.number if pull else None,
+                   pull.url if pull else None)
 
 
 def env_label(environment: str) -> str:
@@ -134,11 +134,12 @@ class RepoOpener(Generic[F]):
         self.policy: Policy = repo.policy
         self.default_branch = repo.default_branch
 
-    async def _decide(self, facts: OpeningFacts, found: F) -> Opening:
-        """Read what :func:`decide_opening` asks for until it decides."""
+    async def _decide(self, facts: OpeningFacts, found: F) -> tuple[Opening, OpeningFacts]:
+        """Read what :func:`decide_opening` asks for until it decides; the decision and the
+        facts it rests on."""
         while not isinstance(reading := decide_opening(facts), Opening):
             facts = await self._read(reading, facts, found)
-        return reading
+        return reading, facts
 
     async def _read(self, reading: Reading, facts: OpeningFacts, found: F) -> OpeningFacts:
         repo = self.repo.full_name
@@ -157,6 +158,20 @@ class RepoOpener(Generic[F]):
                             ) -> OpeningFacts:
         """The readings about what the PR moves: its files, its service's promotions."""
         raise NotImplementedError
+
+    async def _create_branch(self, branch: str, sha: str) -> None:
+        """Create ``branch`` at ``sha``; one left behind by an interrupted attempt is reset
+        (no open PR uses it: the decision adopts an open PR of the branch)."""
+        repo = self.repo.full_name
+        try:
+            await self.gh.post(f"/repos/{repo}/git/refs",
+                               data={"ref": f"refs/heads/{branch}", "sha": sha})
+        except gidgethub.BadRequest as exc:
+            if exc.status_code != 422:
+                raise
+            log.info("reusing a leftover branch", extra={"branch": branch})
+            await self.gh.patch(f"/repos/{repo}/git/refs/heads/{branch}",
+                                data={"sha": sha, "force": True})
 
 
 def _pull_ref(pr: dict[str, Any]) -> PullRef:
@@ -205,13 +220,13 @@ class Opener(RepoOpener[_Promotion]):
                                rollback=rollback))
         decided = decide_opening(facts)
         if isinstance(decided, Opening):  # on the policy alone, before any reading
-            return declined(decided)
+            return OpenResult.declined(decided)
         repo = self.repo.full_name
         found = _Promotion(candidate=candidate)
         async with self.ctx.locks.hold(repo):
-            decision = await self._decide(facts, found)
+            decision, _ = await self._decide(facts, found)
             if decision.kind != "open" or found.file is None or found.edit is None:
-                return declined(decision)
+                return OpenResult.declined(decision)
             before = found.edit.occurrences[0] if found.edit.occurrences else None
             change = Change(path, before.tag if before else None,
                             before.digest if before else None, found.edit.notes)
@@ -324,19 +339,6 @@ class Opener(RepoOpener[_Promotion]):
         labels = [LABEL, env_label(env.name)] + ([ROLLBACK_LABEL] if rollback else [])
         await add_labels(self.gh, repo, int(pull["number"]), labels)
         return int(pull["number"]), str(pull["html_url"]), head_sha
-
-    async def _create_branch(self, branch: str, base_sha: str) -> None:
-        repo = self.repo.full_name
-        try:
-            await self.gh.post(f"/repos/{repo}/git/refs",
-                               data={"ref": f"refs/heads/{branch}", "sha": base_sha})
-        except gidgethub.BadRequest as exc:
-            if exc.status_code != 422:
-                raise
-            # Left behind by an interrupted attempt: no open PR uses it (checked above).
-            log.info("reusing a leftover branch", extra={"branch": branch})
-            await self.gh.patch(f"/repos/{repo}/git/refs/heads/{branch}",
-                                data={"sha": base_sha, "force": True})
 
     async def _supersede(self, candidate: Candidate, environment: str, branch: str, number: int,
                          pulls: list[dict[str, Any]]) -> None:

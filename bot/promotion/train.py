@@ -13,12 +13,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import gidgethub
-from gidgethub.abc import GitHubAPI
-
-from ..domain.policy import Policy
+from ..domain.opening import FileEdit, Opening, OpeningFacts, Reading, TrainSubject, decide_opening
 from ..domain.provenance import Provenance
 from ..domain.trains import train_digest
 from ..github.repos import add_labels, branch_head, get_file
@@ -37,21 +34,17 @@ from .merger import merge_promotion
 from .opener import (
     LABEL,
     ROLLBACK_LABEL,
-    OpenAction,
+    Found,
+    OpenResult,
+    RepoOpener,
     close_superseded,
     env_label,
-    find_pull_for_branch,
     open_pull,
-    open_pulls,
     refusal_for_tags,
 )
-from .policies import DeploymentRepo
 from .provenance import gather_provenance, with_compare
 from .train_body import Move, TrainTooLarge, train_body, train_commit_message, train_title
 from .trust import opened_by_conveyor
-
-if TYPE_CHECKING:
-    from ..context import Context
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +53,7 @@ FILE_MODE = "100644"
 
 
 @dataclass(frozen=True)
-class TrainResult:
-    action: OpenAction
-    message: str
-    number: int | None = None
-    url: str | None = None
-    merged: bool = False
+class TrainResult(OpenResult):
     moved: tuple[str, ...] = ()
     left_out: tuple[tuple[str, str], ...] = ()  # (service, version) already at their digest
     superseded: tuple[int, ...] = ()
@@ -81,15 +69,32 @@ class _Plan:
     moves: list[tuple[Candidate, Change]] = field(default_factory=list)
     left_out: list[tuple[str, str]] = field(default_factory=list)
 
+    @property
+    def digest(self) -> str:
+        """What names the train's branch: the digests it sets."""
+        return train_digest(c.digest for c, _ in self.moves)
 
-class TrainOpener:
+
+@dataclass(kw_only=True)
+class _Train(Found):
+    group: str
+    candidates: Sequence[Candidate]
+    plan: _Plan | None = None  # None until read, and when the files cannot be edited
+
+    @property
+    def moved(self) -> tuple[str, ...]:
+        return tuple(c.service for c, _ in self.plan.moves) if self.plan else ()
+
+    @property
+    def left_out(self) -> tuple[tuple[str, str], ...]:
+        return tuple(self.plan.left_out) if self.plan else ()
+
+    def declined(self, decision: Opening) -> TrainResult:
+        return replace(TrainResult.declined(decision), moved=self.moved, left_out=self.left_out)
+
+
+class TrainOpener(RepoOpener[_Train]):
     """Opens, adopts and supersedes release-train PRs in one deployment repository."""
-
-    def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
-        self.ctx = ctx
-        self.gh = gh
-        self.repo = repo
-        self.policy: Policy = repo.policy
 
     async def open(self, group: str, environment: str, candidates: Sequence[Candidate], *,
                    requester: str | None, rollback_note: str | None = None,
@@ -101,52 +106,53 @@ class TrainOpener:
         a train whose pull request was closed without merging is not opened again.
         """
         rollback = rollback_note is not None
-        if not rollback:
-            refusals = [refusal for c in candidates
-                        if (refusal := refusal_for_tags(self.policy, c.service, environment, c))]
-            if refusals:
-                return TrainResult("refused", "; ".join(refusals))
+        facts = OpeningFacts(
+            subject=TrainSubject(group), environment=environment, rollback=rollback,
+            explicit=explicit,
+            tag_refusals=tuple(refusal for c in candidates if (
+                refusal := refusal_for_tags(self.policy, c.service, environment, c))))
+        found = _Train(group=group, candidates=candidates)
+        decided = decide_opening(facts)
+        if isinstance(decided, Opening):  # on the policy alone, before any reading
+            return found.declined(decided)
         repo = self.repo.full_name
         async with self.ctx.locks.hold(repo):
-            plan = await self._plan(candidates, environment)
-            if isinstance(plan, str):
-                return TrainResult("refused", plan)
-            left_out = tuple(plan.left_out)
-            if not plan.moves:
-                return TrainResult("live", f"every service of {group} already runs that digest "
-                                           f"in {environment}", left_out=left_out)
-            digest = train_digest(c.digest for c, _ in plan.moves)
-            branch = train_branch_name(environment, group, digest, rollback=rollback)
-            pulls = await open_pulls(self.gh, repo)
-            existing = next((pr for pr in pulls if pr["head"]["ref"] == branch), None)
-            moved = tuple(c.service for c, _ in plan.moves)
-            if existing is not None:
-                return TrainResult("exists", "already open:", int(existing["number"]),
-                                   str(existing["html_url"]), moved=moved, left_out=left_out)
-            if not explicit:
-                closed = await find_pull_for_branch(self.gh, repo, branch)
-                if closed is not None:
-                    return TrainResult("skipped", "closed without merging; "
-                                       f"`/promote {environment} {group}` opens it again:",
-                                       int(closed["number"]), str(closed["html_url"]),
-                                       moved=moved, left_out=left_out)
+            decision, facts = await self._decide(facts, found)
+            plan = found.plan
+            if decision.kind != "open" or plan is None or facts.branch is None:
+                return found.declined(decision)
+            branch = facts.branch
             moves = [Move(c, change, await self._provenance(c, change)) for c, change in plan.moves]
             try:
                 number, url, head_sha = await self._create(
-                    group, environment, branch, digest, plan, moves, requester, rollback_note)
+                    group, environment, branch, plan, moves, requester, rollback_note)
             except TrainTooLarge as exc:
-                return TrainResult("refused", str(exc), moved=moved, left_out=left_out)
+                return TrainResult("refused", str(exc), moved=found.moved,
+                                   left_out=found.left_out)
             superseded: list[int] = []
             if not rollback:
-                superseded = await self._supersede(group, environment, branch, number, pulls,
-                                                   superseding)
+                superseded = await self._supersede(group, environment, branch, number,
+                                                   found.pulls, superseding)
             merged = await self._auto_merge(environment, number, head_sha)
         self.ctx.metrics.promotions.labels(environment, "opened").inc()
         log.info("release train opened", extra={"repository": repo, "pull": number,
                                                 "group": group, "env": environment,
                                                 "services": len(moves)})
-        return TrainResult("opened", "opened", number, url, merged=merged, moved=moved,
-                           left_out=left_out, superseded=tuple(superseded))
+        return TrainResult("opened", "opened", number, url, merged=merged, moved=found.moved,
+                           left_out=found.left_out, superseded=tuple(superseded))
+
+    async def _read_subject(self, reading: Reading, facts: OpeningFacts, found: _Train
+                            ) -> OpeningFacts:
+        if reading != "edit":
+            raise ValueError(f"a train does not read {reading}")
+        plan = await self._plan(found.candidates, facts.environment)
+        if isinstance(plan, str):
+            return replace(facts, edit=FileEdit(plan))
+        found.plan = plan
+        if not plan.moves:
+            return replace(facts, edit=FileEdit(changed=False))
+        return replace(facts, edit=FileEdit(), branch=train_branch_name(
+            facts.environment, found.group, plan.digest, rollback=facts.rollback))
 
     async def _plan(self, candidates: Sequence[Candidate], environment: str) -> _Plan | str:
         """Every service's edit applied in turn to the files at the base commit, or why not."""
@@ -183,14 +189,14 @@ class TrainOpener:
         return await with_compare(self.gh, provenance, candidate, change.old_tag,
                                   self.ctx.web_url)
 
-    async def _create(self, group: str, environment: str, branch: str, digest: str,
-                      plan: _Plan, moves: list[Move], requester: str | None,
-                      rollback_note: str | None) -> tuple[int, str, str]:
+    async def _create(self, group: str, environment: str, branch: str, plan: _Plan,
+                      moves: list[Move], requester: str | None, rollback_note: str | None
+                      ) -> tuple[int, str, str]:
         repo = self.repo.full_name
         env = self.policy.environments[environment]
         rollback = rollback_note is not None
         marker = PromotionMarker(
-            service=group, environment=environment, digest=digest, tag=None,
+            service=group, environment=environment, digest=plan.digest, tag=None,
             version=f"{len(moves)} services", paths=tuple(plan.changed), source_repo="",
             requester=requester, kind="rollback" if rollback else "train", group=group,
             members=tuple(TrainMember(
@@ -226,16 +232,7 @@ class TrainOpener:
             "message": message, "tree": tree["sha"], "parents": [plan.base_sha],
         })
         sha = str(commit["sha"])
-        try:
-            await self.gh.post(f"/repos/{repo}/git/refs",
-                               data={"ref": f"refs/heads/{branch}", "sha": sha})
-        except gidgethub.BadRequest as exc:
-            if exc.status_code != 422:
-                raise
-            # Left behind by an interrupted attempt: no open PR uses it (checked before).
-            log.info("reusing a leftover branch", extra={"branch": branch})
-            await self.gh.patch(f"/repos/{repo}/git/refs/heads/{branch}",
-                                data={"sha": sha, "force": True})
+        await self._create_branch(branch, sha)
         return sha
 
     async def _supersede(self, group: str, environment: str, branch: str, number: int,
