@@ -33,76 +33,88 @@ def _json(data: Any, status: int = 200) -> web.Response:
     return web.json_response(data, status=status, dumps=lambda d: json.dumps(d, default=str))
 
 
-def register(app: web.Application, em: Emulator) -> None:
-    routes = web.RouteTableDef()
+class ControlAPI:
+    """The handlers of the control API, each reading or acting on one emulator."""
 
-    @routes.get("/_emulator/faults")
-    async def get_faults(request: web.Request) -> web.Response:
-        return _json(em.faults.as_dict())
+    def __init__(self, em: Emulator) -> None:
+        self.em = em
 
-    @routes.route("PATCH", "/_emulator/faults")
-    @routes.post("/_emulator/faults")
-    async def set_faults(request: web.Request) -> web.Response:
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.get("/_emulator/faults", self.get_faults),
+            web.patch("/_emulator/faults", self.set_faults),
+            web.post("/_emulator/faults", self.set_faults),
+            web.get("/_emulator/requests", self.get_requests),
+            web.post("/_emulator/requests/reset", self.reset_requests),
+            web.get("/_emulator/violations", self.get_violations),
+            web.get("/_emulator/deliveries", self.get_deliveries),
+            web.get("/_emulator/app", self.get_app_info),
+            web.put("/_emulator/webhook_url", self.set_webhook_url),
+            web.post("/_emulator/settle", self.settle),
+            web.post("/_emulator/{kind:act|seed}/{name}", self.act),
+            web.get("/_emulator/state/{name}", self.read),
+        ]
+
+    async def get_faults(self, request: web.Request) -> web.Response:
+        return _json(self.em.faults.as_dict())
+
+    async def set_faults(self, request: web.Request) -> web.Response:
+        faults = self.em.faults
         body = await request.json()
         if not isinstance(body, dict):
             return _json({"message": "expected an object"}, 400)
         try:
             if body.pop("reset", False):
-                em.faults.reset()
-            em.faults.update(body)
+                faults.reset()
+            faults.update(body)
         except (KeyError, ValueError, TypeError) as exc:
             return _json({"message": f"bad fault setting: {exc}"}, 400)
-        return _json(em.faults.as_dict())
+        return _json(faults.as_dict())
 
-    @routes.get("/_emulator/requests")
-    async def get_requests(request: web.Request) -> web.Response:
-        q = request.query
+    async def get_requests(self, request: web.Request) -> web.Response:
+        q, log = request.query, self.em.requests
         status = int(q["status"]) if "status" in q else None
         return _json({
-            "total": len(em.requests.entries),
-            "count": em.requests.count(q.get("method"), q.get("path"), status),
-            "not_modified": sum(1 for e in em.requests.entries if e.was_304),
-            "by_kind": em.requests.summary(),
+            "total": len(log.entries),
+            "count": log.count(q.get("method"), q.get("path"), status),
+            "not_modified": sum(1 for e in log.entries if e.was_304),
+            "by_kind": log.summary(),
         })
 
-    @routes.post("/_emulator/requests/reset")
-    async def reset_requests(request: web.Request) -> web.Response:
-        em.reset_counters()
+    async def reset_requests(self, request: web.Request) -> web.Response:
+        self.em.reset_counters()
         return _json({"total": 0})
 
-    @routes.get("/_emulator/violations")
-    async def get_violations(request: web.Request) -> web.Response:
-        return _json({"violations": em.violations})
+    async def get_violations(self, request: web.Request) -> web.Response:
+        return _json({"violations": self.em.violations})
 
-    @routes.get("/_emulator/deliveries")
-    async def get_deliveries(request: web.Request) -> web.Response:
+    async def get_deliveries(self, request: web.Request) -> web.Response:
         return _json([{
             "id": d.id, "guid": d.guid, "event": d.event, "action": d.action,
             "status_code": d.status_code, "redelivery": d.redelivery,
             "installation_id": d.installation_id, "repository_id": d.repository_id,
             "delivered_at": d.delivered_at.isoformat(), "duration": d.duration,
-        } for d in em.deliveries])
+        } for d in self.em.deliveries])
 
-    @routes.get("/_emulator/app")
-    async def get_app_info(request: web.Request) -> web.Response:
+    async def get_app_info(self, request: web.Request) -> web.Response:
+        em = self.em
         return _json({"app_id": em.world.app_id, "slug": em.world.app_slug,
                       "api_url": em.base_url, "web_url": em.web_url,
                       "webhook_url": em.webhook_url,
                       "installations": sorted(em.world.installations)})
 
-    @routes.route("PUT", "/_emulator/webhook_url")
-    async def set_webhook_url(request: web.Request) -> web.Response:
+    async def set_webhook_url(self, request: web.Request) -> web.Response:
         body = await request.json()
-        em.webhook_url = body.get("url") if isinstance(body, dict) else None
-        return _json({"webhook_url": em.webhook_url})
+        self.em.webhook_url = body.get("url") if isinstance(body, dict) else None
+        return _json({"webhook_url": self.em.webhook_url})
 
-    @routes.post("/_emulator/settle")
-    async def settle(request: web.Request) -> web.Response:
-        await em.settle()
+    async def settle(self, request: web.Request) -> web.Response:
+        await self.em.settle()
         return _json({"settled": True})
 
-    @routes.post("/_emulator/{kind:act|seed}/{name}")
-    async def act(request: web.Request) -> web.Response:
+    async def act(self, request: web.Request) -> web.Response:
+        """An acting (`act`) or seeding (`seed`) method of the emulator, called with the
+        request's JSON object as keyword arguments."""
         name = request.match_info["name"]
         allowed = ACTIONS if request.match_info["kind"] == "act" else SEEDING
         if name not in allowed:
@@ -113,7 +125,7 @@ def register(app: web.Application, em: Emulator) -> None:
             return _json({"message": "Problems parsing JSON"}, 400)
         if not isinstance(kwargs, dict):
             return _json({"message": "expected an object of keyword arguments"}, 400)
-        method = getattr(em, name)
+        method = getattr(self.em, name)
         try:
             result = method(**kwargs)
             if hasattr(result, "__await__"):
@@ -126,8 +138,7 @@ def register(app: web.Application, em: Emulator) -> None:
             result = {"full_name": result.full_name, "id": result.id}
         return _json({"result": result})
 
-    @routes.get("/_emulator/state/{name}")
-    async def read(request: web.Request) -> web.Response:
+    async def read(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         if name not in READING:
             return _json({"message": f"unknown reader {name}"}, 404)
@@ -135,8 +146,10 @@ def register(app: web.Application, em: Emulator) -> None:
         if "number" in kwargs:
             kwargs["number"] = int(kwargs["number"])
         try:
-            return _json({"result": getattr(em, name)(**kwargs)})
+            return _json({"result": getattr(self.em, name)(**kwargs)})
         except (TypeError, KeyError, ValueError) as exc:
             return _json({"message": f"{type(exc).__name__}: {exc}"}, 422)
 
-    app.add_routes(routes)
+
+def register(app: web.Application, em: Emulator) -> None:
+    app.add_routes(ControlAPI(em).routes())
