@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 import gidgethub
 
 from .domain.delivery import Figures
-from .domain.durations import parse_duration
-from .domain.gate import format_duration, format_time
+from .domain.durations import format_duration, parse_duration
+from .domain.gate import format_time
 from .domain.policy import PolicyError, load_policy
 from .github.client import GitHubClients
 from .github.repos import get_file

@@ -154,11 +154,11 @@ async def test_custom_config_rolls_back_to_what_ran_before(tmp_path: Path) -> No
         "envs/dev/shop.yaml": HELM_VALUES, "envs/prod/shop.yaml": pinned})
     status, text = await play(tmp_path, config)
     assert status == 0, text
-    assert "  running in prod today: shop 2.3.1 (sha256:111111111111…)" in text
+    assert "  running in prod today: shop 2.3.1 (sha256:111111111111)" in text
     # a release newer than what runs anywhere
     assert "1. CI publishes ghcr.io/example/shop:2.3.2 (sha256:" in text
     assert '9. bob comments "/rollback shop prod" on #2' in text
-    assert '"Roll back shop in prod to 2.3.1 (from 2.3.2)" (2.3.1 is sha256:111111111111…)' \
+    assert '"Roll back shop in prod to 2.3.1 (from 2.3.2)" (2.3.1 is sha256:111111111111)' \
         in text
 
 async def test_custom_config_without_a_gated_environment(tmp_path: Path) -> None:
@@ -332,7 +332,7 @@ async def test_eleven_services_in_one_kustomize_overlay(tmp_path: Path) -> None:
                                        to="production"), out=out)
     text = out.getvalue()
     assert status == 0, text
-    assert "  running in production today: cartservice 0.10.1 (sha256:222222222222…)" in text
+    assert "  running in production today: cartservice 0.10.1 (sha256:222222222222)" in text
     assert '   Conveyor opened #1 "Promote cartservice 0.10.2 to dev" and merged it' in text
     assert "4. 1 hour passes (the sandbox clock moves from 10:00 to 11:00 UTC" in text
     assert "5. bob (@boutique/platform) approves #2" in text
@@ -342,7 +342,7 @@ async def test_eleven_services_in_one_kustomize_overlay(tmp_path: Path) -> None:
     assert rows["cartservice"]["production"][:2] == ["0.10.2", numbered_digest(text)]
     for service, digit in (("frontend", "1"), ("productcatalogservice", "3"),
                            ("loadgenerator", "b")):
-        assert rows[service]["production"][:2] == ["0.10.1", digit * 12]
+        assert rows[service]["production"][:2] == ["0.10.1", "sha256:" + digit * 12]
         assert rows[service]["dev"][:2] == ["0.10.1", "—"]
 
 
@@ -362,7 +362,7 @@ def dashboard_rows_of(text: str) -> dict[str, dict[str, list[str]]]:
 
 def numbered_digest(text: str) -> str:
     """The short digest of the story's release (step 1)."""
-    return text.split("\n1. CI publishes ", 1)[1].split("(sha256:", 1)[1][:12]
+    return "sha256:" + text.split("\n1. CI publishes ", 1)[1].split("(sha256:", 1)[1][:12]
 
 
 async def test_helm_chart_with_values_per_environment_and_flux(tmp_path: Path) -> None:
@@ -370,7 +370,7 @@ async def test_helm_chart_with_values_per_environment_and_flux(tmp_path: Path) -
     status, text = await play(tmp_path, config)
     assert status == 0, text
     # staging pins 6.14.1 by tag: the release is newer than that
-    assert "  running in production today: podinfo 6.14.0 (sha256:6e1a4f0c3b2d…)" in text
+    assert "  running in production today: podinfo 6.14.0 (sha256:6e1a4f0c3b2d)" in text
     assert "1. CI publishes ghcr.io/podinfo-org/podinfo:6.14.2 (sha256:" in text
     assert "3. Flux reports kustomization/podinfo-staging/3f9c2a1b success on main@" in text
     assert "Argo CD" not in text

@@ -41,12 +41,11 @@ def parse_duration(text: str, maximum: timedelta = MAX_DURATION) -> timedelta:
 
 
 def format_duration(value: timedelta) -> str:
-    """Format as the policy file writes it (``1h30m``); fractions of a second are dropped."""
-    if value < timedelta(0):
-        raise ValueError(f"negative duration {value!r}")
-    remaining = value.days * 86_400 + value.seconds
+    """Format as the policy file writes it (``45s``, ``1h30m``, ``2d``); fractions of a second
+    are dropped, and zero or less (clocks that disagree) is ``0s``."""
+    remaining = max(0, value.days * 86_400 + value.seconds)
     if remaining == 0:
-        return "0"
+        return "0s"
     parts: list[str] = []
     for unit, factor in _UNITS:
         count, remaining = divmod(remaining, factor)

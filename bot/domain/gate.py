@@ -14,6 +14,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from bot.domain.durations import format_duration
+from bot.text import short_digest
+
 __all__ = [
     "EVIDENCE_KINDS",
     "NO_GATED_CHANGE",
@@ -27,9 +30,7 @@ __all__ = [
     "Review",
     "Verdict",
     "evaluate_gate",
-    "format_duration",
     "format_time",
-    "short_digest",
 ]
 
 EVIDENCE_KINDS = ("merged", "deployed")
@@ -200,25 +201,6 @@ NO_GATED_CHANGE = Verdict(
 def format_time(moment: datetime) -> str:
     """``2026-11-29T17:30:00Z``: UTC, to the second."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def format_duration(span: timedelta) -> str:
-    """The policy's own notation: ``45s``, ``30m``, ``1h30m``, ``2d``; ``0s`` for zero."""
-    seconds = int(span.total_seconds())
-    if seconds <= 0:
-        return "0s"
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        count, seconds = divmod(seconds, size)
-        if count:
-            parts.append(f"{count}{unit}")
-    return "".join(parts)
-
-
-def short_digest(digest: str) -> str:
-    """``sha256:`` and the first 12 hex digits, as in branch names."""
-    algorithm, _, hexdigits = digest.partition(":")
-    return f"{algorithm}:{hexdigits[:12]}" if hexdigits else digest
 
 
 def evaluate_gate(gate: GateInput) -> Verdict:

@@ -10,6 +10,7 @@ from ..domain.durations import format_duration
 from ..domain.policy import Environment
 from ..domain.provenance import Provenance
 from ..names import GATE_CHECK
+from ..text import short_digest
 from .candidates import Candidate
 from .marker import PromotionMarker
 
@@ -22,10 +23,6 @@ class Change:
     old_tag: str | None
     old_digest: str | None
     notes: tuple[str, ...] = ()
-
-
-def short(digest: str | None) -> str:
-    return digest.removeprefix("sha256:")[:12] if digest else "—"
 
 
 def pr_title(candidate: Candidate, environment: str, *, rollback: bool = False,
@@ -81,8 +78,8 @@ def pr_body(
     old_version = (old.old_tag or "—") if old else "—"
     lines = [
         f"Promotes **{candidate.service}** in **{environment.name}** from "
-        f"`{old_version}` (`{short(old.old_digest if old else None)}`) to "
-        f"`{candidate.version}` (`{short(candidate.digest)}`).",
+        f"`{old_version}` (`{short_digest(old.old_digest if old else None)}`) to "
+        f"`{candidate.version}` (`{short_digest(candidate.digest)}`).",
         "",
         f"Image: `{candidate.image}:{candidate.tag or candidate.version}@{candidate.digest}`",
         "",
@@ -91,8 +88,8 @@ def pr_body(
     ]
     for change in changes:
         lines.append(
-            f"| `{change.path}` | `{change.old_tag or '—'}` `{short(change.old_digest)}` "
-            f"| `{candidate.tag or '—'}` `{short(candidate.digest)}` |"
+            f"| `{change.path}` | `{change.old_tag or '—'}` `{short_digest(change.old_digest)}` "
+            f"| `{candidate.tag or '—'}` `{short_digest(candidate.digest)}` |"
         )
     notes = [note for change in changes for note in change.notes]
     if notes:

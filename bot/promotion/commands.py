@@ -9,7 +9,6 @@ says so in the reply — it never stops the commands after it and never goes una
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,6 +40,7 @@ from ..github.limits import fit
 from ..github.repos import add_labels, commit_for_ref, is_bot, remove_label
 from ..names import GATE_CHECK, POLICY_PATH
 from ..registry.errors import RegistryError
+from ..text import escape_markdown, short_digest, unlinked
 from .candidates import Candidate, Trigger, release_tag_variants
 from .downstream import promote_downstream
 from .flows import find_release
@@ -152,7 +152,7 @@ def permission_unknown(comment_id: int, commenter: str) -> str:
 def policy_refusal(comment_id: int, repo: BrokenPolicy) -> str:
     reply = Reply(comment_id)
     issues = repo.issues or [PolicyIssue(POLICY_PATH, 1, 1, "the policy could not be read")]
-    listed = "\n".join(f"- `{issue.path}` line {issue.line}: {_plain(issue.message)}"
+    listed = "\n".join(f"- `{issue.path}` line {issue.line}: {escape_markdown(issue.message)}"
                        for issue in issues[:20])
     more = f"\n- … and {len(issues) - 20} more" if len(issues) > 20 else ""
     reply.add(None, f"❌ Conveyor cannot run commands in {repo.full_name}: `{POLICY_PATH}` on "
@@ -198,7 +198,7 @@ class _Runner:
 
     async def run(self, command: Command | CommandError) -> None:
         if isinstance(command, CommandError):
-            self.reply.add(command, f"❌ {_plain(command.message)}")
+            self.reply.add(command, f"❌ {escape_markdown(command.message)}")
             self.reply.with_help = True
             return
         try:
@@ -207,8 +207,8 @@ class _Runner:
             log.warning("command failed: %s", exc.message,
                         extra={"repository": self.repo, "number": self.where.number,
                                "command": command.name})
-            text = (f"❌ {_plain(exc.message)}. Comment the command again once the registry "
-                    "answers.")
+            text = (f"❌ {escape_markdown(exc.message)}. Comment the command again once the "
+                    "registry answers.")
         except gidgethub.GitHubException as exc:
             log.exception("command failed", extra={"repository": self.repo,
                                                    "number": self.where.number,
@@ -306,18 +306,18 @@ class _Runner:
             known = await self._marker_for(command.service, digest)
             if found is None and known is None:
                 return (f"❌ no published version of `{image}` has the digest "
-                        f"`{digest[:19]}…`; check the digest, or promote by tag.")
+                        f"`{short_digest(digest)}`; check the digest, or promote by tag.")
             if found is not None and not found.manifest.is_index:
                 index = await self.ctx.images.index_of(image, digest)
                 if index is not None:
-                    return (f"❌ `{digest[:19]}…` is one platform of the multi-arch image "
+                    return (f"❌ `{short_digest(digest)}` is one platform of the multi-arch image "
                             f"`{image}:{index.tag}`; promote its index digest `{index.digest}` "
                             f"(or the tag `{index.tag}`) so every platform gets the same "
                             "image.")
             tag = (known.tag if known else None) or await self.ctx.images.tag_of(image, digest)
             if tag is None:
-                return (f"❌ `{image}@{digest[:19]}…` carries no tag; Conveyor writes a tag "
-                        "beside the digest, so promote a tagged image.")
+                return (f"❌ `{image}@{short_digest(digest)}` carries no tag; Conveyor writes a "
+                        "tag beside the digest, so promote a tagged image.")
         else:
             variants = list(dict.fromkeys([command.ref, *release_tag_variants(command.ref)]))
             by_tag = await self.ctx.images.find_by_tags(image, variants)
@@ -375,7 +375,7 @@ class _Runner:
             if labelled.source_repo and labelled.source_repo.lower() == source.lower():
                 source_sha = labelled.revision
         named = release_tag or tag
-        version = version_from_tag(named) if named else digest[:19]
+        version = version_from_tag(named) if named else short_digest(digest)
         return Candidate(
             service=service, image=image, digest=digest, tag=tag, version=version,
             source_repo=source, trigger=trigger, source_sha=source_sha,
@@ -493,7 +493,7 @@ class _Runner:
         # The gate reads the reason from the text after the marker, up to the end of the line,
         # and escapes it itself (its title is plain text): keep it as written, only without
         # mentions, references and HTML.
-        reason = _unlinked(" ".join(command.reason.split())).replace("<", "\\<")
+        reason = unlinked(" ".join(command.reason.split())).replace("<", "\\<")
         what = "still on hold, with this reason" if was_held else f"on hold (label `{HOLD_LABEL}`)"
         return (f"⏸️ {what}: `{GATE_CHECK}` fails until someone comments `/unhold`. "
                 f"{HOLD_MARKER}" + (f" Reason: {reason}" if reason else ""))
@@ -637,29 +637,18 @@ def describe_result(result: OpenResult, service: str, version: str, environment:
 def describe_verdict(verdict: Verdict) -> str:
     state = verdict.conclusion or verdict.status.replace("_", " ")
     icon = {"success": "✅", "failure": "❌", "action_required": "✋"}.get(state, "⏳")
-    return f"🔄 re-evaluated `{GATE_CHECK}`: {icon} **{state}** — {_plain(verdict.title)}"
+    return (f"🔄 re-evaluated `{GATE_CHECK}`: {icon} **{state}** — "
+            f"{escape_markdown(verdict.title)}")
 
 
 def _github_error(exc: gidgethub.GitHubException) -> str:
     status = getattr(exc, "status_code", None)
     code = f"{int(status)} " if status is not None else ""
     message = " ".join(str(exc).split())[:200] or type(exc).__name__
-    return f"{code}({_plain(message)})"
+    return f"{code}({escape_markdown(message)})"
 
 
 def _echo(raw: str) -> str:
     text = " ".join(raw.replace("`", "'").split())
     return text if len(text) <= MAX_ECHO else text[: MAX_ECHO - 1] + "…"
 
-
-_MARKDOWN = re.compile(r"([\\`*_\[\]<>|~])")
-
-
-def _plain(text: str) -> str:
-    """Text from users or GitHub shown in a reply: one line, no Markdown, no @-mentions or
-    #-references (a zero-width joiner keeps them from notifying or linking)."""
-    return _unlinked(_MARKDOWN.sub(r"\\\1", " ".join(text.split())))
-
-
-def _unlinked(text: str) -> str:
-    return text.replace("@", "@\u2060").replace("#", "#\u2060")

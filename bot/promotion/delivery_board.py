@@ -23,7 +23,7 @@ from prometheus_client.core import (
 )
 
 from ..domain.delivery import Figures, figures, weekly_lead_times
-from ..domain.gate import format_duration
+from ..domain.durations import format_duration
 from .delivery import DeliveryReader
 from .policies import DeploymentRepo
 

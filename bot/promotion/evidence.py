@@ -23,6 +23,7 @@ from ..domain.policy import Environment, Policy
 from ..github.repos import get_file
 from ..manifests import ManifestError
 from ..manifests.references import deploy_references
+from ..text import short_digest
 from .deployed import DeployedSearch, Target, parse_time
 from .failure_mark import find_mark
 
@@ -124,7 +125,7 @@ class EvidenceFinder:
         at, how = await self._arrival(commit)
         return Evidence(
             kind="merged", digest=digest, at=at, url=commit["html_url"],
-            description=f"{path} pins {image}@{digest[:19]}… on {self.default_branch} "
+            description=f"{path} pins {image}@{short_digest(digest)} on {self.default_branch} "
                         f"since {commit['sha'][:7]}{how}",
             environment=upstream,
         )

@@ -24,7 +24,6 @@ from ..domain.gate import (
     Review,
     Verdict,
     evaluate_gate,
-    short_digest,
 )
 from ..domain.images import image_allowed, same_image
 from ..domain.policy import Environment, Policy, Service
@@ -42,6 +41,7 @@ from ..manifests import ManifestError
 from ..manifests.references import ImageReference, deploy_references
 from ..names import GATE_CHECK, POLICY_PATH
 from ..offload import run_cpu
+from ..text import short_digest
 from .deployed import parse_time
 from .evidence import EvidenceFinder
 from .marker import PromotionMarker, parse_marker
@@ -360,7 +360,7 @@ class GateService:
         if attested is None:
             self._unattested[(source.lower(), digest)] = True
             if required:
-                return f"no attestation found for {digest[:19]} in {source}"
+                return f"no attestation found for {short_digest(digest)} in {source}"
             return None
         expected_commit = facts.trusted.source_sha if facts.trusted else None
         return attestation_problem(attested_repo=attested.repository,

@@ -26,6 +26,7 @@ from ..domain.provenance import (
     compare_text,
     previous_git_tags,
 )
+from ..text import short_digest
 from .candidates import Candidate
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ async def gather_provenance(gh: GitHubAPI, candidate: Candidate, web_url: str, *
         release = Link(candidate.release_tag, candidate.release_url or
                        f"{web_url}/{source}/releases/tag/{quote(candidate.release_tag, safe='')}")
     provenance = Provenance(
-        package=Link(f"{candidate.image}@{candidate.digest[:19]}", candidate.package_url)
+        package=Link(f"{candidate.image}@{short_digest(candidate.digest)}", candidate.package_url)
         if candidate.package_url else None,
         release=release,
         source_commit=commit_link,

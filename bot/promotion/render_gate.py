@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from bot.domain.gate import NO_GATED_CHANGE, Condition, Verdict, format_time
 from bot.github.limits import OUTPUT_LIMIT
 from bot.names import POLICY_PATH
+from bot.text import escape_markdown
 
 __all__ = ["MAX_OUTPUT", "MAX_TITLE", "NO_GATED_CHANGE", "render_gate_output"]
 
@@ -14,8 +13,6 @@ __all__ = ["MAX_OUTPUT", "MAX_TITLE", "NO_GATED_CHANGE", "render_gate_output"]
 # Counting UTF-8 bytes instead keeps us under the limit however GitHub counts.
 MAX_OUTPUT = OUTPUT_LIMIT
 MAX_TITLE = 250
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 NO_GATED_CHANGE_SUMMARY = (
     "no gated environment changed: this pull request changes no file of an environment "
@@ -85,7 +82,8 @@ def _text_lines(verdict: Verdict) -> list[str]:
 
 
 def _escape(text: str) -> str:
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+    # A check run's output notifies no one, and the gate names approvers with @ on purpose.
+    return escape_markdown(text, mentions=True)
 
 
 def _safe_link(url: str | None) -> str | None:

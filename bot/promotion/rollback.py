@@ -21,6 +21,7 @@ from ..domain.policy import Policy
 from ..domain.tags import version_from_tag
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
+from ..text import short_digest
 from .deployed import parse_time
 from .evidence import MAX_HISTORY_COMMITS
 
@@ -61,7 +62,7 @@ class LivePeriod:
     def version(self) -> str:
         if self.tag:
             return version_from_tag(self.tag)
-        return (self.digest or "")[:19]
+        return short_digest(self.digest) if self.digest else ""
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def _matches(period: LivePeriod, wanted: str, wanted_digest: str | None) -> bool
 
 
 def _name(wanted: str) -> str:
-    return wanted[:19] if is_digest(wanted) else wanted
+    return short_digest(wanted) if is_digest(wanted) else wanted
 
 
 def rollback_note(period: LivePeriod, environment: str) -> str:

@@ -21,6 +21,7 @@ from gidgethub.abc import GitHubAPI
 
 from ..manifests import ManifestError, find_images
 from ..offload import run_cpu
+from ..text import short_digest
 from .candidates import package_page
 from .history import UNKNOWN, ChangeHistory, Wanted
 from .marker import branch_prefix, parse_marker
@@ -187,10 +188,6 @@ def _parse_references(todo: list[tuple[ReferenceKey, str]]) -> dict[ReferenceKey
         out[key] = (images[0].tag, images[0].digest, None) if images else (
             None, None, f"{image} not found in `{path}`")
     return out
-
-
-def short_digest(digest: str | None) -> str:
-    return digest.removeprefix("sha256:")[:12] if digest else NONE
 
 
 def _cell_version(row: StatusRow) -> str:

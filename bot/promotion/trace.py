@@ -26,6 +26,7 @@ import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..github.repos import commit_for_ref
+from ..text import short_digest
 from .marker import PromotionMarker
 
 if TYPE_CHECKING:
@@ -172,8 +173,8 @@ def render_trace_comment(source_sha: str, shipments: Sequence[Shipment]) -> str:
         for item in items:
             back = " (rollback)" if item.kind == "rollback" else ""
             steps.append(f"to {item.environment} in {item.deploy_repo}#{item.number}{back}")
-        digest = items[0].digest.removeprefix("sha256:")[:12]
-        lines.append(f"Shipped **{service} {version}** (`{digest}`) {', '.join(steps)}.")
+        lines.append(f"Shipped **{service} {version}** (`{short_digest(items[0].digest)}`) "
+                     f"{', '.join(steps)}.")
     data = json.dumps([asdict(s) for s in shipments], sort_keys=True, separators=(",", ":"))
     data = data.replace("--", "-\\u002d")
     return "\n".join([

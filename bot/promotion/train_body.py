@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 
 from ..domain.policy import Environment
 from ..domain.provenance import Provenance
-from .body import MAX_BODY, Change, commands_lines, gate_lines, provenance_lines, short
+from ..text import short_digest
+from .body import MAX_BODY, Change, commands_lines, gate_lines, provenance_lines
 from .candidates import Candidate
 from .marker import PromotionMarker
 
@@ -49,7 +50,7 @@ def train_commit_message(group: str, environment: str, moves: Sequence[Move], *,
     lines = [train_title(group, environment, len(moves), rollback=rollback), ""]
     for move in moves:
         lines.append(f"{move.candidate.service}: {move.change.old_tag or '—'} → "
-                     f"{move.candidate.version} ({short(move.candidate.digest)})")
+                     f"{move.candidate.version} ({short_digest(move.candidate.digest)})")
     lines += ["", f"Conveyor-Train: {group}", f"Conveyor-Environment: {environment}"]
     if requester:
         lines.append(f"Conveyor-Requested-By: {requester}")
@@ -112,8 +113,9 @@ def _head(group: str, environment: Environment, moves: Sequence[Move],
     for move in moves:
         candidate, change = move.candidate, move.change
         lines.append(f"| {candidate.service} | `{change.path}` "
-                     f"| `{change.old_tag or '—'}` `{short(change.old_digest)}` "
-                     f"| `{candidate.tag or candidate.version}` `{short(candidate.digest)}` |")
+                     f"| `{change.old_tag or '—'}` `{short_digest(change.old_digest)}` "
+                     f"| `{candidate.tag or candidate.version}` "
+                     f"`{short_digest(candidate.digest)}` |")
     notes = [f"{move.candidate.service}: {note}" for move in moves for note in move.change.notes]
     if notes:
         lines += ["", *[f"> {note}" for note in notes]]

@@ -16,6 +16,7 @@ from ..domain.tags import version_from_tag
 from ..domain.trains import ALL_GROUP
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
+from ..text import short_digest
 from .candidates import Candidate, Trigger
 from .evidence import pins as pins_digest
 from .marker import PromotionMarker, parse_marker, train_prefix
@@ -130,7 +131,7 @@ def plain_candidate(repo: DeploymentRepo, service: str, tag: str | None, digest:
     """A candidate from the policy and the pin alone, without lookups."""
     settings = repo.policy.services[service]
     return Candidate(service=service, image=settings.image, digest=digest, tag=tag,
-                     version=version_from_tag(tag) if tag else digest[:19],
+                     version=version_from_tag(tag) if tag else short_digest(digest),
                      source_repo=settings.source, trigger="command", requester=requester)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from gidgethub.abc import GitHubAPI
 
 from ..github.repos import commit_for_ref
+from ..text import short_digest
 from .marker import PromotionMarker, parse_marker
 
 __all__ = [
@@ -158,7 +159,7 @@ def reconcile(marker: PromotionMarker | None, trusted: ConveyorCommit) -> Promot
     """The facts of a single-service promotion: what trust rests on from Conveyor's commit,
     only the display details (paths, previous version, upstream PR) from the body marker —
     and not even those when the marker tells another story (it was edited)."""
-    version = trusted.version or trusted.tag or trusted.digest.removeprefix("sha256:")[:12]
+    version = trusted.version or trusted.tag or short_digest(trusted.digest)
     kind = "rollback" if trusted.rollback else "promotion"
     if marker is None or not trusted.agrees_with(marker):
         marker = PromotionMarker(service=trusted.service, environment=trusted.environment,

@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING, Any
 from gidgethub.abc import GitHubAPI
 
 from ..domain.deployed import Report, Trust
-from ..domain.gate import format_duration, format_time, short_digest
+from ..domain.durations import format_duration
+from ..domain.gate import format_time
 from ..domain.policy import Environment, Policy
 from ..github.repos import get_file
+from ..text import short_digest
 from .deployed import DeployedSearch, Target, parse_time
 from .evidence import pins
 from .failure_mark import Mark, find_mark, mark_name, update_mark, write_mark

@@ -6,18 +6,16 @@ import re
 from typing import Any
 
 from ..names import GATE_CHECK
+from ..text import unescape_markdown
 from .runner import Sandbox
 
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-
-
-def short(digest: str) -> str:
-    return f"{digest[:19]}…" if digest.startswith("sha256:") else digest
+_MARKS = re.compile(r"(?<!\\)(?:\*\*|`)")  # bold and code marks that are not escaped
 
 
 def plain(markdown: str) -> str:
     """Markdown of one line as a person reads it on a console: no links, bold or code marks."""
-    return _LINK.sub(r"\1", markdown).replace("**", "").replace("`", "").replace("\\_", "_")
+    return unescape_markdown(_MARKS.sub("", _LINK.sub(r"\1", markdown)))
 
 
 def find_pull(sandbox: Sandbox, repo: str, title: str) -> dict[str, Any] | None:

@@ -34,10 +34,11 @@ from ..domain.policy import Environment, PolicyError
 from ..domain.tags import version_from_tag
 from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
 from ..promotion.marker import parse_marker
+from ..text import short_digest
 from .console import Console, prompt
 from .demo import digest_of, seed
 from .plan import Plan, PlanError, Unplayable, describe_policy, pinned, plan_demo, plan_from_config
-from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to, short
+from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to
 from .runner import Sandbox, SandboxError, image_parts, logs_to_file, start_sandbox
 
 REFUSAL_CHECK = "conveyor/promotion"
@@ -222,7 +223,7 @@ def table_from_files(sandbox: Sandbox, plan: Plan) -> list[str]:
                 if text is not None else None
             tag, digest = found if found is not None else ("—", None)
             rows.append([name, env, tag if text is not None else "(no file)",
-                         short(digest) if digest else "—"])
+                         short_digest(digest)])
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return ["   " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
             for row in rows]
@@ -266,7 +267,8 @@ class Story:
     async def release(self) -> dict[str, Any]:
         plan, em, say = self.plan, self.sandbox.emulator, self.narrator
         registry, owner, package = image_parts(plan.service.image)
-        say.step(f"CI publishes {plan.service.image}:{plan.version} ({short(plan.digest)}) and "
+        say.step(f"CI publishes {plan.service.image}:{plan.version} "
+                 f"({short_digest(plan.digest)}) and "
                  f"{plan.cast.requester} publishes release {plan.tag} in {plan.service.source}")
         source = plan.service.source
         commit = em.commit(source, em.world.repo_by_name(source).default_branch)["sha"]
@@ -470,7 +472,7 @@ class Story:
             say.problem(f"Conveyor replied: {reply}")
         version, digest = plan.previous
         say.said(f'Conveyor opened #{back["number"]} "{back["title"]}" '
-                 f"({version or 'the untagged image'} is {short(digest)}); "
+                 f"({version or 'the untagged image'} is {short_digest(digest)}); "
                  f"{gate_text(gate_of(self.sandbox, self.repo, back))}")
 
     async def train(self, pr: dict[str, Any]) -> None:
@@ -752,7 +754,7 @@ async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path
                               "Conveyor will report that it cannot promote into it")
         if plan.previous is not None:
             narrator.line(f"  running in {plan.target.name} today: {plan.service.name} "
-                          f"{plan.previous[0] or '(no tag)'} ({short(plan.previous[1])})")
+                          f"{plan.previous[0] or '(no tag)'} ({short_digest(plan.previous[1])})")
         elif plan.live:
             running = ", ".join(f"{version} in {env}" for env, version in plan.live.items())
             narrator.line(f"  running today: {plan.service.name} {running}")

@@ -56,22 +56,20 @@ def test_long_input_is_rejected_quickly() -> None:
 @pytest.mark.parametrize(
     ("value", "text"),
     [
-        (timedelta(0), "0"),
+        (timedelta(0), "0s"),
         (timedelta(seconds=45), "45s"),
+        (timedelta(minutes=30), "30m"),
         (timedelta(minutes=90), "1h30m"),
         (timedelta(days=2), "2d"),
         (timedelta(days=1, seconds=1), "1d1s"),
         (timedelta(seconds=59, microseconds=999_999), "59s"),
-        (timedelta(microseconds=1), "0"),
+        (timedelta(microseconds=1), "0s"),
+        # a report timestamped before the merge it follows (clocks that disagree)
+        (timedelta(seconds=-5), "0s"),
     ],
 )
 def test_format(value: timedelta, text: str) -> None:
     assert format_duration(value) == text
-
-
-def test_format_rejects_negative() -> None:
-    with pytest.raises(ValueError, match="negative"):
-        format_duration(timedelta(seconds=-1))
 
 
 @given(st.integers(0, int(MAX_DURATION.total_seconds())))

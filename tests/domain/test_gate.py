@@ -18,9 +18,7 @@ from bot.domain.gate import (
     Review,
     Verdict,
     evaluate_gate,
-    format_duration,
     format_time,
-    short_digest,
 )
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -811,29 +809,8 @@ def test_evidence_without_url_has_no_link() -> None:
 # --- helpers --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("span", "text"),
-    [
-        (timedelta(0), "0s"),
-        (timedelta(seconds=-5), "0s"),
-        (timedelta(seconds=45), "45s"),
-        (timedelta(minutes=30), "30m"),
-        (timedelta(hours=1, minutes=30), "1h30m"),
-        (timedelta(days=2), "2d"),
-        (timedelta(days=1, seconds=1), "1d1s"),
-    ],
-)
-def test_format_duration(span: timedelta, text: str) -> None:
-    assert format_duration(span) == text
-
-
 def test_format_time_is_utc() -> None:
     from zoneinfo import ZoneInfo
 
     berlin = datetime(2026, 12, 18, 16, 0, tzinfo=ZoneInfo("Europe/Berlin"))
     assert format_time(berlin) == "2026-12-18T15:00:00Z"
-
-
-def test_short_digest() -> None:
-    assert short_digest(DIGEST) == "sha256:aaaaaaaaaaaa"
-    assert short_digest("nodigest") == "nodigest"

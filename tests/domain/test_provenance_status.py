@@ -56,9 +56,9 @@ def test_render_one_table_per_service() -> None:
         "",
         "| environment | version | digest | since | merged in | open promotions |",
         "| --- | --- | --- | --- | --- | --- |",
-        "| staging | `1.4.2` | [`eeeeeeeeeeee`](https://x/pkg/1) "
+        "| staging | `1.4.2` | [`sha256:eeeeeeeeeeee`](https://x/pkg/1) "
         "| [2026-11-30 10:05 UTC](https://x/commit/f) | #42 | — |",
-        "| production | `1.4.1` | `eeeeeeeeeeee` | 2026-11-29 08:00 UTC | — "
+        "| production | `1.4.1` | `sha256:eeeeeeeeeeee` | 2026-11-29 08:00 UTC | — "
         "| #45 `1.4.2`, #46 (rollback) |",
         "",
         "### api",

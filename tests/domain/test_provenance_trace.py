@@ -59,7 +59,7 @@ def test_the_comment_names_each_environment_and_round_trips() -> None:
     shipped = merge_shipments(merge_shipments([], production), staging)
     assert [s.environment for s in shipped] == ["staging", "production"]  # in time order
     body = render_trace_comment(SHA, shipped)
-    assert ("Shipped **web 1.4.2** (`dddddddddddd`) to staging in acme/deploy#42, "
+    assert ("Shipped **web 1.4.2** (`sha256:dddddddddddd`) to staging in acme/deploy#42, "
             "to production in acme/deploy#45.") in body
     assert body.startswith("🚢 Commit cccccccccccc")
     assert parse_shipments(body) == shipped

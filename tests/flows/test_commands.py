@@ -317,7 +317,7 @@ async def test_status_replies_with_a_table_per_service(world: World) -> None:
     posted = await say(world, number, "/status")
     body = reply_to(world, number, posted)
     assert "### web" in body and "### api" in body
-    assert f"`{digest[7:19]}`" in body
+    assert f"`{digest[:19]}`" in body
     assert "| staging | `1.0.0` |" in body
     only_web = await say(world, number, "/status web")
     body = reply_to(world, number, only_web)

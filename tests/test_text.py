@@ -1,0 +1,38 @@
+"""Text Conveyor writes into Markdown: escaping and short digests."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.text import escape_markdown, one_line, short_digest, unescape_markdown, unlinked
+
+DIGEST = "sha256:" + "a" * 64
+
+
+def test_escape_markdown_shows_text_as_written() -> None:
+    assert escape_markdown("*bold* `code` [link](x) <b>|~_\\") == (
+        "\\*bold\\* \\`code\\` \\[link\\](x) \\<b\\>\\|\\~\\_\\\\")
+
+
+def test_escape_markdown_is_one_line() -> None:
+    assert escape_markdown("a\n### b\r\n- c", mentions=True) == "a ### b - c"
+
+
+def test_escape_markdown_breaks_mentions_and_references_by_default() -> None:
+    assert escape_markdown("@alice see #12") == "@\u2060alice see #\u206012"
+    assert escape_markdown("@alice see #12", mentions=True) == "@alice see #12"
+    assert unlinked("@a#b") == "@\u2060a#\u2060b"
+
+
+@given(st.text())
+def test_unescape_returns_what_was_escaped(text: str) -> None:
+    assert unescape_markdown(escape_markdown(text)) == one_line(text).replace("\u2060", "")
+
+
+def test_short_digest() -> None:
+    assert short_digest(DIGEST) == "sha256:aaaaaaaaaaaa"
+    assert short_digest("sha512:" + "b" * 128) == "sha512:bbbbbbbbbbbb"
+    assert short_digest("nodigest") == "nodigest"
+    assert short_digest(None) == "—"
+    assert short_digest("") == "—"
