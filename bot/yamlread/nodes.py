@@ -9,6 +9,7 @@ as its own node with its position and needs no recursion. Node lines are 1-based
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,6 +152,18 @@ def contains(outer: Node, inner: Node) -> bool:
     return outer is inner or (outer.start <= inner.start and inner.end <= outer.end)
 
 
+def iter_nodes(root: Node | None) -> Iterator[Node]:
+    """Every node under ``root`` (itself included) in text order; aliases are not followed."""
+    stack = [] if root is None else [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, Mapping):
+            stack.extend(part for pair in reversed(node.pairs) for part in reversed(pair))
+        elif isinstance(node, Sequence):
+            stack.extend(reversed(node.items))
+
+
 def is_merge_key(node: Node) -> bool:
     """YAML's merge key: a plain ``<<``, or any ``<<`` tagged ``!!merge``."""
     return (
@@ -194,16 +207,12 @@ def _skip_properties(text: str, start: int) -> int:
     return start if match is None else match.end()
 
 
-def _tag(event: Any) -> str | None:
-    tag = getattr(event, "tag", None)
-    return None if tag is None else str(tag)
-
-
 class _Walker:
     """Parse events → documents of nodes, with an explicit stack."""
 
     def __init__(self, index: LineIndex, max_depth: int) -> None:
         self.index = index
+        self.starts, self.lines, self.length = index.starts, len(index.starts), len(index.text)
         self.max_depth = max_depth
         self.documents: list[Document] = []
         self.stack: list[Mapping | Sequence] = []
@@ -213,25 +222,27 @@ class _Walker:
         self.flow_depth = 0
 
     def run(self, events: Any) -> list[Document]:
+        handlers = {ScalarEvent: self.scalar, MappingStartEvent: self.open,
+                    SequenceStartEvent: self.open, AliasEvent: self.alias,
+                    MappingEndEvent: self.close, SequenceEndEvent: self.close,
+                    DocumentStartEvent: self.start_document, DocumentEndEvent: self.end_document}
         for event in events:
-            if isinstance(event, ScalarEvent):
-                self.scalar(event)
-            elif isinstance(event, (MappingStartEvent, SequenceStartEvent)):
-                self.open(event)
-            elif isinstance(event, AliasEvent):
-                self.alias(event)
-            elif isinstance(event, DocumentStartEvent):
-                mark = event.start_mark
-                self.document = Document(None, [], int(mark.line) + 1, int(mark.column))
-                self.anchors = {}
-            elif isinstance(event, DocumentEndEvent):
-                self.documents.append(self.document)
-            elif isinstance(event, (MappingEndEvent, SequenceEndEvent)):
-                self.close(event)
+            handler = handlers.get(type(event))
+            if handler is not None:  # not StreamStartEvent / StreamEndEvent
+                handler(event)
         return self.documents
 
+    def start_document(self, event: Any) -> None:
+        mark = event.start_mark
+        self.document = Document(None, [], mark.line + 1, mark.column)
+        self.anchors = {}
+
+    def end_document(self, event: Any) -> None:
+        self.documents.append(self.document)
+
     def _offset(self, mark: Any) -> int:
-        return self.index.offset(mark.line, mark.column)
+        line = mark.line
+        return self.starts[line] + mark.column if line < self.lines else self.length
 
     def attach(self, node: Node) -> None:
         if not self.stack:
@@ -250,7 +261,7 @@ class _Walker:
 
     def scalar(self, event: Any) -> None:
         start = self._offset(event.start_mark)
-        anchor, tag = event.anchor, _tag(event)
+        anchor, tag = event.anchor, event.tag
         if anchor is not None or tag is not None:
             start = _skip_properties(self.index.text, start)
         node = Scalar(start, self._offset(event.end_mark), event.start_mark.line + 1,
@@ -274,7 +285,7 @@ class _Walker:
             raise NestedTooDeep(mark.line + 1, mark.column,
                                 f"the document is nested deeper than {self.max_depth} levels")
         start = self._offset(mark)
-        anchor, tag = event.anchor, _tag(event)
+        anchor, tag = event.anchor, event.tag
         content = _skip_properties(self.index.text, start) if anchor or tag else start
         flow = self.index.text.startswith(("{", "["), content)
         kind = Mapping if isinstance(event, MappingStartEvent) else Sequence

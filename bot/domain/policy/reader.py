@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from datetime import date
 from typing import Any
 
 from bot.domain.policy.issues import PolicyIssue
@@ -29,8 +28,6 @@ def type_name(value: object) -> str:
         return "mapping"
     if isinstance(value, list):
         return "list"
-    if isinstance(value, date):
-        return "date"
     return type(value).__name__
 
 
