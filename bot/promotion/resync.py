@@ -20,6 +20,7 @@ from urllib.parse import quote
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
+from ..domain.leftovers import PromotionPull, Supersede, leftover_steps, newer_is_live
 from ..domain.policy import Service
 from ..domain.tags import compare_versions, is_semver, version_from_tag
 from ..github.repos import get_file
@@ -180,11 +181,9 @@ async def finish_interrupted_promotions(ctx: Context, gh: GitHubAPI, repo: Deplo
 
 async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
     policy = repo.policy
-    newest: dict[tuple[str, str], tuple[dict[str, Any], PromotionMarker]] = {}
-    ours: list[tuple[dict[str, Any], PromotionMarker]] = []
     pulls = await open_pulls(gh, repo.full_name)
     await _delete_stray_branches(gh, repo.full_name, {str(pr["head"]["ref"]) for pr in pulls})
-    heads: dict[int, bool] = {}
+    ours: dict[int, tuple[dict[str, Any], PromotionPull]] = {}
     for pr in pulls:
         # Only what Conveyor's own commit says: an edited marker cannot make the resync close
         # the real newer promotion or merge after a person pushed.
@@ -192,40 +191,40 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
         if trusted is None:
             continue
         marker, commit = trusted
-        if marker.kind != "promotion" or not str(pr["head"]["ref"]).startswith(
+        if marker.kind == "promotion" and str(pr["head"]["ref"]).startswith(
                 branch_prefix(marker.environment, marker.service)):
+            ours[int(pr["number"])] = (pr, PromotionPull(
+                int(pr["number"]), marker.service, marker.environment, marker.version,
+                at_head=commit.head))
+    merging = [env.name for env in policy.environments.values()
+               if env.auto_merge and not env.gated]
+    for step in leftover_steps([pull for _, pull in ours.values()], merging=merging,
+                               services=policy.services):
+        pr, pull = ours[step.pull]
+        if isinstance(step, Supersede):
+            await close_superseded(ctx, gh, repo.full_name, pr, step.by)
             continue
-        heads[int(pr["number"])] = commit.head
-        ours.append((pr, marker))
-        key = (marker.service, marker.environment)
-        best = newest.get(key)
-        if best is None or (compare_versions(marker.version, best[1].version) or 0) > 0:
-            newest[key] = (pr, marker)
-    for pr, marker in ours:
-        winner = newest[(marker.service, marker.environment)][0]
-        if winner["number"] != pr["number"]:
-            await close_superseded(ctx, gh, repo.full_name, pr, int(winner["number"]))
-            continue
-        env = policy.environments.get(marker.environment)
-        if (env is None or not env.auto_merge or env.gated or not heads[int(pr["number"])]
-                or marker.service not in policy.services):
-            continue
-        current = await get_file(gh, repo.full_name,
-                                 policy.path_for(marker.service, marker.environment))
-        live = None
-        if current is not None:
-            try:
-                service = policy.services[marker.service]
-                found = find_images(current.text, service.image, tag_key=service.tag_key)
-            except ManifestError:
-                found = []
-            live = found[0].tag if found else None
-        if live and (compare_versions(live, marker.version) or 0) > 0:
+        if newer_is_live(await _live_tag(gh, repo, pull.service, pull.environment),
+                         pull.version):
             continue
         log.info("resync: merging a promotion whose auto-merge did not happen",
                  extra={"repository": repo.full_name, "pull": pr["number"]})
-        await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), str(pr["head"]["sha"]),
-                              env.merge_method)
+        await merge_promotion(ctx, gh, repo.full_name, pull.number, str(pr["head"]["sha"]),
+                              policy.environments[pull.environment].merge_method)
+
+
+async def _live_tag(gh: GitHubAPI, repo: DeploymentRepo, service: str, environment: str
+                    ) -> str | None:
+    """The tag the service's file pins on the default branch; None when it cannot tell."""
+    current = await get_file(gh, repo.full_name, repo.policy.path_for(service, environment))
+    if current is None:
+        return None
+    image = repo.policy.services[service]
+    try:
+        found = find_images(current.text, image.image, tag_key=image.tag_key)
+    except ManifestError:
+        return None
+    return found[0].tag if found else None
 
 
 async def _delete_stray_branches(gh: GitHubAPI, repo: str, open_heads: set[str]) -> None:
