@@ -15,9 +15,9 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from bot.configcheck import kubernetes as schemas
 from bot.domain.policy import load_policy
 from bot.promotion.configcheck import CONFIG_CHECK, check_change, repoview, run_config_check
-from bot.promotion.configcheck import kubernetes as schemas
 from bot.sandbox.demo import digest_of
 
 from .counting import Tally, tally

@@ -14,10 +14,10 @@ import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .configcheck import kustomize
+from .configcheck.documents import parse_documents
 from .domain.policy import Policy
 from .github.repos import MAX_FILE_BYTES, FileTooLarge, RepoFile
-from .promotion.configcheck import kustomize
-from .promotion.configcheck.documents import parse_documents
 from .promotion.configcheck.repoview import Listing
 
 MAX_FILES = 2000  # files read from one repository, the named ones and what they include

@@ -12,18 +12,14 @@ import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
+from .configcheck import helm, kustomize
+from .configcheck.files import check_text, may_hold_resources
+from .configcheck.kubernetes import prepare
+from .configcheck.report import Report
 from .domain.policy import Policy
 from .localrepo import LocalFolder, PolicyFiles, read_policy_files
 from .manifests import ManifestError, find_images
-from .promotion.configcheck import helm, kustomize
-from .promotion.configcheck.kubernetes import prepare
-from .promotion.configcheck.run import (
-    Report,
-    check_kustomization,
-    check_text,
-    check_values,
-    may_hold_resources,
-)
+from .promotion.configcheck.run import check_kustomization, check_values
 
 
 @dataclass(frozen=True)

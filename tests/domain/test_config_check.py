@@ -7,26 +7,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.domain.policy import PolicyError, load_policy
-from bot.domain.policy.kubernetes import latest_kubernetes_version, supported_kubernetes_versions
-from bot.promotion.configcheck import Finding, Report, documents, render
-from bot.promotion.configcheck.documents import MAX_DEPTH, parse_documents
-from bot.promotion.configcheck.helm import (
+from bot.configcheck import documents
+from bot.configcheck.documents import MAX_DEPTH, parse_documents
+from bot.configcheck.files import check_text, is_checked
+from bot.configcheck.helm import (
     chart_directories,
     coalesce,
     is_values_file,
     load_schema,
     schema_findings,
 )
-from bot.promotion.configcheck.kubernetes import check_resource, is_kustomize, is_resource
-from bot.promotion.configcheck.kustomize import (
+from bot.configcheck.kubernetes import check_resource, is_kustomize, is_resource
+from bot.configcheck.kustomize import (
     image_findings,
     includes,
     is_kustomization,
     references,
 )
-from bot.promotion.configcheck.messages import where
-from bot.promotion.configcheck.run import check_text, is_checked
+from bot.configcheck.messages import where
+from bot.configcheck.report import Finding, Report, render
+from bot.domain.policy import PolicyError, load_policy
+from bot.domain.policy.kubernetes import latest_kubernetes_version, supported_kubernetes_versions
 from bot.sandbox.demo import DEMO_POLICY
 
 DIGEST = "sha256:" + "0" * 64

@@ -8,6 +8,9 @@ valid against its chart's `values.schema.json`; Argo CD sources hold well-formed
 `kustomize.images` strings and `helm.parameters`; in files that hold a service's image, image
 references are under `allowed_images` and digest-pinned in gated environments; a changed
 policy file is valid. Findings are annotations on the offending lines.
+
+The checks themselves are pure (``bot.configcheck``); this module reads the files they need
+from GitHub at the commit and posts the check run.
 """
 
 from __future__ import annotations
@@ -15,22 +18,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import posixpath
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gidgethub.abc import GitHubAPI
 
-from ...domain.images import image_allowed, same_image
-from ...domain.policy import Policy, PolicyError, load_policy
+from ...configcheck import helm, kustomize
+from ...configcheck.documents import Document, parse_documents
+from ...configcheck.files import check_text, is_checked, may_hold_resources
+from ...configcheck.kubernetes import prepare
+from ...configcheck.report import Finding, Report, render
+from ...domain.policy import Policy
 from ...domain.policy.kubernetes import latest_kubernetes_version
 from ...github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
 from ...github.repos import FileTooLarge, RepoFile
-from ...manifests import ManifestError, find_all_images
-from ...names import CONFIG_CHECK, POLICY_PATH
+from ...names import CONFIG_CHECK
 from ...offload import INLINE_BELOW
-from . import argocd, helm, kustomize
-from .documents import Document, parse_documents
-from .kubernetes import check_resource, is_kustomize, is_resource, prepare
 from .repoview import FileSource, RepoView
 
 if TYPE_CHECKING:
@@ -40,124 +42,6 @@ log = logging.getLogger(__name__)
 
 MAX_FILES = 300
 MAX_DIRECTORIES = 300  # ancestor directories searched for kustomizations
-SUMMARY_FINDINGS = 200
-
-
-@dataclass(frozen=True)
-class Finding:
-    path: str
-    line: int
-    message: str
-
-    def annotation(self, level: str = "failure") -> dict[str, object]:
-        return {"path": self.path, "start_line": self.line, "end_line": self.line,
-                "annotation_level": level, "message": self.message[:1000]}
-
-
-@dataclass
-class Report:
-    """What one run found: failures, neutral notes, advice, and what it looked at."""
-
-    kubernetes_version: str
-    findings: list[Finding] = field(default_factory=list)
-    notes: list[Finding] = field(default_factory=list)
-    notices: list[Finding] = field(default_factory=list)  # the policy's advice
-    files: int = 0
-    documents: int = 0
-    resources: int = 0
-    kustomizations: set[str] = field(default_factory=set)
-    values_checked: int = 0
-
-    def add(self, path: str, found: list[tuple[int, str]]) -> None:
-        self.findings += [Finding(path, line, message) for line, message in found]
-
-
-def image_findings(policy: Policy, path: str, text: str) -> list[Finding]:
-    owners = policy.environment_for_path(path)
-    if not owners:
-        return []
-    tag_keys = {s.image: s.tag_key for s, _ in owners if s.tag_key}
-    try:
-        occurrences = find_all_images(text, path=path, tag_keys=tag_keys)
-    except ManifestError as exc:
-        return [Finding(path, exc.line, exc.message)]
-    findings = []
-    for occurrence in occurrences:
-        if not image_allowed(occurrence.name, policy.allowed_images):
-            findings.append(Finding(path, occurrence.line,
-                                    f"{occurrence.name} is not under allowed_images "
-                                    f"({', '.join(policy.allowed_images)})"))
-            continue
-        services = {s.name for s, _ in owners if same_image(occurrence.name, s.image)}
-        if occurrence.refusal is not None and services:
-            findings.append(Finding(path, occurrence.line, f"a promotion of "
-                                    f"{', '.join(sorted(services))} would be refused: "
-                                    f"{occurrence.refusal}"))
-        for service, env in owners:
-            if env.gated and same_image(occurrence.name, service.image) and \
-                    occurrence.digest is None:
-                findings.append(Finding(
-                    path, occurrence.line,
-                    f"{service.name} must be pinned by digest in {env.name} "
-                    f"(gated by {env.after}): use TAG@sha256:…",
-                ))
-    return findings
-
-
-def policy_findings(text: str) -> tuple[list[Finding], list[Finding]]:
-    """The policy's errors, and its notices (advice that does not fail the check)."""
-    try:
-        policy = load_policy(text, POLICY_PATH)
-    except PolicyError as exc:
-        return [Finding(POLICY_PATH, issue.line, f"{issue.column}: {issue.message}")
-                for issue in exc.issues], []
-    return [], [Finding(POLICY_PATH, notice.line, notice.message) for notice in policy.notices]
-
-
-def is_checked(path: str) -> bool:
-    return path.endswith((".yaml", ".yml")) or kustomize.is_kustomization(path)
-
-
-def may_hold_resources(path: str) -> bool:
-    return not (path == POLICY_PATH or helm.is_values_file(path)
-                or kustomize.is_kustomization(path))
-
-
-def is_helm_template(path: str, text: str) -> bool:
-    return "/templates/" in f"/{path}" and "{{" in text
-
-
-def check_text(report: Report, policy: Policy | None, path: str, text: str) -> list[Document]:
-    """The checks that need nothing but the file itself; the documents, for the rest."""
-    report.files += 1
-    if path == POLICY_PATH:
-        errors, notices = policy_findings(text)
-        report.findings += errors
-        report.notices += notices
-        return []
-    if is_helm_template(path, text):
-        report.notes.append(Finding(path, 1, "Helm template: checked once rendered, not here"))
-        return []
-    parsed = parse_documents(text)
-    report.add(path, [(p.line, p.message) for p in parsed.problems])
-    if not parsed.ok:
-        return []
-    report.documents += len(parsed.documents)
-    if policy is not None:
-        report.findings += image_findings(policy, path, text)
-    for doc in parsed.documents:
-        report.add(path, argocd.source_findings(doc, path))
-    if not may_hold_resources(path):
-        return parsed.documents  # not Kubernetes resources
-    for doc in parsed.documents:
-        if not is_resource(doc.data) or is_kustomize(doc.data):
-            continue
-        outcome = check_resource(doc, report.kubernetes_version)
-        report.resources += outcome.validated
-        report.add(path, list(outcome.findings))
-        if outcome.note is not None:
-            report.notes.append(Finding(path, doc.line, outcome.note))
-    return parsed.documents
 
 
 async def _read(view: FileSource, path: str) -> RepoFile | FileTooLarge | None:
@@ -295,44 +179,6 @@ async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha
     report.findings.sort(key=lambda f: (f.path, f.line, f.message))
     report.notes.sort(key=lambda f: (f.path, f.line, f.message))
     return report
-
-
-def _grouped(items: list[Finding], limit: int) -> list[str]:
-    lines: list[str] = []
-    current = None
-    for item in items[:limit]:
-        if item.path != current:
-            current = item.path
-            count = sum(1 for other in items if other.path == item.path)
-            lines += ["", f"**`{item.path}`** ({count})"]
-        lines.append(f"- line {item.line}: {item.message}")
-    if len(items) > limit:
-        lines += ["", f"…and {len(items) - limit} more (see the annotations)."]
-    return lines
-
-
-def render(report: Report) -> tuple[str, str, str]:
-    """(conclusion, title, summary) of the check run."""
-    scope = (f"Checked {report.files} file(s) and {report.documents} YAML document(s): "
-             f"{report.resources} Kubernetes resource(s) against Kubernetes "
-             f"{report.kubernetes_version or '(no schemas installed)'}, "
-             f"{len(report.kustomizations)} kustomization(s), "
-             f"{report.values_checked} Helm values file(s) against their chart's schema.")
-    lines = [scope]
-    if report.findings:
-        files = len({f.path for f in report.findings})
-        title = f"{len(report.findings)} problem(s) in {files} file(s)"
-        lines += ["", "### Problems", *_grouped(report.findings, SUMMARY_FINDINGS)]
-        conclusion = "failure"
-    else:
-        title = f"{report.files} file(s), {report.documents} document(s) checked, no problems"
-        conclusion = "success"
-    if report.notes:
-        title += f"; {len(report.notes)} not validated" if not report.findings else ""
-        lines += ["", "### Not validated", *_grouped(report.notes, SUMMARY_FINDINGS)]
-    if report.notices:
-        lines += ["", "### Notices", *_grouped(report.notices, SUMMARY_FINDINGS)]
-    return conclusion, title, "\n".join(lines)
 
 
 async def _post(gh: GitHubAPI, repo: str, sha: str, report: Report, ctx: Context) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ...domain.policy.kubernetes import schema_root
+from ..domain.policy.kubernetes import schema_root
 from .documents import Document, Path
 from .messages import describe, suggest
 

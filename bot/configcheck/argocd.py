@@ -13,8 +13,8 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from ...domain.images import parse_image_ref
-from ...manifests.shapes import split_argocd_image
+from ..domain.images import parse_image_ref
+from ..manifests.shapes import split_argocd_image
 from .documents import Document, Path
 
 ARGOCD_GROUP = "argoproj.io"
