@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.domain.images import canonical_image_name, is_digest, parse_image_ref
+from bot.domain.images import ImageRef, canonical_image_name, is_digest, parse_image_ref
 from bot.manifests.errors import ManifestError
 from bot.manifests.tree import parse_documents
 from bot.yamlread.nodes import MAX_NODES, Mapping, Node, Scalar, Sequence, is_merge_key, resolve
@@ -72,12 +72,7 @@ class ImageReference:
         return self.canonical_name, self.tag, self.digest, replaces
 
     def __str__(self) -> str:
-        text = self.name
-        if self.tag is not None:
-            text += f":{self.tag}"
-        if self.digest is not None:
-            text += f"@{self.digest}"
-        return text
+        return str(ImageRef(self.name, self.tag, self.digest))
 
 
 def deploy_references(text: str, *, path: str = "<file>", tag_keys: tuple[str, ...] = ()
