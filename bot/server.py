@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -23,12 +22,13 @@ from .github.client import GitHubClients, RetryPolicy
 from .github.ratelimit import RateLimiter, Timer
 from .github.transient import transient_failure
 from .handlers import run_order
+from .intake import TOO_LARGE, Answer, Delivery, admit, answer_offer
 from .logs import delivery_id_var
 from .metrics import Metrics
 from .queue import DeliveryQueue, Job, JobRetry, MemoryQueue, RetryJob, WorkerPool
 from .registry.client import RegistryClient, RegistryPolicy
 from .registry.lookup import ImageLookup
-from .scheduler import INTERNAL_PREFIX, Scheduler
+from .scheduler import Scheduler
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -176,65 +176,37 @@ def _answer(status: int, message: str, **extra: Any) -> web.Response:
 
 
 async def webhook(request: web.Request) -> web.Response:
+    """Answer GitHub within its timeout: the delivery is verified, stored in the queue and
+    acknowledged (``202``); the handlers run later, in the workers."""
     runtime = runtime_of(request.app)
     settings = runtime.settings
-    event_name = request.headers.get("X-GitHub-Event", "")
-    metrics = runtime.ctx.metrics
-    if request.content_length is not None and request.content_length > settings.max_body_bytes:
-        metrics.deliveries.labels(event_name or "unknown", "too_large").inc()
-        return _answer(413, "payload too large")
-    body = await _read_bounded(request, settings.max_body_bytes)
+    limit = settings.max_body_bytes
+    too_long = request.content_length is not None and request.content_length > limit
+    body = None if too_long else await _read_bounded(request, limit)
     if body is None:
-        metrics.deliveries.labels(event_name or "unknown", "too_large").inc()
-        return _answer(413, "payload too large")
-    signature = request.headers.get("X-Hub-Signature-256", "")
-    if not signature:
-        metrics.deliveries.labels("unknown", "unsigned").inc()
-        return _answer(401, "missing X-Hub-Signature-256")
-    try:
-        sansio.validate_event(body, signature=signature, secret=settings.webhook_secret)
-    except gidgethub.ValidationFailure:
-        metrics.deliveries.labels("unknown", "bad_signature").inc()
-        return _answer(401, "signature does not match")
-    delivery_id = request.headers.get("X-GitHub-Delivery", "")
-    if not event_name or not delivery_id or len(delivery_id) > 100 or len(event_name) > 100:
-        metrics.deliveries.labels("unknown", "bad_headers").inc()
-        return _answer(400, "missing X-GitHub-Event or X-GitHub-Delivery")
-    try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        metrics.deliveries.labels(event_name, "malformed").inc()
-        return _answer(400, "body is not valid JSON")
-    if not isinstance(payload, dict):
-        metrics.deliveries.labels(event_name, "malformed").inc()
-        return _answer(400, "body must be a JSON object")
-    if event_name == "ping":
-        metrics.deliveries.labels(event_name, "pong").inc()
-        return _answer(200, "pong")
-    event = sansio.Event(payload, event=event_name, delivery_id=delivery_id)
-    if event_name.startswith(INTERNAL_PREFIX) or not runtime.router.fetch(event):
-        metrics.deliveries.labels(event_name, "ignored").inc()
-        return web.Response(status=204)
-    if delivery_id in runtime.seen_deliveries:
-        metrics.deliveries.labels(event_name, "duplicate").inc()
-        return _answer(202, "duplicate delivery, already accepted")
-    offered = await runtime.queue.offer(Job(delivery_id, event_name, payload))
-    if offered == "full":
-        metrics.deliveries.labels(event_name, "queue_full").inc()
-        log.warning("queue full, delivery refused", extra={"delivery_id": delivery_id})
-        return _answer(503, "queue full, retry later")
-    if offered == "unavailable":
-        metrics.deliveries.labels(event_name, "store_unavailable").inc()
-        log.warning("delivery store unreachable, delivery refused",
-                    extra={"delivery_id": delivery_id})
-        return _answer(503, "delivery store unavailable, retry later")
-    runtime.seen_deliveries[delivery_id] = True
-    if offered == "duplicate":
-        metrics.deliveries.labels(event_name, "duplicate").inc()
-        return _answer(202, "duplicate delivery, already accepted")
-    metrics.deliveries.labels(event_name, "accepted").inc()
-    metrics.queue_depth.set(runtime.queue.depth())
-    return _answer(202, "accepted")
+        answer = replace(TOO_LARGE, event=request.headers.get("X-GitHub-Event") or "unknown")
+    else:
+        admitted = admit(request.headers, body, secret=settings.webhook_secret,
+                         handled=lambda event: bool(runtime.router.fetch(event)),
+                         seen=runtime.seen_deliveries)
+        answer = admitted if isinstance(admitted, Answer) else await _enqueue(runtime, admitted)
+    runtime.ctx.metrics.deliveries.labels(answer.event, answer.outcome).inc()
+    if answer.message is None:
+        return web.Response(status=answer.status)
+    return _answer(answer.status, answer.message)
+
+
+async def _enqueue(runtime: Runtime, delivery: Delivery) -> Answer:
+    offered = await runtime.queue.offer(Job(delivery.delivery_id, delivery.event,
+                                            delivery.payload))
+    answer = answer_offer(delivery, offered)
+    if answer.warning:
+        log.warning(answer.warning, extra={"delivery_id": delivery.delivery_id})
+        return answer
+    runtime.seen_deliveries[delivery.delivery_id] = True
+    if answer.outcome == "accepted":
+        runtime.ctx.metrics.queue_depth.set(runtime.queue.depth())
+    return answer
 
 
 async def _read_bounded(request: web.Request, limit: int) -> bytes | None:
