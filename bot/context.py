@@ -15,6 +15,7 @@ from .metrics import Metrics
 from .promotion.delivery_board import DeliveryBoard
 from .promotion.gatekeeper import GateService
 from .promotion.policies import PolicyIndex
+from .promotion.release_polls import ReleasePolls
 from .promotion.status import StatusSources
 from .queue import KeyedLocks, RepoLocks
 from .registry.lookup import ImageLookup
@@ -38,6 +39,7 @@ class Context:
     leases: Leases = field(default_factory=LocalLeases)
     clock: Callable[[], datetime] = utc_now
     policies: PolicyIndex = field(default_factory=PolicyIndex)
+    release_polls: ReleasePolls = field(default_factory=ReleasePolls)
     gates: GateService = field(default_factory=GateService)
     status: StatusSources = field(default_factory=StatusSources)
     delivery: DeliveryBoard = field(default_factory=DeliveryBoard)

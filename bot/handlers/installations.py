@@ -15,16 +15,25 @@ router = routing.Router()
 
 @router.register("installation", action="created")
 @router.register("installation", action="unsuspend")
-@router.register("installation_repositories", action="added")
-@router.register("installation_repositories", action="removed")
-async def on_installation_changed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+async def on_installation_created(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
                                   ) -> None:
     installation_id = event.data["installation"]["id"]
-    for removed in event.data.get("repositories_removed") or []:
-        ctx.policies.forget(installation_id, removed["full_name"])
     repos = await ctx.policies.load(gh, installation_id, force=True)
     log.info("deployment repositories indexed",
              extra={"installation": installation_id, "count": len(repos)})
+
+
+@router.register("installation_repositories", action="added")
+@router.register("installation_repositories", action="removed")
+async def on_repositories_changed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+                                  ) -> None:
+    """Only the repositories the event names are read (or forgotten): the installation's
+    list is not read again for each of them."""
+    installation_id = event.data["installation"]["id"]
+    ctx.policies.removed(installation_id, [str(r["full_name"]) for r in
+                                           event.data.get("repositories_removed") or []])
+    await ctx.policies.added(gh, installation_id, [str(r["full_name"]) for r in
+                                                   event.data.get("repositories_added") or []])
 
 
 @router.register("installation", action="deleted")

@@ -1,17 +1,21 @@
 """Which repositories are deployment repositories, and the policy each one serves.
 
 A deployment repository is any repository of an installation holding `.github/conveyor.yml` on
-its default branch. The index is built once per installation and refreshed on `installation`,
-`installation_repositories` and `push` events and on resync; every read is conditional, so an
-unchanged policy costs a `304`. A broken policy never replaces the last valid one; a repository
-whose policy was never valid is a `BrokenPolicy`, which only the gate, the command refusal and the
-config check ever see.
+its default branch. The index is built from the installation's repository list once, kept
+current by `installation_repositories` events (only the repositories they name are read) and
+`push` events, and checked on resync. Every read is conditional, so an unchanged policy costs a
+`304`. A repository without a policy (a `404` is never conditional) is not asked again while
+the list shows the same `pushed_at`, which GitHub moves on every push to any of its branches, or
+while its branch head stays where it was. A broken policy never replaces the last valid one; a
+repository whose policy was never valid is a `BrokenPolicy`, which only the gate, the command
+refusal and the config check ever see.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
@@ -23,6 +27,10 @@ from ..names import POLICY_PATH
 from ..offload import run_cpu
 
 log = logging.getLogger(__name__)
+
+# `pushed_at` has a resolution of one second, and the bot's clock may be a little off GitHub's:
+# only a `pushed_at` this much older than the listing proves that a later push moves it.
+SETTLED_AFTER = timedelta(minutes=1)
 
 
 @dataclass
@@ -50,15 +58,25 @@ class BrokenPolicy:
 IndexedRepo = DeploymentRepo | BrokenPolicy
 
 
+@dataclass(frozen=True)
+class _NoPolicy:
+    head: str  # the default branch's head when the policy was not there ("" when not read)
+    # the list's `pushed_at` then, when old enough to stand for the head ("" otherwise): GitHub
+    # moves `pushed_at` on every push to any branch of the repository
+    pushed_at: str
+
+
 @dataclass
 class _Installation:
     repos: dict[str, IndexedRepo] = field(default_factory=dict)  # lower-case name → repo
     loaded: bool = False
     # lower-case name → default-branch head at which the repository had no policy: while the
-    # head stays there (a conditional read, `304`), the policy is not asked for again (`404`s
-    # are never cached and count against the rate limit).
-    without_policy: dict[str, str] = field(default_factory=dict)
-    installed: frozenset[str] = frozenset()  # lower-case names of the installation's repositories
+    # lower-case name → where a repository had no policy (`404`s are never conditional and
+    # count against the rate limit)
+    without_policy: dict[str, _NoPolicy] = field(default_factory=dict)
+    # lower-case name → `pushed_at` as last listed ("" when not known) of each repository of
+    # the installation
+    installed: dict[str, str] = field(default_factory=dict)
 
 
 class PolicyIndex:
@@ -68,38 +86,58 @@ class PolicyIndex:
     def _installation(self, installation_id: int) -> _Installation:
         return self._installations.setdefault(installation_id, _Installation())
 
-    async def load(self, gh: GitHubAPI, installation_id: int, *, force: bool = False
-                   ) -> list[DeploymentRepo]:
+    async def load(self, gh: GitHubAPI, installation_id: int, *, force: bool = False,
+                   now: datetime | None = None) -> list[DeploymentRepo]:
         """The installation's deployment repositories with a usable policy (read once, then on
-        refresh)."""
+        refresh). `now`: when the list is read, for its `pushed_at`s to stand for branch
+        heads."""
         entry = self._installation(installation_id)
         if entry.loaded and not force:
             return _usable(entry)
-        listed: list[tuple[str, str]] = []
+        listed: list[tuple[str, str, str]] = []
         async for repo in gh.getiter("/installation/repositories?per_page=100",
                                      iterable_key="repositories"):
             if not repo.get("archived"):
-                listed.append((str(repo["full_name"]), str(repo.get("default_branch") or "main")))
-        known = set()
-        for name, default_branch in listed:
-            known.add(name.lower())
-            await self.refresh(gh, installation_id, name, default_branch)
-        for stale in set(entry.repos) - known:
+                listed.append((str(repo["full_name"]), str(repo.get("default_branch") or "main"),
+                               str(repo.get("pushed_at") or "")))
+        entry.installed = {name.lower(): pushed_at for name, _, pushed_at in listed}
+        for name, default_branch, pushed_at in listed:
+            await self.refresh(gh, installation_id, name, default_branch,
+                               pushed_at=settled(pushed_at, now))
+        for stale in set(entry.repos) - set(entry.installed):
             del entry.repos[stale]
-        for stale in set(entry.without_policy) - known:
+        for stale in set(entry.without_policy) - set(entry.installed):
             del entry.without_policy[stale]
-        entry.installed = frozenset(known)
         entry.loaded = True
         return _usable(entry)
 
+    async def added(self, gh: GitHubAPI, installation_id: int, full_names: list[str]) -> None:
+        """Repositories added to the installation (`installation_repositories`): only they
+        are read. Before the installation is indexed, the whole list is read instead."""
+        entry = self._installation(installation_id)
+        if not entry.loaded:
+            await self.load(gh, installation_id)
+            return
+        for name in full_names:
+            entry.installed.setdefault(name.lower(), "")
+            await self.refresh(gh, installation_id, name)
+
+    def removed(self, installation_id: int, full_names: list[str]) -> None:
+        """Repositories removed from the installation: forgotten, nothing is read."""
+        entry = self._installation(installation_id)
+        for name in full_names:
+            self.forget(installation_id, name)
+            entry.installed.pop(name.lower(), None)
+
     async def refresh(self, gh: GitHubAPI, installation_id: int, full_name: str,
-                      default_branch: str | None = None, *, force: bool = False
-                      ) -> IndexedRepo | None:
+                      default_branch: str | None = None, *, force: bool = False,
+                      pushed_at: str = "") -> IndexedRepo | None:
         """Re-read one repository's policy from its default branch.
 
-        A repository without a policy is remembered with its branch head, so that an idle
-        resync does not ask again (a 404 is never conditional); `force` (a push that touched
-        the policy) skips that memory.
+        A repository without a policy is not asked again (a 404 is never conditional) while
+        the installation's list shows the same `pushed_at` (given when older than
+        `SETTLED_AFTER`: no request at all), or else while its branch head, read after the
+        404, stays there (a `304`). `force` (a push that touched the policy) skips that memory.
         """
         entry = self._installation(installation_id)
         key = full_name.lower()
@@ -107,10 +145,14 @@ class PolicyIndex:
             known = entry.repos.get(key)
             default_branch = known.default_branch if known else None
         remembered = entry.without_policy.get(key)
-        if remembered is not None and not force and default_branch:
-            head = await _head(gh, full_name, default_branch)
-            if head == remembered:
+        if remembered is not None and not force:
+            if pushed_at and remembered.pushed_at == pushed_at:
                 return None
+            if default_branch and remembered.head:
+                head = await _head(gh, full_name, default_branch)
+                if head == remembered.head:
+                    entry.without_policy[key] = _NoPolicy(head, pushed_at)
+                    return None
         entry.without_policy.pop(key, None)
         try:
             policy_file = await get_file(gh, full_name, POLICY_PATH)
@@ -118,12 +160,14 @@ class PolicyIndex:
             return _broken(entry, key, full_name, [PolicyIssue(POLICY_PATH, 1, 1, str(exc))])
         if policy_file is None:
             entry.repos.pop(key, None)
-            if default_branch:
+            if pushed_at:  # listed before this read: a push since moves it
+                entry.without_policy[key] = _NoPolicy("", pushed_at)
+            elif default_branch:
                 # Read after the 404: a policy pushed in between arrives with its push event,
                 # which refreshes with `force`.
                 head = await _head(gh, full_name, default_branch)
                 if head is not None:
-                    entry.without_policy[key] = head
+                    entry.without_policy[key] = _NoPolicy(head, "")
             return None
         if default_branch is None:
             default_branch = str((await get_repository(gh, full_name))["default_branch"])
@@ -151,8 +195,9 @@ class PolicyIndex:
         entry.repos[key] = usable
         return usable
 
-    def installed(self, installation_id: int) -> frozenset[str]:
-        """Lower-case names of the installation's repositories, as last listed (empty before)."""
+    def installed(self, installation_id: int) -> dict[str, str]:
+        """Lower-case name → `pushed_at` ("" when not known) of the installation's
+        repositories, as last listed and then changed by events (empty before)."""
         return self._installation(installation_id).installed
 
     async def get(self, gh: GitHubAPI, installation_id: int, full_name: str,
@@ -205,6 +250,18 @@ def _broken(entry: _Installation, key: str, full_name: str, issues: list[PolicyI
     else:
         repo.issues = issues
     return repo
+
+
+def settled(pushed_at: str, now: datetime | None) -> str:
+    """`pushed_at` when it is older than `SETTLED_AFTER` at `now` (a later push moves it), else
+    ""."""
+    if not pushed_at or now is None:
+        return ""
+    try:
+        at = datetime.fromisoformat(pushed_at)
+    except ValueError:
+        return ""
+    return pushed_at if at.tzinfo is not None and at < now - SETTLED_AFTER else ""
 
 
 async def _head(gh: GitHubAPI, full_name: str, branch: str) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from functools import cmp_to_key
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -33,7 +34,7 @@ from .history import opened_by_app
 from .marker import PromotionMarker, branch_prefix, parse_marker
 from .merger import merge_promotion
 from .opener import close_superseded, find_pull_for_branch, open_pulls
-from .policies import DeploymentRepo
+from .policies import DeploymentRepo, settled
 from .train_flows import finish_interrupted_trains, promote_train_downstream
 from .trust import trusted_marker
 from .watch import Watcher, watched
@@ -71,7 +72,7 @@ async def resync_all(ctx: Context, *, keep_for: float = 0.0) -> int:
 
 
 async def resync_installation(ctx: Context, gh: GitHubAPI, installation_id: int) -> int:
-    repos = await ctx.policies.load(gh, installation_id, force=True)
+    repos = await ctx.policies.load(gh, installation_id, force=True, now=ctx.clock())
     size_caches(ctx, installation_id, repos)
     installed = ctx.policies.installed(installation_id)
     for repo in repos:
@@ -96,18 +97,25 @@ def size_caches(ctx: Context, installation_id: int, repos: list[DeploymentRepo])
 
 
 async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
-                      installed: frozenset[str] = frozenset()) -> None:
-    """`installed`: the installation's repositories, when known. A source outside them cannot
-    be read with the installation's token (`404`, which is never conditional) and sends no
-    events, so its releases are not asked for."""
-    takes_packages = any(env.entry_from in ("package", "any")
-                         for env in repo.policy.environments.values())
+                      installed: Mapping[str, str] | None = None) -> None:
+    """`installed`: the installation's repositories (lower-case name → `pushed_at`), when
+    known. A source outside them cannot be read with the installation's token (`404`, which
+    is never conditional) and sends no events, so its releases are not asked for; of the
+    others, `ctx.release_polls` chooses whose releases this pass reads."""
+    takes_packages = bool(repo.policy.entry_environments("package"))
+    takes_releases = bool(repo.policy.entry_environments("release"))
     by_source: dict[str, list[str]] = {}
     for service in repo.policy.services.values():
         if not installed or service.source.lower() in installed:
             by_source.setdefault(service.source, []).append(service.name)
+    now = ctx.clock()
+    pushed = {name: settled(at, now) for name, at in (installed or {}).items()}
+    read = ctx.release_polls.due(list(by_source), pushed) if takes_releases else []
     for source, names in by_source.items():
-        releases = await _recent_releases(gh, source)
+        releases: list[dict[str, Any]] = []
+        if source in read:
+            releases = await _recent_releases(gh, source)
+            ctx.release_polls.read(source, pushed.get(source.lower(), ""))
         for name in names:
             service = repo.policy.services[name]
             release = next((r for r in releases if service.tags.admits(r["tag_name"])), None)
