@@ -248,6 +248,26 @@ class Emulator:
         }
         return await self._send("installation_repositories", payload, installation_id)
 
+    async def remove_installation_repos(self, installation_id: int, repos: Sequence[str], *,
+                                        sender: str = "alice") -> int:
+        """Take repositories out of a selected-repositories installation; sends
+        `installation_repositories.removed` (`@octokit/openapi-webhooks`,
+        installation-repositories-removed: the same fields as `added`)."""
+        inst = self.world.installations[installation_id]
+        if inst.repo_ids is None:
+            raise ValueError("an installation on all repositories has none to remove")
+        removed = [self.world.repo_by_name(r) for r in repos]
+        inst.repo_ids.difference_update(r.id for r in removed)
+        payload = {
+            "action": "removed", "installation": shapes.installation(self.world, inst),
+            "repository_selection": "selected", "repositories_added": [],
+            "repositories_removed": [{"id": r.id, "node_id": shapes.node_id("Repository", r.id),
+                                      "name": r.name, "full_name": r.full_name,
+                                      "private": r.private} for r in removed],
+            "requester": None, "sender": shapes.user(self.world, sender),
+        }
+        return await self._send("installation_repositories", payload, installation_id)
+
     async def _send(self, event: str, payload: JSON, installation_id: int | None) -> int:
         delivery = await self.hooks.send_now(event, payload, installation_id=installation_id)
         return delivery.status_code

@@ -30,7 +30,8 @@ WEBHOOK_KEYS = {
     "check-suite-rerequested", "status", "deployment-created", "deployment-status-created",
     "push", "release-published", "release-released", "release-created",
     "release-prereleased", "registry-package-published", "package-published",
-    "installation-created", "installation-repositories-added", "merge-group-checks-requested",
+    "installation-created", "installation-repositories-added", "installation-repositories-removed",
+    "merge-group-checks-requested",
 }
 
 

@@ -2,7 +2,8 @@
 dashboard refresh and an idle resync cost are counted by the emulator, exactly.
 
 The world is the benchmark's (`benchmarks/scale.py`): one deployment repository whose policy
-names 500 services and 4 environments, 2,000 Kustomize overlays committed by hand.
+names 500 services and 4 environments, 2,000 Kustomize overlays committed by hand; in the
+installation the two demo source repositories, or 200 repositories in all.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from benchmarks.scale import deployment_files
+from benchmarks.scale import deployment_files, install_repositories, other_repositories
 from bot.github import repos as github_repos
 from bot.promotion import candidates
 from bot.promotion.dashboard import refresh_dashboard
@@ -115,3 +116,72 @@ async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resy
     assert sum(idle.values()) <= 50
     # 13, and the dashboard's continuation comments (a 304 as well)
     assert sum(idle.values()) == 14, sorted(idle.items())
+
+
+INSTALLED = 200
+
+
+async def test_two_hundred_installed_repositories_cost_one_policy_read_each_once(
+        scale: World) -> None:
+    """The deployment repository, the two demo sources, 147 more sources of the policy's
+    services and 50 repositories that feed none, all last pushed ten minutes before the bot
+    starts; resyncs ten minutes apart (the default interval)."""
+    world = scale
+    ctx = world.runtime.ctx
+    others = other_repositories(INSTALLED, SERVICES)
+    assert len(others) == INSTALLED - 3
+    await install_repositories(world.emulator, world.demo.installation_id, others)
+    world.clock.advance(minutes=10)
+    world.emulator.requests.reset()
+    await resync_all(ctx)
+    await world.settle()
+    cold = counted(world.emulator.requests.entries)
+    # Discovery: the list (two pages of 100) and one policy read per repository, a 404 for
+    # each of the 199 without one, and no branch head: their `pushed_at` is settled. Releases
+    # of the first 30 of the 148 installed sources of services (the rest in the next passes).
+    assert cold[("GET", "/installation/repositories", 200)] == 2
+    assert cold[("GET", R + "/contents/{path}", 404)] == INSTALLED - 1
+    assert cold[("GET", R + "/releases", 200)] == 30
+    assert sum(n for (_, path, _), n in cold.items() if path == R + "/git/ref/{ref}") == 1
+    rate_limited = sum(n for (_, _, status), n in cold.items() if status != 304)
+    # 29 as with 3 repositories (31 above, less the two branch heads a settled `pushed_at`
+    # stands for), the list's second page, 197 more 404s and 29 more release lists
+    assert rate_limited == 29 + 1 + 197 + 29, sorted(cold.items())
+
+    passes = 0
+    while True:  # until every source was read once: 148 / 30 passes
+        passes += 1
+        world.clock.advance(minutes=10)
+        world.emulator.requests.reset()
+        await resync_all(ctx)
+        await world.settle()
+        if all(e.status == 304 for e in world.emulator.requests.entries if e.installation_id):
+            break
+    assert passes == 5
+    world.clock.advance(minutes=10)
+    world.emulator.requests.reset()
+    await resync_all(ctx)
+    await world.settle()
+    idle = counted(world.emulator.requests.entries)
+    assert {status for _, _, status in idle} == {304}, idle
+    # The list's two pages answer for the 199 repositories without a policy, five sources'
+    # releases are read in rotation, the rest is the deployment repository's: 12 as with 3
+    # repositories (14 above, less the two branch heads), a page and 4 release lists more.
+    assert idle[("GET", "/installation/repositories", 304)] == 2
+    assert idle[("GET", R + "/releases", 304)] == 5
+    assert sum(idle.values()) == 12 + 1 + 4, sorted(idle.items())
+
+    # A release of one of the 148 sources whose events were lost: its tag moved the
+    # repository's `pushed_at`, so the next pass reads its releases, not only the rotation.
+    world.emulator.webhook_url = None
+    world.clock.advance(minutes=1)
+    await world.emulator.publish_release("acme/svc-120", "v1.0.0", author="alice")
+    world.emulator.webhook_url = world.webhook_url
+    world.clock.advance(minutes=10)
+    world.emulator.requests.reset()
+    await resync_all(ctx)
+    await world.settle()
+    releases = [e for e in world.emulator.requests.entries if e.path == R + "/releases"]
+    assert len(releases) == 6
+    assert any(e.url_path.endswith("/repos/acme/svc-120/releases") and e.status == 200
+               for e in releases), [(e.url_path, e.status) for e in releases]

@@ -1,0 +1,93 @@
+"""What policy discovery and the resync cost as an installation holds more repositories, over
+HTTP and counted by the emulator: a repository without a policy is not asked again while the
+installation's list shows the same `pushed_at`, an `installation_repositories` event reads
+only the repositories it names, and a push or a release whose event was lost is still found."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from bot.promotion.resync import resync_all
+from conveyor_emulator.requestlog import RequestEntry
+from tests.harness import World
+
+R = "/repos/{owner}/{repo}"
+
+
+def counted(entries: list[RequestEntry]) -> Counter[tuple[str, str, int]]:
+    return Counter((e.method, e.path, e.status) for e in entries if e.installation_id)
+
+
+async def quiet_resyncs(world: World) -> None:
+    """Two resyncs ten minutes apart (the default interval): everything listed has settled."""
+    for _ in range(2):
+        world.clock.advance(minutes=10)
+        await resync_all(world.runtime.ctx)
+        await world.settle()
+
+
+async def test_an_idle_resync_reads_no_head_of_a_repository_without_a_policy(world: World
+                                                                             ) -> None:
+    await quiet_resyncs(world)
+    world.emulator.requests.reset()
+    world.clock.advance(minutes=10)
+    await resync_all(world.runtime.ctx)
+    await world.settle()
+    idle = counted(world.emulator.requests.entries)
+    assert {status for _, _, status in idle} == {304}, idle
+    # acme/web and acme/api hold no policy: the installation's list (one page, `304`)
+    # answers for both; only the deployment repository's branch head is read
+    heads = [e.url_path for e in world.emulator.requests.entries
+             if e.path == R + "/git/ref/{ref}"]
+    assert heads and all(f"/repos/{world.repo}/" in path for path in heads), heads
+    assert idle[("GET", "/installation/repositories", 304)] == 1
+
+
+async def test_a_policy_pushed_to_a_settled_repository_is_found_by_the_next_resync(
+        world: World) -> None:
+    await quiet_resyncs(world)
+    world.emulator.webhook_url = None  # the push event is lost
+    policy = world.emulator.file(world.repo, ".github/conveyor.yml")
+    assert policy is not None
+    world.clock.advance(seconds=1)
+    await world.emulator.push_files("acme/web", {".github/conveyor.yml": policy}, author="bob")
+    world.emulator.webhook_url = world.webhook_url
+    world.emulator.requests.reset()
+    assert await resync_all(world.runtime.ctx) == 2
+    reads = [e.url_path for e in world.emulator.requests.entries
+             if e.path == R + "/contents/{path}" and e.status == 200]
+    assert any(path.endswith("/repos/acme/web/contents/.github/conveyor.yml")
+               for path in reads), reads
+
+
+async def test_a_repository_added_to_the_installation_is_read_alone(world: World) -> None:
+    await quiet_resyncs(world)
+    world.emulator.add_repo("acme/docs", files={"README.md": "# docs\n"})
+    world.emulator.requests.reset()
+    await world.emulator.add_installation_repos(world.demo.installation_id, ["acme/docs"])
+    await world.settle()
+    # its policy (none), and nothing of the other repositories or the installation's list
+    assert counted(world.emulator.requests.entries) == {
+        ("GET", R + "/contents/{path}", 404): 1}, world.emulator.requests.entries
+    world.emulator.requests.reset()
+    world.clock.advance(minutes=10)
+    await resync_all(world.runtime.ctx)
+    await world.settle()
+    docs = [(e.path, e.status) for e in world.emulator.requests.entries
+            if "/repos/acme/docs/" in e.url_path]
+    assert docs == [(R + "/contents/{path}", 404)], docs  # then remembered with pushed_at
+    world.emulator.requests.reset()
+    world.clock.advance(minutes=10)
+    await resync_all(world.runtime.ctx)
+    assert not [e for e in world.emulator.requests.entries
+                if "/repos/acme/docs/" in e.url_path]
+
+
+async def test_a_repository_removed_from_the_installation_is_forgotten_without_a_read(
+        world: World) -> None:
+    await quiet_resyncs(world)
+    world.emulator.requests.reset()
+    await world.emulator.remove_installation_repos(world.demo.installation_id, ["acme/api"])
+    await world.settle()
+    assert counted(world.emulator.requests.entries) == {}
+    assert "acme/api" not in world.runtime.ctx.policies.installed(world.demo.installation_id)
