@@ -10,16 +10,19 @@ The rules are the same for all of them:
   (a ``:`` inside a plain scalar of a flow collection, ``[a:b]``); such a text is parsed again
   by the pure parser, whose verdict stands, and libyaml's refusal is kept beside the result.
   The editor accepts such files (it quotes what it writes there); the policy loader and the
-  config check refuse them, as the Go YAML parsers of Kubernetes tooling do.
+  config check refuse them, as YAML 1.1 parsers (libyaml, go-yaml v2) do.
 - **Nesting**: at most ``MAX_DEPTH`` (64) collections deep; the policy, a small flat file,
   allows 32. The walker keeps its own stack, so deep input fails with a message, never with
   Python's recursion limit.
 - **Aliases**: an alias stays its own node (the editor reports what inherits an anchored
   value); building data shares the anchored value instead of copying it, and a file whose
   aliases expand to more than ``MAX_NODES`` values is refused (a "billion laughs" file).
-- **Scalars**: YAML 1.2's core schema, as go-yaml v3 (Helm, Kustomize) and GitHub Actions
-  read it: only ``true``/``false`` are booleans (``yes``, ``on``, ``y`` are strings), only
-  ``null``/``~``/empty are null; ``0755`` is octal as go-yaml still reads it; dates and other
-  types beyond JSON's stay text, as they are once Kubernetes has turned the YAML into JSON.
-  See ``data.scalar_value``.
+- **Scalars**: YAML 1.2's core schema, as GitHub Actions reads workflows (``on:`` is a key)
+  and go-yaml v3 (Kustomize's kyaml) reads values of no declared type: only ``true``/``false``
+  are booleans (``yes``, ``on``, ``y`` are strings), only ``null``/``~``/empty are null;
+  ``0755`` is octal as go-yaml still reads it; dates and other types beyond JSON's stay text,
+  as they are once Kubernetes has turned the YAML into JSON. YAML 1.1 parsers (Helm's
+  ``sigs.k8s.io/yaml``) read ``yes``/``on`` as booleans: the editor, which writes values those
+  tools read, quotes any value either version would not read as a string
+  (``bot.manifests.scalars``). See ``data.scalar_value``.
 """
