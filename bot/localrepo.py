@@ -72,12 +72,6 @@ class LocalFolder:
                                        else "dir" if entry.is_dir() else "file")
         return entries
 
-    async def kind(self, path: str) -> str | None:
-        if path == "":
-            return "dir"
-        entries = await self.listing(posixpath.dirname(path))
-        return None if entries is None else entries.get(posixpath.basename(path))
-
     async def file(self, path: str) -> RepoFile | None:
         """The file's text; None when it is missing or not UTF-8 (FileTooLarge when large)."""
         read = self.read(path)

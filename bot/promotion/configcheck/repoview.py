@@ -38,9 +38,15 @@ class FileSource(Protocol):
 
     async def listing(self, directory: str) -> Listing | None: ...
 
-    async def kind(self, path: str) -> str | None: ...
-
     async def file(self, path: str) -> RepoFile | None: ...
+
+
+async def kind_of(source: FileSource, path: str) -> str | None:
+    """"file", "dir" (or "symlink", "submodule") for an existing path; None otherwise."""
+    if path == "":
+        return "dir"
+    entries = await source.listing(posixpath.dirname(path))
+    return None if entries is None else entries.get(posixpath.basename(path))
 
 
 def forget() -> None:
@@ -128,13 +134,6 @@ class RepoView:
         )
         _listings[(self.repo.lower(), self.sha, directory)] = result
         return result
-
-    async def kind(self, path: str) -> str | None:
-        """"file", "dir" (or "symlink", "submodule") for an existing path; None otherwise."""
-        if path == "":
-            return "dir"
-        entries = await self.listing(posixpath.dirname(path))
-        return None if entries is None else entries.get(posixpath.basename(path))
 
     async def file(self, path: str) -> RepoFile | None:
         """The file's text at the commit (FileTooLarge is raised as `get_file` does)."""

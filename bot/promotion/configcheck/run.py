@@ -33,7 +33,7 @@ from ...github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
 from ...github.repos import FileTooLarge, RepoFile
 from ...names import CONFIG_CHECK
 from ...offload import INLINE_BELOW
-from .repoview import FileSource, RepoView
+from .repoview import FileSource, RepoView, kind_of
 
 if TYPE_CHECKING:
     from ...context import Context
@@ -98,7 +98,7 @@ async def check_kustomization(report: Report, view: FileSource, path: str, doc: 
     report.kustomizations.add(path)
     refs, found = kustomize.references(doc, posixpath.dirname(path))
     found += kustomize.image_findings(doc)
-    kinds = await asyncio.gather(*(view.kind(ref.target) for ref in refs))
+    kinds = await asyncio.gather(*(kind_of(view, ref.target) for ref in refs))
     for ref, kind in zip(refs, kinds, strict=True):
         if kind is None:
             found.append((ref.line, f"{ref.field}: '{ref.entry}' does not exist ({ref.target} "
