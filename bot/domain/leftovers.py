@@ -2,8 +2,7 @@
 
 The resync gathers the open single-service promotion PRs Conveyor opened (with the trusted
 facts of Conveyor's own commit) into :class:`PromotionPull` values; :func:`leftover_steps`
-says which to close as superseded and which to merge, and :func:`newer_is_live` whether the
-file a merge would set already pins a newer version.
+says which to close as superseded and which to merge.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from .tags import compare_versions
+from .tags import is_newer
 
 __all__ = [
     "LeftoverStep",
@@ -19,7 +18,6 @@ __all__ = [
     "PromotionPull",
     "Supersede",
     "leftover_steps",
-    "newer_is_live",
 ]
 
 
@@ -59,13 +57,14 @@ def leftover_steps(pulls: Sequence[PromotionPull], *, merging: Collection[str],
     Of two open PRs for one (service, environment), the older version is superseded by the
     newer (the first of equal versions stays). The one left open is merged when its
     environment is among ``merging`` (ungated ``auto_merge``), its service among ``services``
-    and Conveyor's commit is still its head — unless :func:`newer_is_live` says otherwise.
+    and Conveyor's commit is still its head (the resync still leaves it open when its file
+    already pins a newer version).
     """
     newest: dict[tuple[str, str], PromotionPull] = {}
     for pull in pulls:
         key = (pull.service, pull.environment)
         best = newest.get(key)
-        if best is None or (compare_versions(pull.version, best.version) or 0) > 0:
+        if best is None or is_newer(pull.version, best.version):
             newest[key] = pull
     steps: list[LeftoverStep] = []
     for pull in pulls:
@@ -75,9 +74,3 @@ def leftover_steps(pulls: Sequence[PromotionPull], *, merging: Collection[str],
         elif pull.environment in merging and pull.service in services and pull.at_head:
             steps.append(Merge(pull.number))
     return steps
-
-
-def newer_is_live(live_tag: str | None, version: str) -> bool:
-    """Whether the tag a file pins is a newer version than ``version`` (an unknown order is
-    not newer)."""
-    return bool(live_tag) and (compare_versions(live_tag or "", version) or 0) > 0

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from .tags import compare_versions
+from .tags import is_newer
 
 __all__ = [
     "FileEdit",
@@ -111,12 +111,7 @@ def decide_opening(facts: OpeningFacts) -> Opening | Reading:
     if facts.tag_refusals and not facts.rollback:
         return Opening("refused", "; ".join(facts.tag_refusals))
     if facts.branch is None:
-        if facts.edit is None:
-            return "edit"
-        stop = _no_change(facts, facts.edit)
-        if stop is None:
-            raise ValueError("an edit that changes files names its branch")
-        return stop
+        return _without_branch(facts)
     if facts.open_pulls is None:
         return "open_pulls"
     existing = facts.open_pulls.get(facts.branch)
@@ -124,20 +119,21 @@ def decide_opening(facts: OpeningFacts) -> Opening | Reading:
         return Opening("exists", "already open:", existing)
     if facts.edit is None:
         return "edit"
-    stop = _no_change(facts, facts.edit)
-    if stop is not None:
-        return stop
-    if isinstance(facts.subject, ServiceSubject) and not facts.explicit and not facts.rollback:
-        newer = _newer(facts, facts.subject, facts.edit.live_tag)
-        if newer is not None:
-            return newer
-    if not facts.explicit:
-        if facts.earlier_pulls is None:
-            return "earlier_pulls"
-        if facts.earlier_pulls:
-            return Opening("skipped", f"closed without merging; {_promote_again(facts)} opens "
-                                      "it again:", facts.earlier_pulls[0])
+    for check in (_no_change, _newer, _closed_before):
+        stop = check(facts, facts.edit)
+        if stop is not None:
+            return stop
     return Opening("open")
+
+
+def _without_branch(facts: OpeningFacts) -> Opening | Reading:
+    """A train is named by the digests its edits set: a train that sets none has no PR."""
+    if facts.edit is None:
+        return "edit"
+    stop = _no_change(facts, facts.edit)
+    if stop is None:
+        raise ValueError("an edit that changes files names its branch")
+    return stop
 
 
 def _no_change(facts: OpeningFacts, edit: FileEdit) -> Opening | None:
@@ -153,22 +149,31 @@ def _no_change(facts: OpeningFacts, edit: FileEdit) -> Opening | None:
                            f"{facts.environment} (`{subject.path}`)")
 
 
-def _newer(facts: OpeningFacts, subject: ServiceSubject, live_tag: str | None
-           ) -> Opening | Reading | None:
-    if live_tag and (compare_versions(live_tag, subject.version) or 0) > 0:
-        return Opening("skipped", f"{subject.service} {live_tag} is live in "
+def _newer(facts: OpeningFacts, edit: FileEdit) -> Opening | Reading | None:
+    subject = facts.subject
+    if not isinstance(subject, ServiceSubject) or facts.explicit or facts.rollback:
+        return None
+    if is_newer(edit.live_tag, subject.version):
+        return Opening("skipped", f"{subject.service} {edit.live_tag} is live in "
                                   f"{facts.environment}, newer than {subject.version}; use "
                                   "/rollback to go back")
     if facts.promotions is None:
         return "promotions"
     for promotion in facts.promotions:
-        if (compare_versions(promotion.version, subject.version) or 0) > 0:
+        if is_newer(promotion.version, subject.version):
             return Opening("skipped", f"#{promotion.number} already promotes the newer "
                                       f"{promotion.version} to {facts.environment}")
     return None
 
 
-def _promote_again(facts: OpeningFacts) -> str:
-    if isinstance(facts.subject, TrainSubject):
-        return f"`/promote {facts.environment} {facts.subject.group}`"
-    return "`/promote`"
+def _closed_before(facts: OpeningFacts, _edit: FileEdit) -> Opening | Reading | None:
+    if facts.explicit:
+        return None
+    if facts.earlier_pulls is None:
+        return "earlier_pulls"
+    if not facts.earlier_pulls:
+        return None
+    again = (f"`/promote {facts.environment} {facts.subject.group}`"
+             if isinstance(facts.subject, TrainSubject) else "`/promote`")
+    return Opening("skipped", f"closed without merging; {again} opens it again:",
+                   facts.earlier_pulls[0])

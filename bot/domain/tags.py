@@ -92,6 +92,12 @@ def compare_versions(a: str, b: str) -> int | None:
     return (key_a > key_b) - (key_a < key_b)
 
 
+def is_newer(tag: str | None, than: str) -> bool:
+    """Whether ``tag`` holds a newer semantic version than ``than``; no tag, or a tag without
+    a semantic version, is not newer."""
+    return bool(tag) and (compare_versions(tag or "", than) or 0) > 0
+
+
 @lru_cache(maxsize=1024)
 def _semver_range(text: str) -> Any:
     return nodesemver.make_range(text, False)

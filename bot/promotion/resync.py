@@ -21,9 +21,9 @@ from urllib.parse import quote
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from ..domain.leftovers import PromotionPull, Supersede, leftover_steps, newer_is_live
+from ..domain.leftovers import PromotionPull, Supersede, leftover_steps
 from ..domain.policy import Service
-from ..domain.tags import compare_versions, is_semver, version_from_tag
+from ..domain.tags import compare_versions, is_newer, is_semver, version_from_tag
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
 from ..registry.errors import RegistryError
@@ -212,8 +212,7 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
         if isinstance(step, Supersede):
             await close_superseded(ctx, gh, repo.full_name, pr, step.by)
             continue
-        if newer_is_live(await _live_tag(gh, repo, pull.service, pull.environment),
-                         pull.version):
+        if is_newer(await _live_tag(gh, repo, pull.service, pull.environment), pull.version):
             continue
         log.info("resync: merging a promotion whose auto-merge did not happen",
                  extra={"repository": repo.full_name, "pull": pr["number"]})

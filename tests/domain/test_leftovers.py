@@ -10,7 +10,6 @@ from bot.domain.leftovers import (
     PromotionPull,
     Supersede,
     leftover_steps,
-    newer_is_live,
 )
 
 MERGING = ("staging",)
@@ -53,15 +52,3 @@ STEPS: list[tuple[str, list[PromotionPull], list[LeftoverStep]]] = [
 def test_steps(case: str, pulls: list[PromotionPull], expected: list[LeftoverStep]) -> None:
     assert leftover_steps(pulls, merging=MERGING, services=SERVICES) == expected
 
-
-@pytest.mark.parametrize(("live", "version", "newer"), [
-    ("1.3.0", "1.2.0", True),
-    ("v1.3.0", "1.2.0", True),
-    ("1.2.0", "1.2.0", False),
-    ("1.1.0", "1.2.0", False),
-    (None, "1.2.0", False),
-    ("", "1.2.0", False),
-    ("latest", "1.2.0", False),
-])
-def test_newer_is_live(live: str | None, version: str, newer: bool) -> None:
-    assert newer_is_live(live, version) is newer

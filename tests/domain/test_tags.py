@@ -12,6 +12,7 @@ from bot.domain.tags import (
     TagPolicy,
     check_regex_safety,
     compare_versions,
+    is_newer,
     sort_key,
     tag_prefix,
     version_from_tag,
@@ -223,6 +224,19 @@ def test_non_semver_tags_have_no_order() -> None:
     assert sort_key("latest") is None
     assert compare_versions("latest", "1.0.0") is None
     assert compare_versions("1.0.0", "sha-1234") is None
+
+
+@pytest.mark.parametrize(("tag", "than", "newer"), [
+    ("1.3.0", "1.2.0", True),
+    ("v1.10.0", "1.9.0", True),
+    ("1.2.0", "1.2.0", False),
+    ("1.1.0", "1.2.0", False),
+    (None, "1.2.0", False),
+    ("", "1.2.0", False),
+    ("latest", "1.2.0", False),
+])
+def test_is_newer(tag: str | None, than: str, newer: bool) -> None:
+    assert is_newer(tag, than) is newer
     assert TagPolicy.compare_versions("1.0.0", "1.0.1") == -1
     assert TagPolicy.sort_key("v1.0.0") == sort_key("1.0.0")
 
