@@ -95,16 +95,28 @@ def find_manifest(explicit: Path | None) -> Path:
 
 
 def load_manifest(path: Path) -> dict[str, Any]:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    from .yamlread.data import DataBuilder
+    from .yamlread.nodes import YamlError, parse
 
     try:
-        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
-    except (OSError, YAMLError) as exc:
+        stream = parse(path.read_text(encoding="utf-8"))
+    except OSError as exc:
         raise SetupError(f"{path}: cannot read the app manifest: {exc}") from None
+    except YamlError as exc:
+        raise SetupError(f"{path}:{exc.line}: cannot read the app manifest: {exc}") from None
+    builder = DataBuilder()
+    data = builder.build(stream.documents[0].root) if stream.documents else None
+    if builder.problems:
+        problem = builder.problems[0]
+        raise SetupError(f"{path}:{problem.pos[0]}: cannot read the app manifest: "
+                         f"{problem.message}")
     if not isinstance(data, dict) or not data.get("name"):
         raise SetupError(f"{path}: an app manifest is a mapping with at least `name`")
-    plain: dict[str, Any] = json.loads(json.dumps(data))  # JSON types only
+    try:
+        plain: dict[str, Any] = json.loads(json.dumps(data, allow_nan=False))
+    except (TypeError, ValueError):
+        raise SetupError(f"{path}: an app manifest holds JSON values only (a key that is a "
+                         "mapping or a list, or a number JSON cannot hold)") from None
     return plain
 
 

@@ -220,6 +220,26 @@ def test_manifest_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         load_manifest(tmp_path / "bad.yml")
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: x\nname: y\n", "bad.yml:2: cannot read the app manifest: duplicate key 'name'"),
+        ("name: [\n", "bad.yml:2: cannot read the app manifest: expected the node content"),
+        ("name: x\n? [a]\n: 1\n", "bad.yml: an app manifest holds JSON values only"),
+        ("name: x\nratio: .nan\n", "bad.yml: an app manifest holds JSON values only"),
+    ],
+)
+def test_a_manifest_that_is_not_plain_json_is_refused_in_one_line(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    (tmp_path / "bad.yml").write_text(text, encoding="utf-8")
+    with pytest.raises(SetupError) as caught:
+        load_manifest(tmp_path / "bad.yml")
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    (tmp_path / "dated.yml").write_text("name: x\nsince: 2024-06-27\n", encoding="utf-8")
+    assert load_manifest(tmp_path / "dated.yml") == {"name": "x", "since": "2024-06-27"}
+
+
 def test_run_refuses_an_existing_env_before_serving(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
