@@ -9,7 +9,7 @@ from ..domain.policy import Policy
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.configcheck import run_config_check
 from ..promotion.policies import DeploymentRepo, IndexedRepo
-from .events import indexed_repo, is_default_branch_push
+from .events import indexed_repo, is_default_branch_push, pushed_paths
 
 router = routing.Router()
 
@@ -40,9 +40,7 @@ async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> N
     repo = await indexed_repo(event, gh, ctx)
     if repo is None:
         return
-    paths = sorted({path for commit in event.data.get("commits") or []
-                    for key in ("added", "modified", "removed")
-                    for path in commit.get(key) or []})
+    paths = sorted(pushed_paths(event))
     if paths:
         await run_config_check(ctx, gh, repo.full_name, _policy_of(repo), event.data["after"],
                                paths)

@@ -1,5 +1,5 @@
 """What a webhook says about the repository it comes from: which deployment repository it is,
-and whether it is a push to that repository's default branch."""
+whether it is a push to that repository's default branch, and which paths a push touched."""
 
 from __future__ import annotations
 
@@ -23,6 +23,12 @@ def is_default_branch_push(event: sansio.Event) -> bool:
     branch = default_branch(event)
     return (branch is not None and event.data.get("ref") == f"refs/heads/{branch}"
             and not event.data.get("deleted"))
+
+
+def pushed_paths(event: sansio.Event) -> set[str]:
+    """The paths the commits of a push added, modified or removed."""
+    return {path for commit in event.data.get("commits") or []
+            for key in ("added", "modified", "removed") for path in commit.get(key) or []}
 
 
 async def indexed_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context

@@ -11,7 +11,7 @@ from ..github.client import ConveyorGitHubAPI
 from ..names import POLICY_PATH
 from ..promotion.downstream import reevaluate_open_pulls
 from ..promotion.policies import DeploymentRepo
-from .events import default_branch, deployment_repo, is_default_branch_push
+from .events import default_branch, deployment_repo, is_default_branch_push, pushed_paths
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -21,9 +21,7 @@ router = routing.Router()
 async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
     if not is_default_branch_push(event):
         return
-    touched = {path for commit in event.data.get("commits") or []
-               for key in ("added", "modified", "removed") for path in commit.get(key) or []}
-    if POLICY_PATH in touched or not event.data.get("commits"):
+    if POLICY_PATH in pushed_paths(event) or not event.data.get("commits"):
         repo = await ctx.policies.refresh(gh, event.data["installation"]["id"],
                                           event.data["repository"]["full_name"],
                                           default_branch(event), force=True)
