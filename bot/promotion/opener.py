@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import logging
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 
@@ -123,7 +124,7 @@ class Found:
 F = TypeVar("F", bound=Found)
 
 
-class RepoOpener(Generic[F]):
+class RepoOpener(ABC, Generic[F]):
     """What the promotion and the train opener share: one deployment repository and its
     policy, and the readings the opening decision asks for whatever the PR moves."""
 
@@ -154,10 +155,10 @@ class RepoOpener(Generic[F]):
             return replace(facts, earlier_pulls=(_pull_ref(earlier),) if earlier else ())
         return await self._read_subject(reading, facts, found)
 
+    @abstractmethod
     async def _read_subject(self, reading: Reading, facts: OpeningFacts, found: F
                             ) -> OpeningFacts:
         """The readings about what the PR moves: its files, its service's promotions."""
-        raise NotImplementedError
 
     async def _create_branch(self, branch: str, sha: str) -> None:
         """Create ``branch`` at ``sha``; one left behind by an interrupted attempt is reset
@@ -183,6 +184,7 @@ class _Promotion(Found):
     candidate: Candidate
     file: RepoFile | None = None  # the service's file at the default branch's head
     edit: Edit | None = None  # the candidate's digest set in it
+    change: Change | None = None  # what the edit changes, for the PR's text
 
 
 class Opener(RepoOpener[_Promotion]):
@@ -225,18 +227,16 @@ class Opener(RepoOpener[_Promotion]):
         found = _Promotion(candidate=candidate)
         async with self.ctx.locks.hold(repo):
             decision, _ = await self._decide(facts, found)
-            if decision.kind != "open" or found.file is None or found.edit is None:
+            file, edit, change = found.file, found.edit, found.change
+            if decision.kind != "open" or file is None or edit is None or change is None:
                 return OpenResult.declined(decision)
-            before = found.edit.occurrences[0] if found.edit.occurrences else None
-            change = Change(path, before.tag if before else None,
-                            before.digest if before else None, found.edit.notes)
             if isinstance(provenance, LazyProvenance):
                 provenance = await provenance.get()
             with_link = await with_compare(self.gh, provenance or Provenance(), candidate,
                                            change.old_tag, self.ctx.web_url)
             branch = str(facts.branch)
             number, url, head_sha = await self._create(
-                candidate, env, branch, path, found.file.sha, found.edit.new_text, change,
+                candidate, env, branch, path, file.sha, edit.new_text, change,
                 with_link, rollback_note, upstream_pr,
             )
             if not rollback:
@@ -283,7 +283,9 @@ class Opener(RepoOpener[_Promotion]):
         except ManifestError as exc:
             return FileEdit(f"cannot edit {exc}")
         before = found.edit.occurrences[0] if found.edit.occurrences else None
-        return FileEdit(changed=found.edit.changed, live_tag=before.tag if before else None)
+        found.change = Change(subject.path, before.tag if before else None,
+                              before.digest if before else None, found.edit.notes)
+        return FileEdit(changed=found.edit.changed, live_tag=found.change.old_tag)
 
     async def _promotions_of(self, pulls: list[dict[str, Any]], environment: str, service: str
                              ) -> list[tuple[dict[str, Any], PromotionMarker]]:
