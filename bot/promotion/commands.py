@@ -33,7 +33,7 @@ from ..domain.commands import (
     Unhold,
 )
 from ..domain.gate import Verdict
-from ..domain.policy import Policy, PolicyIssue
+from ..domain.policy import Policy
 from ..domain.tags import version_from_tag
 from ..domain.trains import ALL_GROUP, Period, previous_combination
 from ..github.limits import fit
@@ -151,7 +151,7 @@ def permission_unknown(comment_id: int, commenter: str) -> str:
 
 def policy_refusal(comment_id: int, repo: BrokenPolicy) -> str:
     reply = Reply(comment_id)
-    issues = repo.issues or [PolicyIssue(POLICY_PATH, 1, 1, "the policy could not be read")]
+    issues = repo.issues
     listed = "\n".join(f"- `{issue.path}` line {issue.line}: {escape_markdown(issue.message)}"
                        for issue in issues[:20])
     more = f"\n- … and {len(issues) - 20} more" if len(issues) > 20 else ""
