@@ -43,6 +43,12 @@ async def run_cpu(size: int, func: Callable[..., T], /, *args: Any, **kwargs: An
     return await asyncio.get_running_loop().run_in_executor(_process_pool(), call)
 
 
+def start() -> None:
+    """Start the worker process now (the server, before it serves): started on first use, its
+    launch would block the event loop while a delivery waits for its answer."""
+    _process_pool().submit(int).result()
+
+
 def shutdown() -> None:
     """Stop the worker process, if one was started (server shutdown)."""
     global _pool

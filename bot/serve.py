@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from . import offload
 from .handlers import build_router
 from .logs import configure_logging, register_secret
 from .server import create_app
@@ -50,6 +51,7 @@ def run_server() -> int:
     if redis_password:
         register_secret(redis_password)
     sock = listening_socket(settings.host, settings.port)
+    offload.start()
     app = create_app(settings, build_router(), background=background_tasks,
                      serve_while_starting=True)
     log.info(

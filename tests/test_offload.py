@@ -9,8 +9,10 @@ import threading
 import pytest
 
 from bot import offload
+from bot.configcheck.files import check_file
+from bot.domain.policy import load_policy
 from bot.manifests import ImageNotFoundError, ManifestError, promote_image
-from bot.sandbox.demo import digest_of
+from bot.sandbox.demo import DEMO_POLICY, digest_of
 
 DIGEST = digest_of("web:2.0.0")
 
@@ -77,3 +79,15 @@ async def test_the_event_loop_keeps_running_during_a_large_edit() -> None:
                           tag="2.0.0", digest=DIGEST, path="apps/all.yaml")
     ticker.cancel()
     assert ticks > 0
+
+
+async def test_a_policy_and_a_config_check_cross_the_process_boundary() -> None:
+    policy = load_policy(DEMO_POLICY)
+    big = DEMO_POLICY + "".join(f"# {'padding ' * 12}{n}\n" for n in range(700))
+    assert len(big) >= offload.PROCESS_FROM
+    assert await offload.run_cpu(len(big), load_policy, big) == load_policy(big)
+    text = manifest(600).replace("svc-", "web-")  # images outside allowed_images: findings
+    path = "apps/web/overlays/staging/all.yaml"
+    local = check_file("1.31", policy, path, text)
+    remote = await offload.run_cpu(len(text), check_file, "1.31", policy, path, text)
+    assert remote == local and local[0].findings and local[1]

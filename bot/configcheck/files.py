@@ -102,3 +102,10 @@ def check_text(report: Report, policy: Policy | None, path: str, text: str) -> l
         if outcome.note is not None:
             report.notes.append(Finding(path, doc.line, outcome.note))
     return parsed.documents
+
+
+def check_file(kubernetes_version: str, policy: Policy | None, path: str, text: str
+               ) -> tuple[Report, list[Document]]:
+    """`check_text` on a report of its own, for a worker process (both results pickle)."""
+    report = Report(kubernetes_version=kubernetes_version)
+    return report, check_text(report, policy, path, text)

@@ -35,6 +35,17 @@ class Report:
     def add(self, path: str, found: list[tuple[int, str]]) -> None:
         self.findings += [Finding(path, line, message) for line, message in found]
 
+    def merge(self, other: Report) -> None:
+        """Add what `other` (a part of the same run, checked elsewhere) found."""
+        self.findings += other.findings
+        self.notes += other.notes
+        self.notices += other.notices
+        self.files += other.files
+        self.documents += other.documents
+        self.resources += other.resources
+        self.kustomizations |= other.kustomizations
+        self.values_checked += other.values_checked
+
 
 def _grouped(items: list[Finding], limit: int) -> list[str]:
     lines: list[str] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copyreg
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -14,6 +15,14 @@ from bot.domain.policy.syntax import fill_template
 from bot.domain.tags import TagPolicy
 
 ENTRY_EVENT_KINDS = ("release", "package")
+
+# A policy crosses to the worker process of `bot/offload.py` and back (a large policy loaded
+# there, a large file checked against it): its read-only mappings pickle as the dicts they wrap.
+def _read_only(items: dict[object, object]) -> MappingProxyType[object, object]:
+    return MappingProxyType(items)
+
+
+copyreg.pickle(MappingProxyType, lambda proxy: (_read_only, (dict(proxy),)))
 
 
 @dataclass(frozen=True)

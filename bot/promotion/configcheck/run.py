@@ -24,7 +24,7 @@ from gidgethub.abc import GitHubAPI
 
 from ...configcheck import helm, kustomize
 from ...configcheck.documents import Document, parse_documents
-from ...configcheck.files import check_text, is_checked, may_hold_resources
+from ...configcheck.files import check_file, check_text, is_checked, may_hold_resources
 from ...configcheck.kubernetes import prepare
 from ...configcheck.report import Finding, Report, render
 from ...domain.policy import Policy
@@ -32,7 +32,7 @@ from ...domain.policy.kubernetes import latest_kubernetes_version
 from ...github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
 from ...github.repos import FileTooLarge, RepoFile
 from ...names import CONFIG_CHECK
-from ...offload import INLINE_BELOW
+from ...offload import INLINE_BELOW, run_cpu
 from .repoview import FileSource, RepoView, kind_of
 
 if TYPE_CHECKING:
@@ -165,8 +165,9 @@ async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha
                 documents[path] = check_text(report, policy, path, read.text)
                 await asyncio.sleep(0)  # CPU-bound: let the webhook endpoint answer in between
             else:  # a large file: its parse and validation must not hold the event loop
-                documents[path] = await asyncio.to_thread(check_text, report, policy, path,
-                                                          read.text)
+                part, documents[path] = await run_cpu(len(read.text), check_file, version,
+                                                      policy, path, read.text)
+                report.merge(part)
     kustomizations = {path: docs[0] for path, docs in documents.items()
                       if kustomize.is_kustomization(path) and docs}
     kustomizations.update(await _including_kustomizations(view, changed, documents))
