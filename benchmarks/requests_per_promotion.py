@@ -107,21 +107,21 @@ async def idle_resync(stage: Stage, *, interval: float = 0.0) -> tuple[Tally, in
     run until one makes only `304`s (at least two, at most twenty) before the one measured.
     """
     assert stage.bot is not None
-    ctx = stage.bot.runtime.ctx
+    runtime = stage.bot.runtime
     installation_id = stage.demo.installation_id
-    gh = await ctx.clients.installation(installation_id)
+    gh = await runtime.ctx.clients.installation(installation_id)
     for settling in range(20):
         stage.emulator.reset_counters()
         stage.clock.advance(interval)
-        await resync_installation(ctx, gh, installation_id)
+        await resync_installation(runtime.services, gh, installation_id)
         if (await measure_quiet(stage)).full == 0 and settling >= 1:
             break
     stage.emulator.reset_counters()
     stage.clock.advance(interval)
-    await resync_installation(ctx, gh, installation_id)
+    await resync_installation(runtime.services, gh, installation_id)
     idle = await measure_quiet(stage)
-    services = sum(len(r.policy.services) for r in await ctx.policies.load(gh, installation_id)
-                   if r.policy is not None)
+    repos = await runtime.services.policies.load(gh, installation_id)
+    services = sum(len(r.policy.services) for r in repos if r.policy is not None)
     return idle, services
 
 

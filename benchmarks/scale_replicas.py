@@ -56,7 +56,7 @@ async def _resync_by(files: Mapping[str, str], replicas: int, binary: str) -> in
             runners.append(runner)
             runtimes.append(runtime_of(app))
         stage.emulator.reset_counters()
-        await asyncio.gather(*(resync_all(r.ctx, keep_for=60) for r in runtimes))
+        await asyncio.gather(*(resync_all(r.services, keep_for=60) for r in runtimes))
         for runtime in runtimes:
             await runtime.pool.wait_idle()
         return sum(1 for e in stage.emulator.requests.entries if e.installation_id is not None)

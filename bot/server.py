@@ -29,6 +29,7 @@ from .queue import DeliveryQueue, Job, JobRetry, MemoryQueue, RetryJob, WorkerPo
 from .registry.client import RegistryClient, RegistryPolicy
 from .registry.lookup import ImageLookup
 from .scheduler import Scheduler
+from .services import Services
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ WEBHOOK_PATH = "/api/github/webhooks"
 class Runtime:
     settings: Settings
     router: routing.Router
-    ctx: Context
+    services: Services
     queue: DeliveryQueue
     pool: WorkerPool
     seen_deliveries: cachetools.TTLCache[str, bool]
@@ -49,6 +50,10 @@ class Runtime:
     starting: asyncio.Task[None] | None = None
     # Whether the shared delivery store (Redis) takes writes now: None = yes, else why not.
     store_probe: Callable[[], Awaitable[str | None]] | None = None
+
+    @property
+    def ctx(self) -> Context:
+        return self.services.ctx
 
 
 _RUNTIME: web.AppKey[Runtime] = web.AppKey("conveyor_runtime")
@@ -100,14 +105,15 @@ def create_app(
             host, str(status) if status is not None else "none").inc())
     ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
                   images=ImageLookup(registry), clock=clock, app_id=int(settings.app_id))
-    metrics.registry.register(ctx.delivery)
     if scaleout is not None:  # shared by the replicas instead of per process
         ctx.scheduler, ctx.locks = scaleout.scheduler, scaleout.locks
         ctx.leases = scaleout.locks
+    services = Services.build(ctx)
+    metrics.registry.register(services.delivery)
     runtime = Runtime(
         settings=settings,
         router=router,
-        ctx=ctx,
+        services=services,
         queue=intake,
         pool=WorkerPool(intake, lambda job: process_job(runtime, job), workers=settings.workers,
                         retry=job_retry, metrics=metrics),
@@ -249,7 +255,7 @@ async def process_job(runtime: Runtime, job: Job) -> None:
             if job.only and name not in job.only:
                 continue
             try:
-                await callback(event, gh, ctx)
+                await callback(event, gh, runtime.services)
             except Exception as exc:
                 ctx.metrics.handler_errors.labels(job.event).inc()
                 if transient_failure(exc):

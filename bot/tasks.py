@@ -10,7 +10,7 @@ import gidgethub
 
 from .github.deliveries import Redeliverer
 from .logs import delivery_id_var
-from .promotion.delivery_board import refresh_delivery
+from .promotion.dashboard import refresh_delivery
 from .promotion.resync import resync_all
 from .server import Runtime
 
@@ -25,14 +25,15 @@ def background_tasks(runtime: Runtime) -> list[asyncio.Task[None]]:
 
 
 async def reconcile_once(runtime: Runtime, redeliverer: Redeliverer) -> None:
-    ctx = runtime.ctx
+    services = runtime.services
+    ctx = services.ctx
     # Replicas on Redis share the work: one resyncs an installation, one asks for redeliveries
     # (a delivery asked for twice would arrive twice), each holding on to it for the interval.
     keep_for = max(0.0, runtime.settings.resync_interval - 1.0)
     token = delivery_id_var.set("resync")
     try:
-        repos = await resync_all(ctx, keep_for=keep_for)
-        await refresh_delivery(ctx)  # hourly: the figures move slowly
+        repos = await resync_all(services, keep_for=keep_for)
+        await refresh_delivery(services)  # hourly: the figures move slowly
         asked = 0
         async with ctx.leases.lease("redeliver", keep_for=keep_for) as mine:
             if mine:

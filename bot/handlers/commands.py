@@ -13,7 +13,6 @@ from typing import Any
 import gidgethub
 from gidgethub import routing, sansio
 
-from ..context import Context
 from ..domain.commands import parse_commands
 from ..github.client import ConveyorGitHubAPI
 from ..github.repos import comment, is_bot, permission_of
@@ -28,6 +27,7 @@ from ..promotion.commands import (
 )
 from ..promotion.gatekeeper import WRITE_PERMISSIONS
 from ..promotion.policies import BrokenPolicy, DeploymentRepo
+from ..services import Services
 from .events import indexed_repo
 
 log = logging.getLogger(__name__)
@@ -40,13 +40,14 @@ def from_a_bot(user: dict[str, Any] | None, bot_login: str) -> bool:
 
 
 @router.register("issue_comment", action="created")
-async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
+                             ) -> None:
     posted: dict[str, Any] = event.data["comment"]
     user = posted.get("user")
     body = str(posted.get("body") or "")
-    if from_a_bot(user, ctx.bot_login) or "/" not in body:
+    if from_a_bot(user, services.ctx.bot_login) or "/" not in body:
         return
-    repo = await indexed_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, services)
     if repo is None:
         return  # not a deployment repository
     if isinstance(repo, DeploymentRepo):
@@ -91,5 +92,5 @@ async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Co
                        commenter=commenter, comment_id=int(posted["id"]))
     log.info("running commands", extra={"repository": full_name, "number": number,
                                         "user": commenter, "commands": len(parsed)})
-    reply = await run_commands(ctx, gh, where, parsed)
-    await finish(ctx, gh, where, reply)
+    reply = await run_commands(services, gh, where, parsed)
+    await finish(services, gh, where, reply)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from gidgethub import routing, sansio
 
-from ..context import Context
 from ..domain.policy import Policy
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.configcheck import run_config_check
 from ..promotion.policies import DeploymentRepo, IndexedRepo
+from ..services import Services
 from .events import indexed_repo, is_default_branch_push, pushed_paths
 
 router = routing.Router()
@@ -23,24 +23,25 @@ def _policy_of(repo: IndexedRepo) -> Policy | None:
 @router.register("pull_request", action="opened")
 @router.register("pull_request", action="synchronize")
 @router.register("pull_request", action="reopened")
-async def on_pull_request(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await indexed_repo(event, gh, ctx)
+async def on_pull_request(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
+    repo = await indexed_repo(event, gh, services)
     if repo is None:
         return
     pr = event.data["pull_request"]
     paths = [f["filename"] async for f in gh.getiter(
         f"/repos/{repo.full_name}/pulls/{pr['number']}/files?per_page=100")]
-    await run_config_check(ctx, gh, repo.full_name, _policy_of(repo), pr["head"]["sha"], paths)
+    await run_config_check(services.ctx, gh, repo.full_name, _policy_of(repo),
+                           pr["head"]["sha"], paths)
 
 
 @router.register("push")
-async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
     if not is_default_branch_push(event):
         return
-    repo = await indexed_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, services)
     if repo is None:
         return
     paths = sorted(pushed_paths(event))
     if paths:
-        await run_config_check(ctx, gh, repo.full_name, _policy_of(repo), event.data["after"],
-                               paths)
+        await run_config_check(services.ctx, gh, repo.full_name, _policy_of(repo),
+                               event.data["after"], paths)

@@ -9,7 +9,6 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from ..context import Context
 from ..domain.deployed import (
     FINAL_STATES,
     Report,
@@ -21,9 +20,11 @@ from ..domain.deployed import (
 )
 from ..domain.policy import Policy
 from ..github.client import ConveyorGitHubAPI
+from ..promotion.commands import watcher
 from ..promotion.deployed import parse_time
 from ..promotion.downstream import reevaluate_open_pulls
-from ..promotion.watch import FAILED_STATES, Watcher, watched
+from ..promotion.watch import FAILED_STATES, watched
+from ..services import Services
 from .events import deployment_repo
 
 log = logging.getLogger(__name__)
@@ -76,20 +77,20 @@ def concerns_a_gate(policy: Policy, report: Report, own_login: str, own_app_id: 
 @router.register("status")
 @router.register("check_run", action="completed")
 @router.register("deployment_status", action="created")
-async def on_deployment_report(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+async def on_deployment_report(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
                                ) -> None:
     """A final report (success, failure, error) by a trusted reporter re-evaluates the gates:
     it may be the evidence one waits for, or a failure that takes evidence away."""
     report = report_of(event)
     if report is None:
         return
-    repo = await deployment_repo(event, gh, ctx)
+    repo = await deployment_repo(event, gh, services)
     if repo is None:
         return
     if report.state in FAILED_STATES and watched(repo.policy):
-        await Watcher(ctx, gh, repo).on_report(report)
-    if not concerns_a_gate(repo.policy, report, ctx.bot_login, ctx.app_id):
+        await watcher(services, gh, repo).on_report(report)
+    if not concerns_a_gate(repo.policy, report, services.ctx.bot_login, services.ctx.app_id):
         log.debug("a deployment report no gate reads", extra={
             "repository": repo.full_name, "report": report.describe()})
         return
-    await reevaluate_open_pulls(ctx, gh, repo)
+    await reevaluate_open_pulls(services.gates, gh, repo)

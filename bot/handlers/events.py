@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from gidgethub import sansio
 
-from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.policies import DeploymentRepo, IndexedRepo
+from ..services import Services
 
 
 def default_branch(event: sansio.Event) -> str | None:
@@ -31,16 +31,16 @@ def pushed_paths(event: sansio.Event) -> set[str]:
             for key in ("added", "modified", "removed") for path in commit.get(key) or []}
 
 
-async def indexed_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+async def indexed_repo(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
                        ) -> IndexedRepo | None:
     """The deployment repository the event comes from, its policy usable or broken; None for
     any other repository."""
-    return await ctx.policies.get(gh, event.data["installation"]["id"],
-                                  event.data["repository"]["full_name"], default_branch(event))
+    return await services.policies.get(gh, event.data["installation"]["id"],
+                                       event.data["repository"]["full_name"], default_branch(event))
 
 
-async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
                           ) -> DeploymentRepo | None:
     """The deployment repository the event comes from when its policy is usable."""
-    repo = await indexed_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, services)
     return repo if isinstance(repo, DeploymentRepo) else None

@@ -6,8 +6,8 @@ import logging
 
 from gidgethub import routing, sansio
 
-from ..context import Context
 from ..github.client import ConveyorGitHubAPI
+from ..services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -15,31 +15,31 @@ router = routing.Router()
 
 @router.register("installation", action="created")
 @router.register("installation", action="unsuspend")
-async def on_installation_created(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+async def on_installation_created(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
                                   ) -> None:
     installation_id = event.data["installation"]["id"]
-    repos = await ctx.policies.load(gh, installation_id, force=True)
+    repos = await services.policies.load(gh, installation_id, force=True)
     log.info("deployment repositories indexed",
              extra={"installation": installation_id, "count": len(repos)})
 
 
 @router.register("installation_repositories", action="added")
 @router.register("installation_repositories", action="removed")
-async def on_repositories_changed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+async def on_repositories_changed(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
                                   ) -> None:
     """Only the repositories the event names are read (or forgotten): the installation's
     list is not read again for each of them."""
     installation_id = event.data["installation"]["id"]
-    ctx.policies.removed(installation_id, [str(r["full_name"]) for r in
+    services.policies.removed(installation_id, [str(r["full_name"]) for r in
                                            event.data.get("repositories_removed") or []])
-    await ctx.policies.added(gh, installation_id, [str(r["full_name"]) for r in
+    await services.policies.added(gh, installation_id, [str(r["full_name"]) for r in
                                                    event.data.get("repositories_added") or []])
 
 
 @router.register("installation", action="deleted")
 @router.register("installation", action="suspend")
-async def on_installation_removed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+async def on_installation_removed(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
                                   ) -> None:
     installation_id = event.data["installation"]["id"]
-    ctx.policies.forget(installation_id)
-    ctx.clients.auth.forget(installation_id)
+    services.policies.forget(installation_id)
+    services.ctx.clients.auth.forget(installation_id)

@@ -4,25 +4,25 @@ from __future__ import annotations
 
 from gidgethub import routing, sansio
 
-from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.merger import merge_promotion
 from ..scheduler import INTERNAL_PREFIX
+from ..services import Services
 from .events import indexed_repo
 
 router = routing.Router()
 
 
 @router.register(INTERNAL_PREFIX + "recheck")
-async def on_recheck_timer(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await indexed_repo(event, gh, ctx)
+async def on_recheck_timer(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
+    repo = await indexed_repo(event, gh, services)
     if repo is not None:
-        await ctx.gates.evaluate(ctx, gh, repo, int(event.data["number"]))
+        await services.gates.evaluate(gh, repo, int(event.data["number"]))
 
 
 @router.register(INTERNAL_PREFIX + "merge")
-async def on_merge_retry(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    await merge_promotion(ctx, gh, event.data["repository"]["full_name"],
+async def on_merge_retry(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
+    await merge_promotion(services.ctx, gh, event.data["repository"]["full_name"],
                           int(event.data["number"]), event.data["head"], event.data["method"],
                           attempt=int(event.data.get("attempt") or 1),
                           gated=bool(event.data.get("gated")))

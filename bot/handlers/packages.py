@@ -15,7 +15,6 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from ..context import Context
 from ..domain.tags import version_from_tag
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.candidates import (
@@ -26,6 +25,7 @@ from ..promotion.candidates import (
 )
 from ..promotion.flows import find_release, promote_to_entry_environments, release_candidate
 from ..registry.errors import RegistryError
+from ..services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -36,23 +36,25 @@ router = routing.Router()
 @router.register("registry_package", action="updated")
 @router.register("package", action="published")
 @router.register("package", action="updated")
-async def on_package_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_package_published(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
+                               ) -> None:
     facts = package_event_facts(event.data)
     if facts is None:
         log.debug("not a tagged container image, ignored")
         return
     key = (facts["image"], facts["digest"], facts["tag"])
-    if key in ctx.handled_images:
+    if key in services.handled_images:
         log.debug("same image already handled from its twin event")
         return
     if facts["package_url"]:
         remember_package_page(facts["image"], facts["digest"], str(facts["package_url"]))
-    await _promote_package(event.data, facts, gh, ctx)
-    ctx.handled_images[key] = True
+    await _promote_package(event.data, facts, gh, services)
+    services.handled_images[key] = True
 
 
 async def _promote_package(data: dict[str, Any], facts: dict[str, Any], gh: ConveyorGitHubAPI,
-                           ctx: Context) -> None:
+                           services: Services) -> None:
+    ctx = services.ctx
     installation_id = data["installation"]["id"]
     event_repo = (data.get("repository") or {}).get("full_name")
     label_repo, revision = source_from_labels(facts["labels"])
@@ -66,7 +68,7 @@ async def _promote_package(data: dict[str, Any], facts: dict[str, Any], gh: Conv
         else:
             label_repo = label_repo or labelled.source_repo
             revision = revision or labelled.revision
-    for repo, service_name in await ctx.policies.services_for_image(
+    for repo, service_name in await services.policies.services_for_image(
         gh, installation_id, facts["image"]
     ):
         service = repo.policy.services[service_name]

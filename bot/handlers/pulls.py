@@ -8,7 +8,6 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.downstream import promote_downstream, reevaluate_open_pulls
 from ..promotion.gatekeeper import keep_hold
@@ -16,6 +15,7 @@ from ..promotion.marker import parse_marker
 from ..promotion.policies import DeploymentRepo
 from ..promotion.train_flows import promote_train_downstream
 from ..promotion.trust import opened_by_conveyor, trusted_marker
+from ..services import Services
 from .events import indexed_repo
 
 log = logging.getLogger(__name__)
@@ -33,36 +33,37 @@ _MERGE_QUEUE_PR = re.compile(r"/pr-(\d+)-")
 @router.register("pull_request_review", action="submitted")
 @router.register("pull_request_review", action="edited")
 @router.register("pull_request_review", action="dismissed")
-async def on_pull_changed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_pull_changed(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
     """A change to the PR or its reviews: re-evaluate its gate.
 
     The payload only says which PR: a delivery may be late or replayed, so the evaluation reads
     the PR's labels, body and head from GitHub as they are now."""
-    repo = await indexed_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, services)
     if repo is None:
         return
     number = int(event.data["pull_request"]["number"])
     if event.data.get("action") == "unlabeled":
-        await keep_hold(ctx, gh, repo.full_name, number, event.data)
-    await ctx.gates.evaluate(ctx, gh, repo, number)
+        await keep_hold(services.ctx, gh, repo.full_name, number, event.data)
+    await services.gates.evaluate(gh, repo, number)
 
 
 @router.register("pull_request", action="closed")
-async def on_pull_closed(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_pull_closed(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
     pr = event.data["pull_request"]
     if not pr.get("merged"):
         return
-    repo = await indexed_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, services)
     if repo is None:
         return
     if isinstance(repo, DeploymentRepo):  # a broken policy promotes nothing
-        await _promote_after(ctx, gh, repo, pr)
-    await reevaluate_open_pulls(ctx, gh, repo)
+        await _promote_after(services, gh, repo, pr)
+    await reevaluate_open_pulls(services.gates, gh, repo)
 
 
-async def _promote_after(ctx: Context, gh: ConveyorGitHubAPI, repo: DeploymentRepo,
+async def _promote_after(services: Services, gh: ConveyorGitHubAPI, repo: DeploymentRepo,
                          pr: dict[str, Any]) -> None:
     """What a merged promotion or train opens downstream."""
+    ctx = services.ctx
     trusted = await trusted_marker(gh, repo.full_name, pr, ctx.bot_login)
     if trusted is not None and trusted[0].kind == "promotion":
         await promote_downstream(ctx, gh, repo, trusted[0], int(pr["number"]))
@@ -74,26 +75,26 @@ async def _promote_after(ctx: Context, gh: ConveyorGitHubAPI, repo: DeploymentRe
 @router.register("check_run", action="rerequested")
 @router.register("check_run", action="requested_action")
 @router.register("check_suite", action="rerequested")
-async def on_check_rerun(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_check_rerun(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
     """The checks UI's "Re-run": re-evaluate the gate of the PRs of that commit."""
-    repo = await indexed_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, services)
     if repo is None:
         return
     check = event.data.get("check_run") or event.data.get("check_suite") or {}
     for pr in check.get("pull_requests") or []:
-        await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]))
+        await services.gates.evaluate(gh, repo, int(pr["number"]))
 
 
 @router.register("merge_group", action="checks_requested")
-async def on_merge_group(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_merge_group(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
     """Post the gate on the merge-queue commit, with the verdict of the queued PR."""
-    repo = await indexed_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, services)
     if repo is None:
         return
     group = event.data["merge_group"]
     match = _MERGE_QUEUE_PR.search(group.get("head_ref", ""))
     if match is None:
         return
-    verdict = await ctx.gates.evaluate(ctx, gh, repo, int(match.group(1)))
+    verdict = await services.gates.evaluate(gh, repo, int(match.group(1)))
     if verdict is not None:
-        await ctx.gates.post(ctx, gh, repo.full_name, group["head_sha"], verdict)
+        await services.gates.post(gh, repo.full_name, group["head_sha"], verdict)

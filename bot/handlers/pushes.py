@@ -6,11 +6,11 @@ import logging
 
 from gidgethub import routing, sansio
 
-from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..names import POLICY_PATH
 from ..promotion.downstream import reevaluate_open_pulls
 from ..promotion.policies import DeploymentRepo
+from ..services import Services
 from .events import default_branch, deployment_repo, is_default_branch_push, pushed_paths
 
 log = logging.getLogger(__name__)
@@ -18,15 +18,15 @@ router = routing.Router()
 
 
 @router.register("push")
-async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
     if not is_default_branch_push(event):
         return
     if POLICY_PATH in pushed_paths(event) or not event.data.get("commits"):
-        repo = await ctx.policies.refresh(gh, event.data["installation"]["id"],
-                                          event.data["repository"]["full_name"],
+        repo = await services.policies.refresh(gh, event.data["installation"]["id"],
+                                               event.data["repository"]["full_name"],
                                           default_branch(event), force=True)
     else:
-        repo = await deployment_repo(event, gh, ctx)
+        repo = await deployment_repo(event, gh, services)
     if not isinstance(repo, DeploymentRepo):
         return
-    await reevaluate_open_pulls(ctx, gh, repo)
+    await reevaluate_open_pulls(services.gates, gh, repo)

@@ -6,7 +6,6 @@ import logging
 
 from gidgethub import routing, sansio
 
-from ..context import Context
 from ..domain.tags import tag_prefix
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.flows import (
@@ -15,6 +14,7 @@ from ..promotion.flows import (
     report_lookup_failure,
 )
 from ..registry.errors import RegistryError
+from ..services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()
@@ -24,13 +24,14 @@ router = routing.Router()
 # latter two sees every release once, including a prerelease later turned into a release.
 @router.register("release", action="released")
 @router.register("release", action="prereleased")
-async def on_release_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_release_published(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
+                               ) -> None:
     release = event.data["release"]
     if release.get("draft"):
         return
     source = event.data["repository"]["full_name"]
     installation_id = event.data["installation"]["id"]
-    targets = await ctx.policies.services_for_source(gh, installation_id, source)
+    targets = await services.policies.services_for_source(gh, installation_id, source)
     if not targets:
         log.debug("no service is fed by this repository", extra={"repository": source})
         return
@@ -45,9 +46,9 @@ async def on_release_published(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: 
                      extra={"service": service, "tag": release["tag_name"]})
             continue
         try:
-            candidate = await release_candidate(ctx, gh, repo, service, release, source)
+            candidate = await release_candidate(services.ctx, gh, repo, service, release, source)
         except RegistryError as exc:
-            await report_lookup_failure(ctx, gh, repo, service, release, source, exc)
+            await report_lookup_failure(services.ctx, gh, repo, service, release, source, exc)
             continue
         if candidate is not None:
-            await promote_to_entry_environments(ctx, gh, repo, candidate, "release")
+            await promote_to_entry_environments(services.ctx, gh, repo, candidate, "release")

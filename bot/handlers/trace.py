@@ -11,7 +11,6 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from ..context import Context
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.dashboard import DASHBOARD_EVENT, refresh_dashboard, schedule_dashboard
 from ..promotion.marker import PromotionMarker, parse_marker, service_markers
@@ -19,6 +18,7 @@ from ..promotion.policies import DeploymentRepo
 from ..promotion.trace import Promotion, report_promotion, source_commit
 from ..promotion.trust import trusted_marker
 from ..scheduler import INTERNAL_PREFIX
+from ..services import Services
 from .events import deployment_repo, indexed_repo, is_default_branch_push
 
 log = logging.getLogger(__name__)
@@ -28,11 +28,12 @@ TRACED_KINDS = ("promotion", "rollback", "train")
 
 
 @router.register("pull_request", action="closed")
-async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await indexed_repo(event, gh, ctx)
+async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
+                              ) -> None:
+    repo = await indexed_repo(event, gh, services)
     if repo is None:
         return
-    schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
+    schedule_dashboard(services.ctx, event.data["installation"]["id"], repo.full_name)
     if not isinstance(repo, DeploymentRepo):
         return  # a broken policy names no service to trace
     pr = event.data["pull_request"]
@@ -42,19 +43,20 @@ async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: C
     if marker.is_train:
         # A release train is traced as the promotion of each service it moved.
         for promoted in service_markers(marker):
-            await _trace(ctx, gh, repo, pr, promoted)
+            await _trace(services, gh, repo, pr, promoted)
         return
     # What is traced is what Conveyor's own commit says, never an edited marker.
-    trusted = await trusted_marker(gh, repo.full_name, pr, ctx.bot_login)
+    trusted = await trusted_marker(gh, repo.full_name, pr, services.ctx.bot_login)
     if trusted is None:
         log.warning("a promotion marker in a PR Conveyor did not open, not traced",
                     extra={"pull": pr["number"]})
         return
-    await _trace(ctx, gh, repo, pr, trusted[0])
+    await _trace(services, gh, repo, pr, trusted[0])
 
 
-async def _trace(ctx: Context, gh: ConveyorGitHubAPI, repo: DeploymentRepo, pr: dict[str, Any],
-                 marker: PromotionMarker) -> None:
+async def _trace(services: Services, gh: ConveyorGitHubAPI, repo: DeploymentRepo,
+                 pr: dict[str, Any], marker: PromotionMarker) -> None:
+    ctx = services.ctx
     service = repo.policy.services.get(marker.service)
     if service is None or marker.environment not in repo.policy.environments:
         log.info("promotion of a service or environment the policy no longer has, not traced",
@@ -84,28 +86,29 @@ async def _trace(ctx: Context, gh: ConveyorGitHubAPI, repo: DeploymentRepo, pr: 
 
 @router.register("pull_request", action="opened")
 @router.register("pull_request", action="reopened")
-async def on_promotion_opened(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
+async def on_promotion_opened(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
+                              ) -> None:
     ref = str(event.data["pull_request"]["head"].get("ref") or "")
     if not ref.startswith("conveyor/"):
         return
-    repo = await indexed_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, services)
     if repo is not None:
-        schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
+        schedule_dashboard(services.ctx, event.data["installation"]["id"], repo.full_name)
 
 
 @router.register("push")
-async def on_default_branch_push(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context
+async def on_default_branch_push(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
                                  ) -> None:
     """A direct push may change what an environment runs, too."""
     if not is_default_branch_push(event):
         return
-    repo = await indexed_repo(event, gh, ctx)
+    repo = await indexed_repo(event, gh, services)
     if repo is not None:
-        schedule_dashboard(ctx, event.data["installation"]["id"], repo.full_name)
+        schedule_dashboard(services.ctx, event.data["installation"]["id"], repo.full_name)
 
 
 @router.register(INTERNAL_PREFIX + DASHBOARD_EVENT)
-async def on_dashboard_due(event: sansio.Event, gh: ConveyorGitHubAPI, ctx: Context) -> None:
-    repo = await deployment_repo(event, gh, ctx)
+async def on_dashboard_due(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
+    repo = await deployment_repo(event, gh, services)
     if repo is not None:
-        await refresh_dashboard(ctx, gh, repo)
+        await refresh_dashboard(services, gh, repo)

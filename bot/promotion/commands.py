@@ -55,9 +55,10 @@ from .status import collect_status, render_status
 from .train import TrainOpener, TrainResult
 from .train_flows import promote_group
 from .trust import opened_by_conveyor, trusted_marker
+from .watch import Watcher
 
 if TYPE_CHECKING:
-    from ..context import Context
+    from ..services import Services
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ __all__ = [
     "permission_unknown",
     "policy_refusal",
     "run_commands",
+    "watcher",
 ]
 
 REPLY_MARKER = "<!-- conveyor:reply {comment_id} -->"
@@ -162,10 +164,10 @@ def policy_refusal(comment_id: int, repo: BrokenPolicy) -> str:
     return reply.render()
 
 
-async def run_commands(ctx: Context, gh: GitHubAPI, where: Invocation,
+async def run_commands(services: Services, gh: GitHubAPI, where: Invocation,
                        parsed: Sequence[Command | CommandError]) -> Reply:
     """Run every command in order; return the reply (posted by the caller)."""
-    runner = _Runner(ctx, gh, where, Reply(where.comment_id))
+    runner = _Runner(services, gh, where, Reply(where.comment_id))
     if where.repo.issues:
         runner.reply.add(None, f"⚠️ `{POLICY_PATH}` on `{where.repo.default_branch}` is "
                                "invalid; the last valid policy is used until it is fixed.")
@@ -174,17 +176,19 @@ async def run_commands(ctx: Context, gh: GitHubAPI, where: Invocation,
     return runner.reply
 
 
-async def finish(ctx: Context, gh: GitHubAPI, where: Invocation, reply: Reply) -> None:
+async def finish(services: Services, gh: GitHubAPI, where: Invocation, reply: Reply) -> None:
     """Post the reply, then re-evaluate what the commands changed (a hold's reason is read
     from the reply, so the gate runs after it exists)."""
     await reply.post(gh, where.repo.full_name, where.number)
     if reply.reevaluate and where.is_pull:
-        await ctx.gates.evaluate(ctx, gh, where.repo, where.number)
+        await services.gates.evaluate(gh, where.repo, where.number)
 
 
 class _Runner:
-    def __init__(self, ctx: Context, gh: GitHubAPI, where: Invocation, reply: Reply) -> None:
-        self.ctx = ctx
+    def __init__(self, services: Services, gh: GitHubAPI, where: Invocation, reply: Reply
+                 ) -> None:
+        self.services = services
+        self.ctx = services.ctx
         self.gh = gh
         self.where = where
         self.reply = reply
@@ -516,8 +520,6 @@ class _Runner:
     async def _clear_failure_mark(self) -> str | None:
         """`/unhold` on a promotion whose digest is marked failed upstream: a person decides
         that it may go on; the mark is cleared (the gate still asks for everything else)."""
-        from .watch import Watcher
-
         found = await trusted_marker(self.gh, self.repo, await self._pull(), self.ctx.bot_login)
         if found is None:
             return None
@@ -525,7 +527,7 @@ class _Runner:
         env = self.where.policy.environments.get(marker.environment)
         if env is None or env.after is None:
             return None
-        mark = await Watcher(self.ctx, self.gh, self.where.repo).clear(
+        mark = await watcher(self.services, self.gh, self.where.repo).clear(
             marker.service, env.after, marker.digest, self.where.commenter)
         if mark is None:
             return None
@@ -543,36 +545,46 @@ class _Runner:
         refusal = await self._open_pull_or_refusal("recheck")
         if refusal:
             return refusal
-        verdict = await self.ctx.gates.evaluate(self.ctx, self.gh, self.where.repo,
-                                                self.where.number)
+        gates = self.services.gates
+        verdict = await gates.evaluate(self.gh, self.where.repo, self.where.number)
         if await retry_stopped_merge(self.ctx, self.gh, self.repo, self.where.number):
             return "Merged."
         if verdict is None:
             # An evaluation was already running; it re-runs once more. Compute the state here.
-            facts = await self.ctx.gates.facts_of(self.ctx, self.gh, self.where.repo,
-                                                  await self.gh.getitem(
+            facts = await gates.facts_of(self.gh, self.where.repo, await self.gh.getitem(
                 f"/repos/{self.repo}/pulls/{self.where.number}"))
-            verdict = await self.ctx.gates.verdict_for(self.ctx, self.gh, self.where.repo, facts)
+            verdict = await gates.verdict_for(self.gh, self.where.repo, facts)
         return describe_verdict(verdict)
 
     # -- /status -----------------------------------------------------------------------------
     async def _status(self, command: Status) -> str:
-        rows = await collect_status(self.ctx, self.gh, self.where.repo)
+        rows = await collect_status(self.ctx, self.services.status, self.gh, self.where.repo)
         if command.group is not None:
             members = self.where.policy.groups[command.group].services
             rows = [row for row in rows if row.service in members]
         return render_status(rows, command.service)
 
 
-async def open_rollback_for(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,
-                            environment: str, number: int) -> tuple[OpenResult | None, str]:
+async def open_rollback_for(services: Services, gh: GitHubAPI, repo: DeploymentRepo,
+                            service: str, environment: str, number: int
+                            ) -> tuple[OpenResult | None, str]:
     """What `/rollback <service> <environment>` on PR ``number`` does, asked by Conveyor
     itself (an automatic rollback): the PR, or None and why not."""
-    where = Invocation(repo, number, True, ctx.bot_login, 0)
+    where = Invocation(repo, number, True, services.ctx.bot_login, 0)
     command = Rollback(name="rollback", args=(service, environment), line=1,
                        raw=f"/rollback {service} {environment}", service=service,
                        environment=environment, ref=None)
-    return await _Runner(ctx, gh, where, Reply(0)).open_rollback(command)
+    return await _Runner(services, gh, where, Reply(0)).open_rollback(command)
+
+
+def watcher(services: Services, gh: GitHubAPI, repo: DeploymentRepo) -> Watcher:
+    """The watch of one repository, rolling back through `/rollback` as Conveyor itself."""
+
+    async def roll_back(service: str, environment: str, number: int
+                        ) -> tuple[OpenResult | None, str]:
+        return await open_rollback_for(services, gh, repo, service, environment, number)
+
+    return Watcher(services.ctx, gh, repo, roll_back)
 
 
 def downstream_of(policy: Policy, environment: str) -> list[str]:

@@ -22,15 +22,17 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..github.limits import BODY_LIMIT, fit
-from .delivery_board import render_section
+from .delivery_board import read_snapshot, render_section
 from .policies import DeploymentRepo
 from .status import StatusRow, collect_status, render_status
 
 if TYPE_CHECKING:
     from ..context import Context
+    from ..services import Services
 
 log = logging.getLogger(__name__)
 
@@ -145,12 +147,14 @@ async def find_dashboard(ctx: Context, gh: GitHubAPI, repo: str) -> dict[str, An
     return min(found, key=lambda issue: int(issue["number"])) if found else None
 
 
-async def refresh_dashboard(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo
+async def refresh_dashboard(services: Services, gh: GitHubAPI, repo: DeploymentRepo
                             ) -> dict[str, Any]:
     """Create or edit the dashboard issue and its continuation comments."""
+    ctx = services.ctx
     async with ctx.locks.hold(f"dashboard:{repo.full_name}"):
-        snapshot = ctx.delivery.get(repo.full_name)
-        pages = render_pages(repo.full_name, await collect_status(ctx, gh, repo),
+        snapshot = services.delivery.get(repo.full_name)
+        rows = await collect_status(ctx, services.status, gh, repo)
+        pages = render_pages(repo.full_name, rows,
                              render_section(snapshot) if snapshot is not None else None)
         body = pages[0]
         issue = await find_dashboard(ctx, gh, repo.full_name)
@@ -203,3 +207,26 @@ def schedule_dashboard(ctx: Context, installation_id: int, repo: str) -> None:
     ctx.scheduler.at(key, ctx.clock() + DEBOUNCE, DASHBOARD_EVENT, {
         "installation": {"id": installation_id}, "repository": {"full_name": repo},
     })
+
+
+async def refresh_delivery(services: Services) -> int:
+    """Read every deployment repository's figures when due, and schedule its dashboard;
+    returns how many were read."""
+    ctx, board = services.ctx, services.delivery
+    now = ctx.clock()
+    if not board.due(now):
+        return 0
+    board.read_at(now)
+    read = 0
+    async for installation in ctx.clients.app().getiter("/app/installations?per_page=100"):
+        installation_id = int(installation["id"])
+        try:
+            gh = await ctx.clients.installation(installation_id)
+            for repo in await services.policies.load(gh, installation_id):
+                board.store(await read_snapshot(ctx, gh, repo, now))
+                schedule_dashboard(ctx, installation_id, repo.full_name)
+                read += 1
+        except gidgethub.GitHubException as exc:
+            log.warning("reading the delivery figures failed",
+                        extra={"installation": installation_id, "error": str(exc)})
+    return read

@@ -8,13 +8,12 @@ slowly and each read lists merged pull requests and their reports), over the tra
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-import gidgethub
+import gidgethub.abc
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -29,8 +28,6 @@ from .policies import DeploymentRepo
 
 if TYPE_CHECKING:
     from ..context import Context
-
-log = logging.getLogger(__name__)
 
 WINDOW = timedelta(days=30)
 REFRESH_EVERY = timedelta(hours=1)
@@ -153,26 +150,3 @@ def render_section(snapshot: Snapshot) -> str:
 
 def _span(span: timedelta | None) -> str:
     return format_duration(span) if span is not None else "—"
-
-
-async def refresh_delivery(ctx: Context) -> int:
-    """Read every deployment repository's figures when due; returns how many were read."""
-    now = ctx.clock()
-    if not ctx.delivery.due(now):
-        return 0
-    ctx.delivery.read_at(now)
-    from .dashboard import schedule_dashboard
-
-    read = 0
-    async for installation in ctx.clients.app().getiter("/app/installations?per_page=100"):
-        installation_id = int(installation["id"])
-        try:
-            gh = await ctx.clients.installation(installation_id)
-            for repo in await ctx.policies.load(gh, installation_id):
-                ctx.delivery.store(await read_snapshot(ctx, gh, repo, now))
-                schedule_dashboard(ctx, installation_id, repo.full_name)
-                read += 1
-        except gidgethub.GitHubException as exc:
-            log.warning("reading the delivery figures failed",
-                        extra={"installation": installation_id, "error": str(exc)})
-    return read

@@ -15,6 +15,7 @@ from .provenance import LazyProvenance
 
 if TYPE_CHECKING:
     from ..context import Context
+    from .gatekeeper import GateService
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +64,8 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     return results
 
 
-async def reevaluate_open_pulls(ctx: Context, gh: GitHubAPI, repo: IndexedRepo) -> None:
+async def reevaluate_open_pulls(gates: GateService, gh: GitHubAPI, repo: IndexedRepo) -> None:
     """Re-run the gate of every open PR: upstream evidence may have changed for any of them."""
     pulls = await open_pulls(gh, repo.full_name)
     for pr in pulls[:MAX_REEVALUATED]:
-        await ctx.gates.evaluate(ctx, gh, repo, int(pr["number"]), pr)
+        await gates.evaluate(gh, repo, int(pr["number"]), pr)

@@ -94,6 +94,8 @@ class PullFacts:
 class GateService:
     """Coalesces evaluations: one running per PR, at most one more queued behind it."""
 
+    ctx: Context
+
     _running: dict[tuple[str, int], bool] = field(default_factory=dict)
     _posted: cachetools.LRUCache[tuple[str, str], tuple[int, str]] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=4096))
@@ -102,7 +104,7 @@ class GateService:
     _unattested: cachetools.TTLCache[tuple[str, str], bool] = field(
         default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=1800))
 
-    async def evaluate(self, ctx: Context, gh: GitHubAPI, repo: IndexedRepo, number: int,
+    async def evaluate(self, gh: GitHubAPI, repo: IndexedRepo, number: int,
                        pr: dict[str, Any] | None = None) -> Verdict | None:
         key = (repo.full_name.lower(), number)
         if key in self._running:
@@ -112,7 +114,7 @@ class GateService:
         verdict = None
         try:
             while True:
-                verdict = await self._evaluate_once(ctx, gh, repo, number, pr)
+                verdict = await self._evaluate_once(gh, repo, number, pr)
                 pr = None  # a re-run reads the PR afresh
                 if not self._running.get(key):
                     break
@@ -121,34 +123,34 @@ class GateService:
             self._running.pop(key, None)
         return verdict
 
-    async def facts_of(self, ctx: Context, gh: GitHubAPI, repo: IndexedRepo,
+    async def facts_of(self, gh: GitHubAPI, repo: IndexedRepo,
                        pr: dict[str, Any]) -> PullFacts:
         facts = PullFacts.from_api(pr)
         if facts.state == "open":
-            facts.trusted = await trusted_pull(gh, repo.full_name, pr, ctx.bot_login)
+            facts.trusted = await trusted_pull(gh, repo.full_name, pr, self.ctx.bot_login)
         return facts
 
-    async def _evaluate_once(self, ctx: Context, gh: GitHubAPI, repo: IndexedRepo,
+    async def _evaluate_once(self, gh: GitHubAPI, repo: IndexedRepo,
                              number: int, pr: dict[str, Any] | None) -> Verdict | None:
         if pr is None:
             pr = await gh.getitem(f"/repos/{repo.full_name}/pulls/{number}")
-        facts = await self.facts_of(ctx, gh, repo, pr)
+        facts = await self.facts_of(gh, repo, pr)
         if facts.state != "open":
             return None
-        verdict = await self.verdict_for(ctx, gh, repo, facts)
-        await self.post(ctx, gh, repo.full_name, facts.head_sha, verdict)
-        ctx.metrics.gate_verdicts.labels(verdict.conclusion or verdict.status).inc()
+        verdict = await self.verdict_for(gh, repo, facts)
+        await self.post(gh, repo.full_name, facts.head_sha, verdict)
+        self.ctx.metrics.gate_verdicts.labels(verdict.conclusion or verdict.status).inc()
         if verdict.recheck_at is not None:
-            ctx.scheduler.at(
+            self.ctx.scheduler.at(
                 f"gate:{repo.full_name}#{number}", verdict.recheck_at, "recheck",
                 {"repository": {"full_name": repo.full_name}, "number": number,
                  "installation": {"id": getattr(gh, "installation_id", None)}},
             )
         if isinstance(repo, DeploymentRepo):
-            await self._auto_merge(ctx, gh, repo, facts, verdict)
+            await self._auto_merge(gh, repo, facts, verdict)
         return verdict
 
-    async def verdict_for(self, ctx: Context, gh: GitHubAPI, repo: IndexedRepo,
+    async def verdict_for(self, gh: GitHubAPI, repo: IndexedRepo,
                           facts: PullFacts) -> Verdict:
         """The gate's verdict on the pull request of ``facts``, without posting it.
 
@@ -160,11 +162,11 @@ class GateService:
             return Verdict("completed", "failure", f"The policy {POLICY_PATH} is invalid",
                            (), None)
         policy = repo.policy
-        changes, problems = await self._changes(ctx, gh, repo, policy, facts)
+        changes, problems = await self._changes(gh, repo, policy, facts)
         if not changes and not problems:
             return NO_GATED_CHANGE
-        finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, ctx.web_url,
-                                own_login=ctx.bot_login, own_app_id=ctx.app_id)
+        finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, self.ctx.web_url,
+                                own_login=self.ctx.bot_login, own_app_id=self.ctx.app_id)
         rollback = facts.trusted is not None and facts.trusted.rollback
         evidence: dict[str, list[Evidence]] = {}
         looked: set[tuple[str, str, str, str | None]] = set()
@@ -195,8 +197,8 @@ class GateService:
                 earlier=policy.chain_before(policy.environments[name].after),
             ) for name in envs
         }
-        now = ctx.clock()
-        held, hold_url = await self._hold(ctx, gh, repo.full_name, facts)
+        now = self.ctx.clock()
+        held, hold_url = await self._hold(gh, repo.full_name, facts)
         return evaluate_gate(GateInput(
             changes=tuple(changes), rules=rules,
             evidence={digest: tuple(items) for digest, items in evidence.items()},
@@ -211,7 +213,7 @@ class GateService:
             now=now,
         ))
 
-    async def _changes(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
+    async def _changes(self, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
                        facts: PullFacts) -> tuple[list[ImageChange], list[FileProblem]]:
         changes: list[ImageChange] = []
         problems: list[FileProblem] = []
@@ -271,7 +273,7 @@ class GateService:
                     problems.append(FileProblem(environment, path,
                                                 f"line {reference.line}: {reference.problem}"))
                     continue
-                changes.append(await self._image_change(ctx, gh, policy, service, environment,
+                changes.append(await self._image_change(gh, policy, service, environment,
                                                         path, reference, facts))
         total = facts.changed_files
         # A PR read from a list has no changed_files: a full listing is then taken as cut off.
@@ -283,7 +285,7 @@ class GateService:
                 "them cannot be judged; split the pull request"))
         return changes, problems
 
-    async def _image_change(self, ctx: Context, gh: GitHubAPI, policy: Policy, service: str,
+    async def _image_change(self, gh: GitHubAPI, policy: Policy, service: str,
                             environment: str, path: str, reference: ImageReference,
                             facts: PullFacts) -> ImageChange:
         owner = _service_of(policy, reference.canonical_name)
@@ -296,13 +298,13 @@ class GateService:
                 error = f"tag {reference.tag} is not looked up outside allowed_images"
             else:
                 try:
-                    digest = await registry_digest(ctx, gh, reference.name, reference.tag)
+                    digest = await registry_digest(self.ctx, gh, reference.name, reference.tag)
                 except Exception as exc:  # any lookup failure fails the gate, never the check
                     error = f"tag {reference.tag} could not be looked up: {_reason(exc)}"
                 else:
                     if digest is None:
                         error = f"tag {reference.tag} resolves to no digest"
-        admitted, tags_text = await self._tags_rule(ctx, gh, policy, owner, environment,
+        admitted, tags_text = await self._tags_rule(gh, policy, owner, environment,
                                                     reference, digest)
         problem = None
         if owner is not None and owner == service and error is None:
@@ -317,7 +319,7 @@ class GateService:
             owned=owner == service, canonical=reference.canonical_name, tags_text=tags_text,
         )
 
-    async def _tags_rule(self, ctx: Context, gh: GitHubAPI, policy: Policy, owner: str | None,
+    async def _tags_rule(self, gh: GitHubAPI, policy: Policy, owner: str | None,
                          environment: str, reference: ImageReference, digest: str | None
                          ) -> tuple[bool, str | None]:
         """The environment's ``tags`` against the versions the registry gives the digest."""
@@ -330,7 +332,7 @@ class GateService:
         if digest is None:
             return False, f"without a digest, the version admitted by {env_tags} is unknown"
         try:
-            versions = await registry_versions(ctx, gh, reference.name, digest)
+            versions = await registry_versions(self.ctx, gh, reference.name, digest)
         except Exception as exc:  # any lookup failure fails the gate, never the check
             return False, (f"the registry's versions of {short_digest(digest)} could not be "
                            f"looked up: {_reason(exc)}")
@@ -405,7 +407,7 @@ class GateService:
         self._approvers[key] = result
         return result
 
-    async def _hold(self, ctx: Context, gh: GitHubAPI, repo: str, facts: PullFacts
+    async def _hold(self, gh: GitHubAPI, repo: str, facts: PullFacts
                     ) -> tuple[str | None, str | None]:
         if HOLD_LABEL not in facts.labels:
             return None, None
@@ -414,14 +416,14 @@ class GateService:
             body = item.get("body") or ""
             # Only Conveyor's own comments count; the reason is the rest of the marker's line.
             user = item.get("user") or {}
-            own = user.get("login") == ctx.bot_login if ctx.bot_login else is_bot(user)
+            own = user.get("login") == self.ctx.bot_login if self.ctx.bot_login else is_bot(user)
             if HOLD_MARKER in body and own:
                 reason = body.split(HOLD_MARKER, 1)[1].split("\n", 1)[0].strip()
                 reason = reason.removeprefix("Reason:").strip()
                 url = item.get("html_url")
         return reason, url
 
-    async def post(self, ctx: Context, gh: GitHubAPI, repo: str, sha: str, verdict: Verdict
+    async def post(self, gh: GitHubAPI, repo: str, sha: str, verdict: Verdict
                    ) -> None:
         """Create or update the one gate check run of this head commit; skip if unchanged."""
         output = render_gate_output(verdict)
@@ -434,8 +436,8 @@ class GateService:
         data: dict[str, Any] = {"name": GATE_CHECK, "status": verdict.status, "output": output}
         if verdict.status == "completed":
             data["conclusion"] = verdict.conclusion
-            data["completed_at"] = ctx.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
-        run_id = known[0] if known else await self._existing_run(ctx, gh, repo, sha)
+            data["completed_at"] = self.ctx.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        run_id = known[0] if known else await self._existing_run(gh, repo, sha)
         if run_id is None:
             created = await gh.post(f"/repos/{repo}/check-runs", data={**data, "head_sha": sha})
             run_id = int(created["id"])
@@ -443,19 +445,19 @@ class GateService:
             await gh.patch(f"/repos/{repo}/check-runs/{run_id}", data=data)
         self._posted[key] = (run_id, fingerprint)
 
-    async def _existing_run(self, ctx: Context, gh: GitHubAPI, repo: str, sha: str
+    async def _existing_run(self, gh: GitHubAPI, repo: str, sha: str
                             ) -> int | None:
         """Our own gate run on this commit (another app's run of the same name is ignored)."""
         runs = await gh.getitem(f"/repos/{repo}/commits/{sha}/check-runs?check_name={GATE_CHECK}"
                                 "&filter=latest")
-        own_slug = ctx.bot_login.removesuffix("[bot]")
+        own_slug = self.ctx.bot_login.removesuffix("[bot]")
         for run in runs.get("check_runs") or []:
             slug = (run.get("app") or {}).get("slug")
             if run.get("name") == GATE_CHECK and (not own_slug or slug == own_slug):
                 return int(run["id"])
         return None
 
-    async def _auto_merge(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+    async def _auto_merge(self, gh: GitHubAPI, repo: DeploymentRepo,
                           facts: PullFacts, verdict: Verdict) -> None:
         trusted = facts.trusted
         if verdict.conclusion != "success":
@@ -470,7 +472,7 @@ class GateService:
             log.info("not auto-merging: someone pushed to the promotion PR",
                      extra={"pull": facts.number})
             return
-        await merge_promotion(ctx, gh, repo.full_name, facts.number, facts.head_sha,
+        await merge_promotion(self.ctx, gh, repo.full_name, facts.number, facts.head_sha,
                               env.merge_method, gated=True)
 
 

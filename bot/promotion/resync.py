@@ -28,6 +28,8 @@ from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
 from ..registry.errors import RegistryError
 from .candidates import Candidate
+from .commands import watcher
+from .dashboard import refresh_dashboard
 from .downstream import promote_downstream, reevaluate_open_pulls
 from .flows import promote_to_entry_environments, release_candidate
 from .history import opened_by_app
@@ -37,10 +39,11 @@ from .opener import close_superseded, find_pull_for_branch, open_pulls
 from .policies import DeploymentRepo, settled
 from .train_flows import finish_interrupted_trains, promote_train_downstream
 from .trust import trusted_marker
-from .watch import Watcher, watched
+from .watch import watched
 
 if TYPE_CHECKING:
     from ..context import Context
+    from ..services import Services
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +51,14 @@ RECENT_RELEASES = 10
 _PROMOTION_BRANCH = re.compile(r"conveyor/(?:rollback/)?[^/]+/[^/]+-[0-9a-f]{12}")
 
 
-async def resync_all(ctx: Context, *, keep_for: float = 0.0) -> int:
+async def resync_all(services: Services, *, keep_for: float = 0.0) -> int:
     """Reconcile every installation; returns the number of deployment repositories seen.
 
     Each installation is reconciled under its lease (`ctx.leases`): with several replicas on
     Redis, one of them does it and keeps the lease `keep_for` seconds more (the rest of the
     interval), so that the others skip it and three replicas cost GitHub what one does.
     """
+    ctx = services.ctx
     app = ctx.clients.app()
     seen = 0
     async for installation in app.getiter("/app/installations?per_page=100"):
@@ -64,44 +68,47 @@ async def resync_all(ctx: Context, *, keep_for: float = 0.0) -> int:
                 continue
             try:
                 gh = await ctx.clients.installation(installation_id)
-                seen += await resync_installation(ctx, gh, installation_id)
+                seen += await resync_installation(services, gh, installation_id)
             except gidgethub.GitHubException as exc:
                 log.warning("resync of an installation failed",
                             extra={"installation": installation_id, "error": str(exc)})
     return seen
 
 
-async def resync_installation(ctx: Context, gh: GitHubAPI, installation_id: int) -> int:
-    repos = await ctx.policies.load(gh, installation_id, force=True, now=ctx.clock())
-    size_caches(ctx, installation_id, repos)
-    installed = ctx.policies.installed(installation_id)
+async def resync_installation(services: Services, gh: GitHubAPI, installation_id: int) -> int:
+    policies = services.policies
+    repos = await policies.load(gh, installation_id, force=True, now=services.ctx.clock())
+    size_caches(services, installation_id, repos)
+    installed = policies.installed(installation_id)
     for repo in repos:
         try:
-            await resync_repo(ctx, gh, repo, installed)
+            await resync_repo(services, gh, repo, installed)
         except gidgethub.GitHubException as exc:
             log.warning("resync of a repository failed",
                         extra={"repository": repo.full_name, "error": str(exc)})
     return len(repos)
 
 
-def size_caches(ctx: Context, installation_id: int, repos: list[DeploymentRepo]) -> None:
+def size_caches(services: Services, installation_id: int, repos: list[DeploymentRepo]
+                ) -> None:
     """Conditional reads only save requests while their ETags are remembered: room for what
     one resync of these policies reads (per service its release list, package versions,
     release commit and attestation; per service × environment its file and history)."""
-    services = rows = 0
+    served = rows = 0
     for repo in repos:
-        services += len(repo.policy.services)
+        served += len(repo.policy.services)
         rows += len(repo.policy.services) * len(repo.policy.environments)
-    ctx.clients.ensure_etag_capacity(installation_id, 4 * services + 2 * rows + 256)
-    ctx.status.size_for(rows)
+    services.ctx.clients.ensure_etag_capacity(installation_id, 4 * served + 2 * rows + 256)
+    services.status.size_for(rows)
 
 
-async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+async def resync_repo(services: Services, gh: GitHubAPI, repo: DeploymentRepo,
                       installed: Mapping[str, str] | None = None) -> None:
     """`installed`: the installation's repositories (lower-case name → `pushed_at`), when
     known. A source outside them cannot be read with the installation's token (`404`, which
     is never conditional) and sends no events, so its releases are not asked for; of the
-    others, `ctx.release_polls` chooses whose releases this pass reads."""
+    others, `services.release_polls` chooses whose releases this pass reads."""
+    ctx, polls = services.ctx, services.release_polls
     takes_packages = bool(repo.policy.entry_environments("package"))
     takes_releases = bool(repo.policy.entry_environments("release"))
     by_source: dict[str, list[str]] = {}
@@ -110,12 +117,12 @@ async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
             by_source.setdefault(service.source, []).append(service.name)
     now = ctx.clock()
     pushed = {name: settled(at, now) for name, at in (installed or {}).items()}
-    read = ctx.release_polls.due(list(by_source), pushed) if takes_releases else []
+    read = polls.due(list(by_source), pushed) if takes_releases else []
     for source, names in by_source.items():
         releases: list[dict[str, Any]] = []
         if source in read:
             releases = await _recent_releases(gh, source)
-            ctx.release_polls.read(source, pushed.get(source.lower(), ""))
+            polls.read(source, pushed.get(source.lower(), ""))
         for name in names:
             service = repo.policy.services[name]
             release = next((r for r in releases if service.tags.admits(r["tag_name"])), None)
@@ -131,11 +138,9 @@ async def resync_repo(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     await finish_interrupted_promotions(ctx, gh, repo)
     await resume_auto_promotions(ctx, gh, repo)
     if watched(repo.policy):
-        await Watcher(ctx, gh, repo).resync()
-    await reevaluate_open_pulls(ctx, gh, repo)
-    from .dashboard import refresh_dashboard
-
-    await refresh_dashboard(ctx, gh, repo)
+        await watcher(services, gh, repo).resync()
+    await reevaluate_open_pulls(services.gates, gh, repo)
+    await refresh_dashboard(services, gh, repo)
 
 
 async def _promote_release(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,

@@ -143,10 +143,10 @@ def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, servi
     return tuple(sorted(found, key=lambda p: p.number))
 
 
-async def collect_status(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> list[StatusRow]:
+async def collect_status(ctx: Context, sources: StatusSources, gh: GitHubAPI,
+                         repo: DeploymentRepo) -> list[StatusRow]:
     """One row per service × environment, services and environments in policy order."""
     policy = repo.policy
-    sources = ctx.status
     pairs = [(service, environment) for service in policy.services.values()
              for environment in policy.environments]
     paths = {(s.name, e): policy.path_for(s.name, e) for s, e in pairs}

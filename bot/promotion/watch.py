@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gidgethub.abc import GitHubAPI
 
@@ -44,6 +44,7 @@ from .trust import trusted_pull
 
 if TYPE_CHECKING:
     from ..context import Context
+    from .opener import OpenResult
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +68,22 @@ def watched(policy: Policy) -> list[Environment]:
     return [env for env in policy.environments.values() if env.on_failure is not None]
 
 
+class RollBack(Protocol):
+    """Opens the rollback of ``service`` in ``environment`` asked for by PR ``number`` (0: no
+    PR): the PR opened, or None and why not."""
+
+    async def __call__(self, service: str, environment: str, number: int
+                       ) -> tuple[OpenResult | None, str]: ...
+
+
 class Watcher:
-    def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+    def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, roll_back: RollBack
+                 ) -> None:
         self.ctx = ctx
         self.gh = gh
         self.repo = repo
         self.policy: Policy = repo.policy
+        self.roll_back = roll_back
 
     def _trust(self, env: Environment) -> Trust:
         return Trust(env.deployed_by, self.ctx.bot_login, self.ctx.app_id)
@@ -235,11 +246,8 @@ class Watcher:
 
     async def _roll_back(self, service: str, env: Environment, arrival: Arrival, mark: Mark
                          ) -> Mark:
-        from .commands import open_rollback_for
-
         number = int(arrival.pull["number"]) if arrival.pull is not None else 0
-        result, text = await open_rollback_for(self.ctx, self.gh, self.repo, service,
-                                               env.name, number)
+        result, text = await self.roll_back(service, env.name, number)
         outcome = f"#{result.number}" if result is not None and result.number else \
             f"none: {text.removeprefix('❌ ')}"
         merged = " (merged: auto_merge)" if result is not None and result.merged else ""

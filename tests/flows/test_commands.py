@@ -497,7 +497,7 @@ async def test_recheck_while_an_evaluation_runs(world: World, monkeypatch: Any) 
     async def coalesced(*args: Any, **kwargs: Any) -> None:
         return None  # another evaluation of this PR is in flight
 
-    monkeypatch.setattr(world.runtime.ctx.gates, "evaluate", coalesced)
+    monkeypatch.setattr(world.runtime.services.gates, "evaluate", coalesced)
     posted = await say(world, pr["number"], "/recheck")
     assert "re-evaluated `conveyor/promotion-gate`: ❌ **failure**" in reply_to(
         world, pr["number"], posted)

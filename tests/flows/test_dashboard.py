@@ -59,12 +59,13 @@ async def test_dashboard_is_created_once_and_edited_in_place(world: World) -> No
 async def test_nothing_changed_means_no_edit(world: World) -> None:
     await world.release("web", "1.4.2")
     await fire_timers(world)
-    ctx = world.runtime.ctx
+    services = world.runtime.services
+    ctx = services.ctx
     gh = await ctx.clients.installation(world.demo.installation_id)
-    repo = await ctx.policies.get(gh, world.demo.installation_id, world.repo)
+    repo = await services.policies.get(gh, world.demo.installation_id, world.repo)
     assert repo is not None
     before = world.emulator.requests.count("PATCH", ISSUE)
-    refreshed = await refresh_dashboard(ctx, gh, repo)  # what the resync calls
+    refreshed = await refresh_dashboard(services, gh, repo)  # what the resync calls
     assert refreshed is not None and refreshed["number"] == dashboards(world)[0]["number"]
     assert world.emulator.requests.count("PATCH", ISSUE) == before
     assert world.emulator.requests.count("POST", ISSUES) == 1

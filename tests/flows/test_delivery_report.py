@@ -13,8 +13,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.promotion.dashboard import find_dashboard, refresh_dashboard
-from bot.promotion.delivery_board import refresh_delivery
+from bot.promotion.dashboard import find_dashboard, refresh_dashboard, refresh_delivery
 from bot.report import collect, render
 from bot.settings import Settings
 from tests.flows.gitops import ArgoCD
@@ -109,9 +108,10 @@ async def test_metrics_and_the_dashboard_show_the_figures_of_report(world: World
     await scripted_month(world)
     found, _, _ = await collect(settings_of(world), world.repo, timedelta(days=30),
                                 now=world.clock)
-    ctx = world.runtime.ctx
-    assert await refresh_delivery(ctx) == 1
-    assert await refresh_delivery(ctx) == 0  # read at most once an hour
+    services = world.runtime.services
+    ctx = services.ctx
+    assert await refresh_delivery(services) == 1
+    assert await refresh_delivery(services) == 0  # read at most once an hour
     samples = await scrape(world)
     web = (("environment", "staging"), ("repository", world.repo), ("service", "web"))
     staging = next(f for f in found if (f.service, f.environment) == ("web", "staging"))
@@ -132,8 +132,8 @@ async def test_metrics_and_the_dashboard_show_the_figures_of_report(world: World
     assert {dict(labels)["service"] for _, labels in samples} == {"web", "api"}
 
     gh = await ctx.clients.installation(world.demo.installation_id)
-    [repo] = await ctx.policies.load(gh, world.demo.installation_id)
-    await refresh_dashboard(ctx, gh, repo)
+    [repo] = await services.policies.load(gh, world.demo.installation_id)
+    await refresh_dashboard(services, gh, repo)
     issue = await find_dashboard(ctx, gh, world.repo)
     assert issue is not None
     body = str(issue["body"])

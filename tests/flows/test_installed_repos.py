@@ -22,7 +22,7 @@ async def quiet_resyncs(world: World) -> None:
     """Two resyncs ten minutes apart (the default interval): everything listed has settled."""
     for _ in range(2):
         world.clock.advance(minutes=10)
-        await resync_all(world.runtime.ctx)
+        await resync_all(world.runtime.services)
         await world.settle()
 
 
@@ -31,7 +31,7 @@ async def test_an_idle_resync_reads_no_head_of_a_repository_without_a_policy(wor
     await quiet_resyncs(world)
     world.emulator.requests.reset()
     world.clock.advance(minutes=10)
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     idle = counted(world.emulator.requests.entries)
     assert {status for _, _, status in idle} == {304}, idle
@@ -53,7 +53,7 @@ async def test_a_policy_pushed_to_a_settled_repository_is_found_by_the_next_resy
     await world.emulator.push_files("acme/web", {".github/conveyor.yml": policy}, author="bob")
     world.emulator.webhook_url = world.webhook_url
     world.emulator.requests.reset()
-    assert await resync_all(world.runtime.ctx) == 2
+    assert await resync_all(world.runtime.services) == 2
     reads = [e.url_path for e in world.emulator.requests.entries
              if e.path == R + "/contents/{path}" and e.status == 200]
     assert any(path.endswith("/repos/acme/web/contents/.github/conveyor.yml")
@@ -71,14 +71,14 @@ async def test_a_repository_added_to_the_installation_is_read_alone(world: World
         ("GET", R + "/contents/{path}", 404): 1}, world.emulator.requests.entries
     world.emulator.requests.reset()
     world.clock.advance(minutes=10)
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     docs = [(e.path, e.status) for e in world.emulator.requests.entries
             if "/repos/acme/docs/" in e.url_path]
     assert docs == [(R + "/contents/{path}", 404)], docs  # then remembered with pushed_at
     world.emulator.requests.reset()
     world.clock.advance(minutes=10)
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     assert not [e for e in world.emulator.requests.entries
                 if "/repos/acme/docs/" in e.url_path]
 
@@ -90,4 +90,4 @@ async def test_a_repository_removed_from_the_installation_is_forgotten_without_a
     await world.emulator.remove_installation_repos(world.demo.installation_id, ["acme/api"])
     await world.settle()
     assert counted(world.emulator.requests.entries) == {}
-    assert "acme/api" not in world.runtime.ctx.policies.installed(world.demo.installation_id)
+    assert "acme/api" not in world.runtime.services.policies.installed(world.demo.installation_id)

@@ -83,11 +83,13 @@ async def test_a_service_nobody_promoted_keeps_its_own_since_in_a_shared_file(
             'newTag: "0.9.0"', 'newTag: "0.9.1"')}, author="bob", message="api 0.9.1 by hand")
     by_hand = world.emulator.commit(world.repo, "main")["sha"]
     await world.settle()
-    ctx = world.runtime.ctx
+    services = world.runtime.services
+    ctx = services.ctx
     gh = await ctx.clients.installation(world.demo.installation_id)
-    repo = await ctx.policies.get(gh, world.demo.installation_id, world.repo)
+    repo = await services.policies.get(gh, world.demo.installation_id, world.repo)
     assert repo is not None
-    rows = {(r.service, r.environment): r for r in await collect_status(ctx, gh, repo)}
+    rows = {(r.service, r.environment): r
+            for r in await collect_status(ctx, services.status, gh, repo)}
     assert rows[("api", "staging")].version == "0.9.1"
     assert rows[("api", "staging")].since_commit == by_hand
     assert rows[("api", "staging")].pull_number is None
@@ -107,14 +109,15 @@ async def test_many_new_blobs_come_in_one_archive_and_a_change_in_one_blob(
         "apps/overlays/prod", "apps/{service}/overlays/prod")
     await world.emulator.push_files(world.repo, {".github/conveyor.yml": policy, **files})
     await world.settle()
-    ctx = world.runtime.ctx
+    services = world.runtime.services
+    ctx = services.ctx
     gh = await ctx.clients.installation(world.demo.installation_id)
-    repo = await ctx.policies.get(gh, world.demo.installation_id, world.repo)
+    repo = await services.policies.get(gh, world.demo.installation_id, world.repo)
     assert repo is not None and repo.policy is not None and "svc-11" in repo.policy.services
     requests = world.emulator.requests
 
     requests.reset()
-    rows = await collect_status(ctx, gh, repo)
+    rows = await collect_status(ctx, services.status, gh, repo)
     assert requests.count("GET", TARBALL) == 1
     assert requests.count("GET", BLOB) == 0
     found = {(r.service, r.environment): r for r in rows}
@@ -125,7 +128,7 @@ async def test_many_new_blobs_come_in_one_archive_and_a_change_in_one_blob(
             files["apps/svc-03/overlays/staging/kustomization.yaml"].replace("0.9.3", "1.0.0")})
     await world.settle()
     requests.reset()
-    rows = await collect_status(ctx, gh, repo)
+    rows = await collect_status(ctx, services.status, gh, repo)
     assert requests.count("GET", TARBALL) == 0
     assert requests.count("GET", BLOB) == 1
     assert {(r.service, r.environment): r for r in rows}[("svc-03", "staging")].version == \

@@ -164,11 +164,11 @@ async def test_a_report_the_bot_missed_is_found_by_the_resync(world: World) -> N
     assert rollbacks(world) == []
     world.emulator.webhook_url = world.webhook_url
     world.clock.advance(hours=2)  # back after watch: the report's own time counts
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     assert len(rollbacks(world)) == 1 and rollbacks(world)[0]["merged"]
     assert len(marks(world, staging)) == 1
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     assert len(rollbacks(world)) == 1
     assert len(bot_comments(world, staging["number"])) == 1
@@ -192,7 +192,7 @@ async def test_a_run_interrupted_after_the_mark_is_finished_by_the_resync(
     assert world.gate(world.pull("Promote web 1.1.0 to production", state="open"))[
         "conclusion"] == "failure"
 
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     [rollback] = rollbacks(world)
     [mark] = marks(world, staging)
@@ -231,6 +231,6 @@ async def test_the_resync_leaves_a_report_missed_long_ago(world: World) -> None:
     await argo_reports(world, staging["merge_commit_sha"], "failure")
     world.emulator.webhook_url = world.webhook_url
     world.clock.advance(days=2)  # watch ended more than a day ago
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     assert rollbacks(world) == [] and marks(world, staging) == []

@@ -64,7 +64,7 @@ async def emulator() -> AsyncIterator[Emulator]:
 async def resync_requests(emulator: Emulator, replicas: list[Replica]) -> int:
     """Installation requests made while every replica runs its periodic resync at once."""
     emulator.requests.reset()
-    await asyncio.gather(*(resync_all(r.runtime.ctx, keep_for=KEEP_FOR) for r in replicas))
+    await asyncio.gather(*(resync_all(r.runtime.services, keep_for=KEEP_FOR) for r in replicas))
     for replica in replicas:
         await replica.runtime.pool.wait_idle()
     return sum(1 for e in emulator.requests.entries if e.installation_id is not None)

@@ -81,9 +81,9 @@ async def test_a_burst_of_releases_under_faults_ends_with_one_pr_per_promotion(
         assert_one_pr_per_promotion(emulator)
 
         emulator.faults.reset()
-        ctx = world.runtime.ctx
+        services = world.runtime.services
         for _ in range(2):
-            await resync_all(ctx)
+            await resync_all(services)
             await world.settle(rounds=200)
 
         assert_one_pr_per_promotion(emulator)

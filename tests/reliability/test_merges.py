@@ -39,7 +39,7 @@ async def test_a_lasting_refusal_stops_with_one_comment_and_recheck_retries(
     assert "`/recheck`" in text
 
     # the resync tries the ungated auto-merge again: the comment is edited, not repeated
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     await run_timers(world, MAX_ATTEMPTS + 1)
     assert emulator.requests.count("PUT", MERGE) == 2 * MAX_ATTEMPTS

@@ -29,7 +29,7 @@ async def test_resync_opens_the_promotion_of_a_release_whose_events_were_lost(
     assert {d.status_code for d in world.emulator.deliveries} == {0}
 
     world.emulator.webhook_url = world.webhook_url
-    assert await resync_all(world.runtime.ctx) == 1
+    assert await resync_all(world.runtime.services) == 1
     await world.settle()
 
     staging = world.pull("Promote web 1.0.0 to staging")
@@ -50,7 +50,7 @@ async def test_resync_finds_an_image_published_without_any_event(rworld: World) 
     world.emulator.webhook_url = world.webhook_url
     assert world.open_pulls() == []
 
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     assert promotion_counts(world.emulator) == {("api", "staging", digest): 1}
     values = world.emulator.file(world.repo, "charts/api/values-staging.yaml")
@@ -62,16 +62,16 @@ async def test_a_second_idle_resync_makes_only_304_requests(rworld: World) -> No
     world.emulator.webhook_url = None
     await world.release("web", "1.0.0")
     world.emulator.webhook_url = world.webhook_url
-    ctx = world.runtime.ctx
-    await resync_all(ctx)  # opens and merges the lost promotion
+    services = world.runtime.services
+    await resync_all(services)  # opens and merges the lost promotion
     await world.settle()
-    await resync_all(ctx)  # reads what that changed
+    await resync_all(services)  # reads what that changed
     await world.settle()
     before = {(pr["number"], pr["state"], pr["head"]["sha"])
               for pr in world.emulator.pulls(world.repo, state="all")}
 
     world.emulator.reset_counters()
-    await resync_all(ctx)
+    await resync_all(services)
     await world.settle()
 
     entries = world.emulator.requests.entries
@@ -96,8 +96,8 @@ async def test_a_policy_added_to_a_repository_is_found_by_the_next_resync(rworld
     """Skipping repositories without a policy while their head is unchanged must not hide a
     policy that arrives with a push whose event was lost."""
     world = rworld
-    ctx = world.runtime.ctx
-    await resync_all(ctx)
+    services = world.runtime.services
+    await resync_all(services)
     await world.settle()
     world.emulator.webhook_url = None
     policy = world.emulator.file(world.repo, ".github/conveyor.yml")
@@ -108,7 +108,7 @@ async def test_a_policy_added_to_a_repository_is_found_by_the_next_resync(rworld
             world.emulator.file(world.repo, "apps/web/overlays/staging/kustomization.yaml"),
     })
     world.emulator.webhook_url = world.webhook_url
-    assert await resync_all(ctx) == 2
+    assert await resync_all(services) == 2
 
 
 async def test_resync_merges_an_auto_merge_promotion_whose_merge_failed(
@@ -125,7 +125,7 @@ async def test_resync_merges_an_auto_merge_promotion_whose_merge_failed(
     staging = world.pull("Promote web 1.0.0 to staging")
     assert staging["state"] == "open" and not staging["merged"]
 
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     assert world.pull("Promote web 1.0.0 to staging")["merged"] is True
     text = world.emulator.file(world.repo, "apps/web/overlays/staging/kustomization.yaml")
@@ -150,7 +150,7 @@ async def test_resync_closes_an_older_promotion_left_open_beside_a_newer_one(
         newer = await world.release("web", "1.1.0")
     assert len(world.open_pulls()) == 2
 
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     old = world.pull("Promote web 1.0.0 to staging")
     new = world.pull("Promote web 1.1.0 to staging")
@@ -172,14 +172,14 @@ async def test_resync_deletes_promotion_branches_without_an_open_pr(rworld: Worl
     await emulator.create_branch(world.repo, "conveyor/notes")  # not Conveyor's naming
     assert f"conveyor/staging/web-{merged_digest[7:19]}" in emulator.branches(world.repo)
 
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     branches = emulator.branches(world.repo)
     assert half_made not in branches
     assert f"conveyor/staging/web-{merged_digest[7:19]}" not in branches
     assert "conveyor/notes" in branches
     # once the deletions are read back, an idle resync is `304`s only again
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     emulator.reset_counters()
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     assert {e.status for e in emulator.requests.entries} == {304}

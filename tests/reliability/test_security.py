@@ -109,7 +109,7 @@ async def test_a_pr_that_relaxes_its_own_gate_is_judged_by_the_default_branch_po
     await world.emulator.comment(DEPLOY_REPO, pr["number"], "alice", "/recheck")
     await world.settle()
     assert world.gate(pr)["conclusion"] == "failure"
-    policy = world.runtime.ctx.policies
+    policy = world.runtime.services.policies
     repo = await policy.get(await world.runtime.ctx.clients.installation(
         world.demo.installation_id), world.demo.installation_id, DEPLOY_REPO)
     assert repo is not None and repo.policy is not None
@@ -302,7 +302,7 @@ async def test_a_forged_marker_on_a_conveyor_named_branch_is_never_merged_by_the
     await world.emulator.open_pull(DEPLOY_REPO, branch, title="Promote web 6.6.6 to staging",
                                    body=f"Looks legit\n\n{marker.render()}", author="carol")
     await world.settle()
-    await resync_all(world.runtime.ctx)
+    await resync_all(world.runtime.services)
     await world.settle()
     forged = world.pull("Promote web 6.6.6 to staging")
     assert forged["state"] == "open" and not forged["merged"]
@@ -314,7 +314,8 @@ async def test_only_prs_opened_by_conveyor_auto_merge_when_their_gate_passes(
     rworld: World, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     world = rworld
-    ctx = world.runtime.ctx
+    services = world.runtime.services
+    ctx = services.ctx
     assert ctx.bot_login  # learned from GET /app at start-up
     merged: list[int] = []
 
@@ -346,5 +347,5 @@ async def test_only_prs_opened_by_conveyor_auto_merge_when_their_gate_passes(
     for number, trusted in ((1, None), (2, conveyors(True)), (3, conveyors(False))):
         facts = PullFacts(number=number, head_sha="a" * 40, base_sha="b" * 40, author="carol",
                           labels=(), marker=marker, html_url="", state="open", trusted=trusted)
-        await ctx.gates._auto_merge(ctx, gh, repo, facts, passed)
+        await services.gates._auto_merge(gh, repo, facts, passed)
     assert merged == [2]

@@ -88,7 +88,7 @@ async def test_a_job_that_keeps_failing_is_given_up_to_the_resync(
         assert promotion_counts(emulator) == Counter()
 
         emulator.faults.reset()
-        await resync_all(world.runtime.ctx)
+        await resync_all(world.runtime.services)
         await world.settle(rounds=200)
         counts = promotion_counts(emulator)
         assert counts[("web", "staging", digest_of("web:1.0.0"))] == 1

@@ -1,0 +1,37 @@
+"""The promotion services of one app, built once in `create_app` on the infrastructure of its
+context and handed to every handler and background loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cachetools
+
+from .context import Context
+from .promotion.delivery_board import DeliveryBoard
+from .promotion.gatekeeper import GateService
+from .promotion.policies import PolicyIndex
+from .promotion.release_polls import ReleasePolls
+from .promotion.status import StatusSources
+
+# Tagged images whose package event was handled (its twin event, a redelivery), marked only
+# once handled so that a retried job runs again: (image, digest, tag) → True.
+HandledImages = cachetools.TTLCache[tuple[str, str, str], bool]
+
+
+@dataclass(frozen=True)
+class Services:
+    ctx: Context
+    policies: PolicyIndex
+    release_polls: ReleasePolls
+    gates: GateService
+    status: StatusSources
+    delivery: DeliveryBoard
+    handled_images: HandledImages
+
+    @classmethod
+    def build(cls, ctx: Context) -> Services:
+        return cls(ctx=ctx, policies=PolicyIndex(), release_polls=ReleasePolls(),
+                   gates=GateService(ctx),
+                   status=StatusSources(), delivery=DeliveryBoard(),
+                   handled_images=cachetools.TTLCache(maxsize=10_000, ttl=600))
