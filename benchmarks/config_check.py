@@ -17,12 +17,13 @@ from collections import Counter
 
 from bot.configcheck import kubernetes as schemas
 from bot.domain.policy import load_policy
-from bot.promotion.configcheck import CONFIG_CHECK, check_change, repoview, run_config_check
+from bot.github.immutable import ShaStore
+from bot.promotion.configcheck import CONFIG_CHECK, check_change, run_config_check
 from bot.sandbox.demo import digest_of
 
 from .counting import Tally, tally
 from .report import Section, median, ms
-from .wiring import Stage, forget_process_caches, start_bot, start_stage
+from .wiring import Stage, start_bot, start_stage
 
 SERVICES = 25
 LATENCY = 0.05
@@ -139,8 +140,7 @@ class Bench:
         stage = self.stage
         assert stage.bot is not None
         gh = await stage.bot.runtime.ctx.clients.installation(stage.demo.installation_id)
-        forget_process_caches()
-        repoview.forget()
+        gh.shas = ShaStore()  # a cold read: nothing remembered from the runs before
         stage.emulator.reset_counters()
         report = await check_change(gh, stage.repo, self.policy, sha, paths, use_tree=False)
         if report.findings:
@@ -157,8 +157,6 @@ async def run(quick: bool) -> Section:
         gh = await bot.runtime.ctx.clients.installation(stage.demo.installation_id)
         await gh.getitem(f"/repos/{stage.repo}")  # the installation token, before counting
         bench = Bench(stage)
-        forget_process_caches()
-        repoview.forget()
         schemas.catalogue.cache_clear()
         schemas._validator.cache_clear()
         sha, paths = await bench.commit()

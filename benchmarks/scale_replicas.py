@@ -22,7 +22,7 @@ from bot.handlers import build_router
 from bot.promotion.resync import resync_all
 from bot.server import Runtime, create_app, runtime_of
 
-from .wiring import bot_settings, forget_process_caches, free_port, start_stage
+from .wiring import bot_settings, free_port, start_stage
 
 
 async def replicas_resync(files: Mapping[str, str]) -> tuple[int, int] | None:
@@ -47,7 +47,6 @@ async def _resync_by(files: Mapping[str, str], replicas: int, binary: str) -> in
     runners: list[web.AppRunner] = []
     try:
         await _listening(port)
-        forget_process_caches()
         for _ in range(replicas):
             settings = bot_settings(stage, redis_url=f"redis://127.0.0.1:{port}/0", workers=2)
             app = create_app(settings, build_router(), clock=stage.clock)

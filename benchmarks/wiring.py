@@ -28,10 +28,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bot.github import repos as github_repos
 from bot.github.client import RetryPolicy
 from bot.handlers import build_router
-from bot.promotion import candidates
 from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
 from bot.server import WEBHOOK_PATH, Runtime, create_app, runtime_of
 from bot.settings import Settings
@@ -183,17 +181,10 @@ def bot_settings(stage: Stage, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-def forget_process_caches() -> None:
-    """A fresh bot process starts with these module-level caches empty; so does ours."""
-    github_repos._immutable.clear()
-    candidates._package_pages.clear()
-
-
 async def start_bot(stage: Stage, *, forward: bool = True, workers: int = 8) -> InProcessBot:
     """A fresh bot (no token, no policy, no ETag cache) on an ephemeral port."""
     if stage.bot is not None:
         await stage.bot.stop()
-    forget_process_caches()
     app = create_app(bot_settings(stage, workers=workers), build_router(), clock=stage.clock,
                      retry=RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=10))
     runner = web.AppRunner(app, access_log=None)

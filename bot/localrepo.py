@@ -17,8 +17,8 @@ from pathlib import Path
 from .configcheck import kustomize
 from .configcheck.documents import parse_documents
 from .domain.policy import Policy
+from .github.immutable import Listing
 from .github.repos import MAX_FILE_BYTES, FileTooLarge, RepoFile
-from .promotion.configcheck.repoview import Listing
 
 MAX_FILES = 2000  # files read from one repository, the named ones and what they include
 

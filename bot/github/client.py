@@ -19,9 +19,11 @@ import aiohttp
 import cachetools
 import gidgethub
 from gidgethub import aiohttp as gh_aiohttp
+from gidgethub.abc import GitHubAPI
 
 from ..metrics import Metrics
 from .auth import AppAuth
+from .immutable import ShaStore
 from .limits import TextTooLong, over_limit
 from .ratelimit import BARE_SECONDARY_WAIT, RateLimiter
 from .transient import TransientError, retry_request
@@ -58,10 +60,12 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         metrics: Metrics | None,
         retry: RetryPolicy,
         app_jwt: Callable[[], str] | None = None,
+        shas: ShaStore | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(session, USER_AGENT, **kwargs)
         self._app_jwt_source = app_jwt
+        self.shas = shas
         self.installation_id = installation_id
         self._mutation_lock = mutation_lock
         self._limits = limits
@@ -213,6 +217,11 @@ def _path(url: str) -> str:
     return url.split("?", 1)[0]
 
 
+def sha_store(gh: GitHubAPI) -> ShaStore | None:
+    """The store of sha-addressed answers an installation client of the app reads through."""
+    return gh.shas if isinstance(gh, ConveyorGitHubAPI) else None
+
+
 class GrowableCache(MutableMapping[str, Any]):
     """An LRU whose size can grow while clients hold it (gidgethub keeps the mapping it was
     given): the ETag cache of an installation, sized once its policies are known."""
@@ -272,6 +281,7 @@ class GitHubClients:
         # App-level reads (installations, hook deliveries) are conditional too.
         self._app_cache: cachetools.LRUCache[str, Any] = cachetools.LRUCache(maxsize=64)
         self._mutation_locks: dict[int | None, asyncio.Lock] = {}
+        self.shas = ShaStore()
         self.auth = AppAuth(app_id, private_key, self._request_installation_token)
 
     @property
@@ -320,7 +330,7 @@ class GitHubClients:
         if cache is None:
             cache = GrowableCache(self._etag_cache_entries)
             self._caches[installation_id] = cache
-        return self._client(installation_id, oauth_token=token, cache=cache)
+        return self._client(installation_id, oauth_token=token, cache=cache, shas=self.shas)
 
     async def _request_installation_token(
         self, installation_id: int, app_jwt: str, body: dict[str, Any]

@@ -1,25 +1,24 @@
 """Typed helpers for the few GitHub calls used everywhere.
 
-Responses addressed by a commit sha never change, so they are kept in a process-wide LRU and
-served without any request; everything else goes through gidgethub's ETag cache.
+Files and commits read at a commit sha are kept in the app's `ShaStore` and served without any
+request; everything else goes through gidgethub's ETag cache.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-import cachetools
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
+from .client import sha_store
+from .immutable import SHA
+
 MAX_FILE_BYTES = 1024 * 1024
-_SHA_RE = re.compile(r"[0-9a-f]{40}")
-_immutable: cachetools.LRUCache[tuple[str, str, str], Any] = cachetools.LRUCache(maxsize=4096)
 
 
 @dataclass(frozen=True)
@@ -49,16 +48,18 @@ async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None, 
     `strict`: then it raises UnreadableFile with the reason (the gate must not skip it).
     """
     url = f"/repos/{repo}/contents/{content_path(path)}"
-    immutable_key = (repo.lower(), path, ref) if ref and _SHA_RE.fullmatch(ref) else None
-    if immutable_key is not None and immutable_key in _immutable:
-        cached: RepoFile | None = _immutable[immutable_key]
+    store = sha_store(gh)
+    known = store.responses if store is not None else None
+    immutable_key = (repo.lower(), path, ref) if ref and SHA.fullmatch(ref) else None
+    if known is not None and immutable_key is not None and immutable_key in known:
+        cached: RepoFile | None = known[immutable_key]
         return cached
     try:
         data = await gh.getitem(url + (f"?ref={quote(ref, safe='')}" if ref else ""))
     except gidgethub.BadRequest as exc:
         if exc.status_code == 404:
-            if immutable_key is not None:
-                _immutable[immutable_key] = None
+            if known is not None and immutable_key is not None:
+                known[immutable_key] = None
             return None
         if strict and exc.status_code == 403 and "too large" in str(exc):
             raise UnreadableFile("larger than the 1 MB GitHub returns through the contents "
@@ -85,8 +86,8 @@ async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None, 
                                               else b"")) from exc
         return None
     result = RepoFile(path=path, text=text, sha=str(data["sha"]))
-    if immutable_key is not None:
-        _immutable[immutable_key] = result
+    if known is not None and immutable_key is not None:
+        known[immutable_key] = result
     return result
 
 
@@ -112,9 +113,11 @@ async def get_repository(gh: GitHubAPI, repo: str) -> dict[str, Any]:
 
 async def commit_for_ref(gh: GitHubAPI, repo: str, ref: str) -> dict[str, Any] | None:
     """The commit a branch, tag (annotated too) or sha names; None when unknown."""
+    store = sha_store(gh)
+    known = store.responses if store is not None else None
     key = (repo.lower(), "commit", ref)
-    if _SHA_RE.fullmatch(ref) and key in _immutable:
-        hit: dict[str, Any] = _immutable[key]
+    if known is not None and SHA.fullmatch(ref) and key in known:
+        hit: dict[str, Any] = known[key]
         return hit
     try:
         data: dict[str, Any] = await gh.getitem(
@@ -126,7 +129,8 @@ async def commit_for_ref(gh: GitHubAPI, repo: str, ref: str) -> dict[str, Any] |
             return None
         raise
     data.pop("files", None)  # can be large; callers need the commit, not its diff
-    _immutable[(repo.lower(), "commit", str(data["sha"]))] = data
+    if known is not None:
+        known[(repo.lower(), "commit", str(data["sha"]))] = data
     return data
 
 

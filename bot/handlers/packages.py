@@ -20,7 +20,6 @@ from ..github.client import ConveyorGitHubAPI
 from ..promotion.candidates import (
     Candidate,
     package_event_facts,
-    remember_package_page,
     source_from_labels,
 )
 from ..promotion.flows import find_release, promote_to_entry_environments, release_candidate
@@ -47,7 +46,8 @@ async def on_package_published(event: sansio.Event, gh: ConveyorGitHubAPI, servi
         log.debug("same image already handled from its twin event")
         return
     if facts["package_url"]:
-        remember_package_page(facts["image"], facts["digest"], str(facts["package_url"]))
+        services.ctx.images.remember_package_page(facts["image"], facts["digest"],
+                                                  str(facts["package_url"]))
     await _promote_package(event.data, facts, gh, services)
     services.handled_images[key] = True
 

@@ -6,8 +6,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import cachetools
-
 from ..domain.images import is_digest
 from ..domain.tags import version_from_tag
 from ..registry.lookup import repo_from_source
@@ -17,19 +15,6 @@ log = logging.getLogger(__name__)
 GHCR = "ghcr.io"
 # GitHub's "unknown" timestamp in package events (untagged per-platform versions)
 UNKNOWN_TIME = "0001-01-01T00:00:00Z"
-
-
-# The package version page of each digest, as a `registry_package` event named it (GitHub
-# refuses the Packages REST API to installation tokens, so pages are never fetched).
-_package_pages: cachetools.LRUCache[tuple[str, str], str] = cachetools.LRUCache(maxsize=20_000)
-
-
-def remember_package_page(image: str, digest: str, url: str) -> None:
-    _package_pages[(image.lower(), digest)] = url
-
-
-def package_page(image: str, digest: str) -> str | None:
-    return _package_pages.get((image.lower(), digest))
 
 # What asked for the promotion: a release, a package version, a command, an upstream
 # environment's merge or a rollback.

@@ -13,7 +13,7 @@ from ..domain.tags import version_from_tag
 from ..github.repos import commit_for_ref
 from ..names import POLICY_PATH
 from ..registry.errors import RegistryError
-from .candidates import Candidate, package_page, release_tag_variants
+from .candidates import Candidate, release_tag_variants
 from .opener import Opener, OpenResult
 from .policies import DeploymentRepo
 from .provenance import LazyProvenance
@@ -44,7 +44,8 @@ async def release_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, s
         service=service, image=image, digest=found.digest, tag=found.tag,
         version=version_from_tag(git_tag), source_repo=source, trigger="release",
         source_sha=str(commit["sha"]) if commit else None, release_tag=git_tag,
-        release_url=release.get("html_url"), package_url=package_page(image, found.digest),
+        release_url=release.get("html_url"),
+        package_url=ctx.images.package_page(image, found.digest),
         published_at=release.get("published_at"),
         requester=(release.get("author") or {}).get("login"),
         prerelease=bool(release.get("prerelease")),

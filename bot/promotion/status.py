@@ -22,7 +22,6 @@ from gidgethub.abc import GitHubAPI
 from ..manifests import ManifestError, find_images
 from ..offload import run_cpu
 from ..text import short_digest
-from .candidates import package_page
 from .history import UNKNOWN, ChangeHistory, Wanted
 from .marker import branch_prefix, parse_marker
 from .opener import open_pulls
@@ -68,7 +67,7 @@ class StatusRow:
 class StatusSources:
     """What status reads keep between reads: file texts by blob, dates by reference. One per
     process, sized from the policies being served. Package pages come from package events
-    (`package_page`): GitHub refuses the Packages REST API to installation tokens."""
+    (`ImageLookup.package_page`): GitHub refuses the Packages REST API to installation tokens."""
 
     def __init__(self) -> None:
         self.files = RepoFiles()
@@ -167,7 +166,7 @@ async def collect_status(ctx: Context, sources: StatusSources, gh: GitHubAPI,
         rows.append(StatusRow(
             service=service.name, environment=environment,
             path=paths[(service.name, environment)], version=version, digest=digest,
-            package_url=package_page(service.image, digest) if digest else None,
+            package_url=ctx.images.package_page(service.image, digest) if digest else None,
             since=since.when, since_commit=since.sha, since_url=since.url,
             pull_number=since.pull_number, pull_url=since.pull_url,
             open_pulls=open_promotions_for(pulls, environment, service.name),

@@ -18,7 +18,7 @@ from gidgethub.abc import GitHubAPI
 from ..domain.policy import Environment, Group
 from ..domain.tags import version_from_tag
 from ..github.repos import commit_for_ref, get_file
-from .candidates import Candidate, package_page
+from .candidates import Candidate
 from .evidence import pins
 from .opener import OpenResult
 from .policies import DeploymentRepo
@@ -62,7 +62,7 @@ async def member_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, se
         candidate, service=service, image=settings.image, digest=found.digest, tag=tag,
         version=version_from_tag(tag), source_repo=settings.source, source_sha=source_sha,
         release_tag=release_tag, release_url=candidate.release_url if release_tag else None,
-        package_url=package_page(settings.image, found.digest), published_at=None,
+        package_url=ctx.images.package_page(settings.image, found.digest), published_at=None,
     )
 
 

@@ -1,10 +1,13 @@
-"""What the bot asks of registries: a tag's digest, a digest's tag, an image's labels."""
+"""What the bot asks of registries (a tag's digest, a digest's tag, an image's labels) and what
+GitHub's package events told it about images (their package version pages)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import cachetools
 
 from ..domain.tags import version_from_tag
 from .client import RegistryClient
@@ -37,6 +40,16 @@ class Provenance:
 class ImageLookup:
     def __init__(self, client: RegistryClient) -> None:
         self.client = client
+        # The package version page of each digest, as a `registry_package` event named it
+        # (GitHub refuses the Packages REST API to installation tokens: pages are never fetched).
+        self._package_pages: cachetools.LRUCache[tuple[str, str], str] = cachetools.LRUCache(
+            maxsize=20_000)
+
+    def remember_package_page(self, image: str, digest: str, url: str) -> None:
+        self._package_pages[(image.lower(), digest)] = url
+
+    def package_page(self, image: str, digest: str) -> str | None:
+        return self._package_pages.get((image.lower(), digest))
 
     async def find_by_tags(self, image: str, tags: list[str]) -> ImageVersion | None:
         """The image published under the first of `tags` that exists."""

@@ -198,8 +198,8 @@ async def test_many_findings_are_sent_in_batches_of_fifty(world: World) -> None:
 
 async def test_without_the_tree_directory_listings_find_the_same(world: World) -> None:
     """GitHub truncates a very large tree; the check then lists the directories it needs."""
+    from bot.github.immutable import ShaStore
     from bot.promotion.configcheck import check_change
-    from bot.promotion.configcheck.repoview import forget
 
     text = ("resources:\n  - ../../base\n  - gone.yaml\ncomponents:\n  - ../../base/deployment.yaml"
             "\nconfigMapGenerator:\n  - name: c\n    files: [../../base]\n")
@@ -211,7 +211,7 @@ async def test_without_the_tree_directory_listings_find_the_same(world: World) -
     gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
     found = {}
     for use_tree in (True, False):
-        forget()
+        gh.shas = ShaStore()  # nothing remembered from the other run
         report = await check_change(gh, DEPLOY_REPO, None, sha, [path, "kustomization.yaml"],
                                     use_tree=use_tree)
         found[use_tree] = [(f.path, f.line, f.message) for f in report.findings]

@@ -14,8 +14,6 @@ from collections.abc import AsyncIterator
 import pytest
 
 from benchmarks.scale import deployment_files, install_repositories, other_repositories
-from bot.github import repos as github_repos
-from bot.promotion import candidates
 from bot.promotion.dashboard import refresh_dashboard
 from bot.promotion.resync import resync_all
 from conveyor_emulator.requestlog import RequestEntry
@@ -26,8 +24,6 @@ SERVICES = 500
 
 @pytest.fixture
 async def scale() -> AsyncIterator[World]:
-    github_repos._immutable.clear()  # a fresh process: nothing remembered from other tests
-    candidates._package_pages.clear()
     built = await make_world(files=deployment_files(SERVICES))
     try:
         yield built

@@ -12,7 +12,6 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.github import repos as github_repos
 from bot.github.client import RetryPolicy
 from bot.handlers import build_router
 from bot.promotion.resync import resync_all
@@ -80,7 +79,6 @@ async def test_three_replicas_resync_an_installation_once(
     twin = Emulator(webhook_secret=SECRET, validate_openapi=True, clock=Clock())
     await twin.start()
     seed(twin)
-    github_repos._immutable.clear()  # a fresh process has none of it
     alone = await start_replica(twin, redis_server.url)
     try:
         one = await resync_requests(twin, [alone])
@@ -90,7 +88,6 @@ async def test_three_replicas_resync_an_installation_once(
     assert one > 0
 
     await redis_client.flushall()  # the twin's lease is not this world's
-    github_repos._immutable.clear()
     replicas = [await start_replica(emulator, redis_server.url) for _ in range(3)]
     try:
         # The same world, the same cold caches: the replica holding the lease makes the

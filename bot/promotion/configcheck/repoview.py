@@ -16,21 +16,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
-import cachetools
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
+from ...github.client import sha_store
+from ...github.immutable import Layout, Listing, ShaStore
 from ...github.repos import RepoFile, content_path, get_file
 
 T = TypeVar("T")
 CONCURRENCY = 8
-Listing = dict[str, str]  # name → "file" | "dir" | "symlink" | "submodule"
-Layout = dict[str, Listing]  # directory ("" for the root) → its entries
 _TREE_TYPES = {"blob": "file", "tree": "dir", "commit": "submodule"}
-_layouts: cachetools.LRUCache[tuple[str, str], Layout | None] = cachetools.LRUCache(maxsize=16)
-_listings: cachetools.LRUCache[tuple[str, str, str], Listing | None] = cachetools.LRUCache(
-    maxsize=2048
-)
 
 
 class FileSource(Protocol):
@@ -48,11 +43,6 @@ async def kind_of(source: FileSource, path: str) -> str | None:
     entries = await source.listing(posixpath.dirname(path))
     return None if entries is None else entries.get(posixpath.basename(path))
 
-
-def forget() -> None:
-    """Empty the process-wide caches (a fresh process starts so)."""
-    _layouts.clear()
-    _listings.clear()
 
 
 def layout_of(tree: list[dict[str, Any]]) -> Layout:
@@ -77,6 +67,8 @@ class RepoView:
         self.use_tree = use_tree
         self._limit = asyncio.Semaphore(CONCURRENCY)
         self._pending: dict[tuple[str, str], asyncio.Task[Any]] = {}
+        # a client made outside the app keeps what it read for this view only
+        self._known = sha_store(gh) or ShaStore()
 
     async def _once(self, key: tuple[str, str], fetch: Callable[[], Awaitable[T]]) -> T:
         task = self._pending.get(key)
@@ -89,8 +81,8 @@ class RepoView:
     async def layout(self) -> Layout | None:
         """Every directory at the commit, or None when the tree came back truncated."""
         key = (self.repo.lower(), self.sha)
-        if key in _layouts:
-            return _layouts[key]
+        if key in self._known.layouts:
+            return self._known.layouts[key]
         return await self._once(("tree", ""), self._tree)
 
     async def _tree(self) -> Layout | None:
@@ -98,7 +90,7 @@ class RepoView:
         async with self._limit:
             data = await self.gh.getitem(url)
         result = None if data.get("truncated") else layout_of(list(data.get("tree") or []))
-        _layouts[(self.repo.lower(), self.sha)] = result
+        self._known.layouts[(self.repo.lower(), self.sha)] = result
         return result
 
     async def listing(self, directory: str) -> Listing | None:
@@ -108,8 +100,8 @@ class RepoView:
             if layout is not None:
                 return layout.get(directory)
         key = (self.repo.lower(), self.sha, directory)
-        if key in _listings:
-            return _listings[key]
+        if key in self._known.listings:
+            return self._known.listings[key]
         return await self._once(("dir", directory), lambda: self._list(directory))
 
     async def _list(self, directory: str) -> Listing | None:
@@ -117,7 +109,7 @@ class RepoView:
             async with self._limit:
                 data = await self.gh.getitem(f"/repos/{self.repo}/git/trees/{quote(self.sha)}")
             result: Listing | None = layout_of(list(data.get("tree") or []))[""]
-            _listings[(self.repo.lower(), self.sha, directory)] = result
+            self._known.listings[(self.repo.lower(), self.sha, directory)] = result
             return result
         url = f"/repos/{self.repo}/contents/{content_path(directory)}?ref={quote(self.sha)}"
         async with self._limit:
@@ -132,7 +124,7 @@ class RepoView:
             if isinstance(data, list)
             else None
         )
-        _listings[(self.repo.lower(), self.sha, directory)] = result
+        self._known.listings[(self.repo.lower(), self.sha, directory)] = result
         return result
 
     async def file(self, path: str) -> RepoFile | None:
