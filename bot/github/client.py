@@ -217,9 +217,12 @@ def _path(url: str) -> str:
     return url.split("?", 1)[0]
 
 
-def sha_store(gh: GitHubAPI) -> ShaStore | None:
-    """The store of sha-addressed answers an installation client of the app reads through."""
-    return gh.shas if isinstance(gh, ConveyorGitHubAPI) else None
+def sha_store(gh: GitHubAPI) -> ShaStore:
+    """The app's store of what commit shas address, shared by its installation clients; a
+    client made elsewhere gets an empty one each time (it keeps nothing)."""
+    if isinstance(gh, ConveyorGitHubAPI) and gh.shas is not None:
+        return gh.shas
+    return ShaStore()
 
 
 class GrowableCache(MutableMapping[str, Any]):

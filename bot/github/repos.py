@@ -48,17 +48,16 @@ async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None, 
     `strict`: then it raises UnreadableFile with the reason (the gate must not skip it).
     """
     url = f"/repos/{repo}/contents/{content_path(path)}"
-    store = sha_store(gh)
-    known = store.responses if store is not None else None
+    known = sha_store(gh).responses
     immutable_key = (repo.lower(), path, ref) if ref and SHA.fullmatch(ref) else None
-    if known is not None and immutable_key is not None and immutable_key in known:
+    if immutable_key is not None and immutable_key in known:
         cached: RepoFile | None = known[immutable_key]
         return cached
     try:
         data = await gh.getitem(url + (f"?ref={quote(ref, safe='')}" if ref else ""))
     except gidgethub.BadRequest as exc:
         if exc.status_code == 404:
-            if known is not None and immutable_key is not None:
+            if immutable_key is not None:
                 known[immutable_key] = None
             return None
         if strict and exc.status_code == 403 and "too large" in str(exc):
@@ -86,7 +85,7 @@ async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None, 
                                               else b"")) from exc
         return None
     result = RepoFile(path=path, text=text, sha=str(data["sha"]))
-    if known is not None and immutable_key is not None:
+    if immutable_key is not None:
         known[immutable_key] = result
     return result
 
@@ -113,10 +112,9 @@ async def get_repository(gh: GitHubAPI, repo: str) -> dict[str, Any]:
 
 async def commit_for_ref(gh: GitHubAPI, repo: str, ref: str) -> dict[str, Any] | None:
     """The commit a branch, tag (annotated too) or sha names; None when unknown."""
-    store = sha_store(gh)
-    known = store.responses if store is not None else None
+    known = sha_store(gh).responses
     key = (repo.lower(), "commit", ref)
-    if known is not None and SHA.fullmatch(ref) and key in known:
+    if SHA.fullmatch(ref) and key in known:
         hit: dict[str, Any] = known[key]
         return hit
     try:
@@ -129,8 +127,7 @@ async def commit_for_ref(gh: GitHubAPI, repo: str, ref: str) -> dict[str, Any] |
             return None
         raise
     data.pop("files", None)  # can be large; callers need the commit, not its diff
-    if known is not None:
-        known[(repo.lower(), "commit", str(data["sha"]))] = data
+    known[(repo.lower(), "commit", str(data["sha"]))] = data
     return data
 
 

@@ -20,7 +20,7 @@ import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ...github.client import sha_store
-from ...github.immutable import Layout, Listing, ShaStore
+from ...github.immutable import Layout, Listing
 from ...github.repos import RepoFile, content_path, get_file
 
 T = TypeVar("T")
@@ -67,8 +67,7 @@ class RepoView:
         self.use_tree = use_tree
         self._limit = asyncio.Semaphore(CONCURRENCY)
         self._pending: dict[tuple[str, str], asyncio.Task[Any]] = {}
-        # a client made outside the app keeps what it read for this view only
-        self._known = sha_store(gh) or ShaStore()
+        self._known = sha_store(gh)
 
     async def _once(self, key: tuple[str, str], fetch: Callable[[], Awaitable[T]]) -> T:
         task = self._pending.get(key)
