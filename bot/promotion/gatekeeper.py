@@ -156,7 +156,7 @@ class GateService:
 
         Reads what the verdict rests on (the changed files, upstream evidence, reviews, hold
         and freeze) and leaves the decision to :func:`evaluate_gate`; a repository whose policy
-        is invalid gets a failure.
+        was never valid (a :class:`BrokenPolicy`) gets a failure.
         """
         if isinstance(repo, BrokenPolicy):
             return Verdict("completed", "failure", f"The policy {POLICY_PATH} is invalid",
