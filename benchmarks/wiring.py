@@ -1,8 +1,9 @@
 """The benchmarks' world: the bundled GitHub emulator and the real bot, over HTTP on loopback.
 
 Two ways to run the bot:
-- `InProcessBot`: `create_app` on an aiohttp site in this process, for request counting and
-  timing, where `runtime.pool.wait_idle()` tells exactly when the bot's work is done;
+- in this process (`bot.sandbox.stack.start_bot`, as the sandbox and the tests run it), for
+  request counting and timing, where `runtime.pool.wait_idle()` tells exactly when the bot's
+  work is done;
 - `BotProcess`: `python -m bot serve` as a child process, for acknowledgement latency and the
   burst, so that its memory and CPU are its own.
 
@@ -26,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 
 from bot.github.client import RetryPolicy
-from bot.handlers import build_router
+from bot.sandbox import stack
 from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
-from bot.server import WEBHOOK_PATH, Runtime, create_app, runtime_of
+from bot.sandbox.stack import BotServer
+from bot.server import WEBHOOK_PATH
 from bot.settings import Settings
 from conveyor_emulator import Emulator
 from conveyor_emulator.webhooks import Delivery
@@ -56,21 +57,11 @@ class Clock:
 
 
 @dataclass
-class InProcessBot:
-    runtime: Runtime
-    runner: web.AppRunner
-    url: str
-
-    async def stop(self) -> None:
-        await self.runner.cleanup()
-
-
-@dataclass
 class Stage:
     emulator: Emulator
     clock: Clock
     demo: Demo
-    bot: InProcessBot | None = None
+    bot: BotServer | None = None
     session: aiohttp.ClientSession | None = None
     replayed: set[int] = field(default_factory=set)
 
@@ -96,14 +87,15 @@ class Stage:
         if guid is not None:
             headers["X-GitHub-Delivery"] = guid
         self.replayed.add(delivery.id)
-        async with self.session.post(self.bot.url, data=body, headers=headers) as response:
+        async with self.session.post(self.bot.webhook_url, data=body,
+                                     headers=headers) as response:
             await response.read()
             return response.status
 
     async def replay_held(self, since: int) -> None:
         """Forward again, and send the deliveries held since `since`, in order."""
         assert self.bot is not None
-        self.emulator.webhook_url = self.bot.url
+        self.emulator.webhook_url = self.bot.webhook_url
         held = [d for d in self.emulator.deliveries[since:]
                 if not d.redelivery and d.status_code == 0 and d.id not in self.replayed]
         for delivery in held:
@@ -111,26 +103,18 @@ class Stage:
         await self.quiesce()
 
     async def quiesce(self, rounds: int = 200) -> None:
-        """Until no webhook is in flight, the bot is idle and no short timer is pending:
-        timers due within a minute (dashboard debounce, merge retries) are fired now."""
+        """Settle, firing the timers due within a minute (dashboard debounce, merge retries)
+        until none is left."""
         assert self.bot is not None
         runtime = self.bot.runtime
-        quiet = 0
         for _ in range(rounds):
-            await self.emulator.settle()
-            await runtime.pool.wait_idle()
+            await stack.settle(self.emulator, runtime)
             soon = [when for when in runtime.ctx.scheduler.pending().values()
                     if when <= self.clock() + timedelta(seconds=60)]
-            if soon:
-                self.clock.now = max(self.clock.now, max(soon))
-                runtime.ctx.scheduler.fire_due()
-                quiet = 0
-                continue
-            await asyncio.sleep(0.005)
-            busy = runtime.queue.depth() or self.emulator.pending_deliveries()
-            quiet = 0 if busy else quiet + 1
-            if quiet >= 2:
+            if not soon:
                 return
+            self.clock.now = max(self.clock.now, max(soon))
+            runtime.ctx.scheduler.fire_due()
         raise RuntimeError("the benchmark world did not settle")
 
     # -- acting as CI ------------------------------------------------------------------------------
@@ -169,32 +153,19 @@ async def start_stage(files: Mapping[str, str] | None = None) -> Stage:
 
 
 def bot_settings(stage: Stage, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "app_id": str(stage.emulator.app_id),
-        "private_key": stage.emulator.app_private_key_pem,
-        "webhook_secret": SECRET, "api_url": stage.emulator.base_url,
-        "host": "127.0.0.1", "port": 0, "resync_interval": 0, "workers": 8,
-        "log_level": "WARNING",
-        "registry_endpoints": {"ghcr.io": stage.emulator.web_url},
-    }
-    values.update(overrides)
-    return Settings(**values)
+    return stack.bot_settings(stage.emulator, SECRET,
+                              **{"workers": 8, "log_level": "WARNING", **overrides})
 
 
-async def start_bot(stage: Stage, *, forward: bool = True, workers: int = 8) -> InProcessBot:
+async def start_bot(stage: Stage, *, forward: bool = True, workers: int = 8) -> BotServer:
     """A fresh bot (no token, no policy, no ETag cache) on an ephemeral port."""
     if stage.bot is not None:
         await stage.bot.stop()
-    app = create_app(bot_settings(stage, workers=workers), build_router(), clock=stage.clock,
-                     retry=RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=10))
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    bot = InProcessBot(runtime_of(app), runner, f"http://127.0.0.1:{port}{WEBHOOK_PATH}")
+    bot = await stack.start_bot(
+        bot_settings(stage, workers=workers), clock=stage.clock,
+        retry=RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=10))
     stage.bot = bot
-    stage.emulator.webhook_url = bot.url if forward else None
+    stage.emulator.webhook_url = bot.webhook_url if forward else None
     return bot
 
 

@@ -46,7 +46,7 @@ async def measure(*, train: bool, services: int) -> dict[str, float]:
                     [f"/promote svc{i:02d} 2.0.0 production" for i in range(services)])
         await asyncio.gather(*(world.emulator.comment(world.repo, number, "alice", text)
                                for text in commands))
-        await world.settle(rounds=400)
+        await world.settle(rounds=4000)
         writes = [e.at for e in world.emulator.requests.entries
                   if e.method in CONTENT and e.installation_id is not None]
         waited = sum(s.value for family in world.runtime.ctx.metrics.github_wait_seconds.collect()

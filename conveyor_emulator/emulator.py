@@ -142,12 +142,9 @@ class Emulator:
         app = build_app(self)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        server = site._server
-        assert server is not None
-        sockets = getattr(server, "sockets", None) or []
-        actual = sockets[0].getsockname()[1] if sockets else port
+        await web.TCPSite(self._runner, host, port).start()
+        addresses = self._runner.addresses
+        actual = addresses[0][1] if addresses else port
         self.world.web_url = f"http://{host}:{actual}"
         self.base_url = f"{self.world.web_url}/api/v3"
         self.world.api_url = self.base_url

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aiohttp import web
-
 from bot.github.client import RetryPolicy
-from bot.handlers import build_router
 from bot.registry.client import RegistryPolicy
-from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
-from bot.server import Runtime, create_app, runtime_of
-from bot.settings import Settings
+from bot.sandbox.demo import DEPLOY_REPO, Demo, release, seed
+from bot.sandbox.stack import Stack, bot_settings, start_bot_for
 from conveyor_emulator import Emulator
 
 SECRET = "test-webhook-secret-1234"
@@ -61,47 +58,25 @@ class VirtualTime:
 
 
 @dataclass
-class World:
-    emulator: Emulator
-    runtime: Runtime
+class World(Stack):
     clock: Clock
     demo: Demo
-    webhook_url: str
-    runner: web.AppRunner
     published: dict[str, str] = field(default_factory=dict)
     time: VirtualTime = field(default_factory=VirtualTime)
+
+    SETTLE_PAUSE = 0.01
 
     @property
     def repo(self) -> str:
         return DEPLOY_REPO
 
-    async def settle(self, rounds: int = 50) -> None:
-        """Until no webhook is in flight and the bot's queue is drained, twice in a row."""
-        quiet = 0
-        for _ in range(rounds * 10):
-            await self.emulator.settle()
-            await self.runtime.pool.wait_idle()
-            await asyncio.sleep(0.01)
-            busy = (not self.runtime.pool.idle or self.runtime.ctx.scheduler.offering
-                    or self.emulator.pending_deliveries())
-            quiet = 0 if busy else quiet + 1
-            if quiet >= 2:
-                return
-        raise AssertionError("the world did not settle")
-
     async def release(self, service: str, version: str, *, publish_image: bool = True,
                       author: str = "alice", prerelease: bool = False,
                       tag_prefix: str = "v") -> str:
         """CI publishes the image, then someone publishes the release: returns the digest."""
-        source = f"acme/{service}"
-        digest = digest_of(f"{service}:{version}")
-        if publish_image:
-            await self.emulator.publish_container(
-                "acme", service, digest, [version], source_repo=source,
-            )
-        await self.emulator.create_tag(source, f"{tag_prefix}{version}")
-        await self.emulator.publish_release(source, f"{tag_prefix}{version}", author=author,
-                                            prerelease=prerelease)
+        digest = await release(self.emulator, service, version, tag=f"{tag_prefix}{version}",
+                               author=author, prerelease=prerelease,
+                               publish_image=publish_image)
         await self.settle()
         self.published[f"{service}:{version}"] = digest
         return digest
@@ -122,36 +97,37 @@ class World:
         return runs[0]
 
 
-async def make_world(*, files: dict[str, str] | None = None, workers: int = 4,
-                     validate_openapi: bool = True) -> World:
+FAST_RETRY = RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5)
+QUICK_REGISTRY = RegistryPolicy(timeout=5, base_delay=0.01, max_delay=0.05)
+
+
+async def make_world(*, files: Mapping[str, str] | None = None, workers: int = 4,
+                     validate_openapi: bool = True, retry: RetryPolicy = FAST_RETRY,
+                     registry_policy: RegistryPolicy | None = QUICK_REGISTRY,
+                     source_repos: tuple[str, ...] = (), **settings: Any) -> World:
+    """The demo organisation (or `files` as its deployment repository, and `source_repos`
+    besides) on the emulator, and the bot with `settings` over the test defaults."""
     clock = Clock()
     virtual = VirtualTime()
     emulator = Emulator(webhook_secret=SECRET, validate_openapi=validate_openapi, clock=clock,
                         timer=virtual)
-    api_url = await emulator.start()
+    await emulator.start()
+    for repo in source_repos:
+        emulator.add_repo(repo, files={"README.md": f"# {repo}\n"})
     demo = seed(emulator, files)
-    settings = Settings(
-        app_id=str(emulator.app_id), private_key=emulator.app_private_key_pem,
-        webhook_secret=SECRET, api_url=api_url, host="127.0.0.1", port=0,
-        resync_interval=0, workers=workers,
-        registry_endpoints={"ghcr.io": emulator.web_url},  # the emulator serves ghcr.io
-    )
-    app = create_app(settings, build_router(), clock=clock, timer=virtual,
-                     retry=RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5),
-                     registry_policy=RegistryPolicy(timeout=5, base_delay=0.01, max_delay=0.05))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    webhook_url = f"http://127.0.0.1:{port}/api/github/webhooks"
-    emulator.webhook_url = webhook_url
-    return World(emulator, runtime_of(app), clock, demo, webhook_url, runner, time=virtual)
+    for repo in source_repos:
+        installation = emulator.world.installations[demo.installation_id]
+        assert installation.repo_ids is not None
+        installation.repo_ids.add(emulator.world.repo_by_name(repo).id)
+    bot = await start_bot_for(emulator, bot_settings(emulator, SECRET, workers=workers,
+                                                      **settings),
+                              clock=clock, timer=virtual, retry=retry,
+                              registry_policy=registry_policy)
+    return World(emulator, bot, clock, demo, time=virtual)
 
 
 async def close_world(world: World) -> None:
-    await world.runner.cleanup()
-    await world.emulator.stop()
+    await world.close()
 
 
 async def hand_pr(world: World, path: str, text: str, *, author: str = "alice",

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from conveyor_emulator.images import build_image
 
 from ..names import POLICY_PATH
+from .stack import publish_release
 
 if TYPE_CHECKING:
     from conveyor_emulator import Emulator
@@ -139,3 +140,12 @@ def seed(emulator: Emulator, files: Mapping[str, str] | None = None) -> Demo:
             emulator.set_permission(repo, user, permission)
     installation_id = emulator.install(ORG, [DEPLOY_REPO, *SOURCE_REPOS])
     return Demo(installation_id=installation_id)
+
+
+async def release(emulator: Emulator, service: str, version: str, **options: Any) -> str:
+    """A release of the demo organisation's `service` (image ghcr.io/acme/SERVICE, repository
+    acme/SERVICE) as `stack.publish_release` makes it, with `options`; returns the digest."""
+    digest = digest_of(f"{service}:{version}")
+    await publish_release(emulator, f"ghcr.io/{ORG}/{service}", f"{ORG}/{service}", version,
+                          digest, **options)
+    return digest

@@ -7,7 +7,6 @@ the run and the emulator's own app key: no settings, no network.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
@@ -17,24 +16,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from aiohttp import web
-
 from conveyor_emulator import Emulator
 
 from ..github.client import RetryPolicy
-from ..handlers import build_router
 from ..logs import JsonFormatter, register_secret
-from ..registry.names import repository_of
-from ..server import WEBHOOK_PATH, Runtime, create_app, runtime_of
-from ..settings import Settings
+from .stack import GHCR, Stack, bot_settings, start_bot_for
 
 # Monday 10:00 UTC: outside the usual freeze windows, so a policy's freeze does not stall the
 # story unless it really covers a Monday morning.
 STORY_START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
-
-
-class SandboxError(Exception):
-    """The sandbox could not do what the story needed."""
 
 
 @dataclass
@@ -63,31 +53,13 @@ class SandboxClock:
 
 
 @dataclass
-class Sandbox:
-    emulator: Emulator
-    runtime: Runtime
+class Sandbox(Stack):
     clock: SandboxClock
     secret: str
-    webhook_url: str
-    runner: web.AppRunner
 
     @property
     def api_url(self) -> str:
         return self.emulator.base_url
-
-    async def settle(self, rounds: int = 500) -> None:
-        """Wait until no webhook is in flight and the bot's queue is drained, twice in a row."""
-        quiet = 0
-        for _ in range(rounds):
-            await self.emulator.settle()
-            await self.runtime.pool.wait_idle()
-            await asyncio.sleep(0.005)
-            busy = (not self.runtime.pool.idle or self.runtime.ctx.scheduler.offering
-                    or self.emulator.pending_deliveries())
-            quiet = 0 if busy else quiet + 1
-            if quiet >= 2:
-                return
-        raise SandboxError("the bot and the emulator did not become idle")
 
     async def pass_time(self, delta: timedelta) -> int:
         """Move the shared clock and fire the bot's timers that came due; returns how many."""
@@ -95,10 +67,6 @@ class Sandbox:
         fired = self.runtime.ctx.scheduler.fire_due()
         await self.settle()
         return fired
-
-    async def close(self) -> None:
-        await self.runner.cleanup()
-        await self.emulator.stop()
 
 
 async def start_sandbox(*, clock: SandboxClock | None = None, workers: int = 4,
@@ -109,34 +77,15 @@ async def start_sandbox(*, clock: SandboxClock | None = None, workers: int = 4,
     secret = secrets.token_hex(20)
     register_secret(secret)
     emulator = Emulator(webhook_secret=secret, clock=clock)
-    api_url = await emulator.start()
+    await emulator.start()
     register_secret(emulator.app_private_key_pem.strip())
-    settings = Settings(
-        app_id=str(emulator.app_id), private_key=emulator.app_private_key_pem,
-        webhook_secret=secret, api_url=api_url, host="127.0.0.1", port=0,
-        log_level="INFO", resync_interval=0, workers=workers, shutdown_grace=5,
-        registry_endpoints={host: emulator.web_url for host in {"ghcr.io", *registries}},
-    )
-    app = create_app(settings, build_router(), clock=clock,
-                     retry=RetryPolicy(base_delay=0.01, max_delay=0.1, request_timeout=10))
-    runner = web.AppRunner(app, access_log=None)
-    try:
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-    except BaseException:
-        await runner.cleanup()
-        await emulator.stop()
-        raise
-    addresses = runner.addresses
-    if not addresses:
-        await runner.cleanup()
-        await emulator.stop()
-        raise SandboxError("the bot's server did not open a socket")
-    port = int(addresses[0][1])
-    webhook_url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
-    emulator.webhook_url = webhook_url
-    return Sandbox(emulator, runtime_of(app), clock, secret, webhook_url, runner)
+    settings = bot_settings(
+        emulator, secret, log_level="INFO", workers=workers, shutdown_grace=5,
+        registry_endpoints={host: emulator.web_url for host in {GHCR, *registries}})
+    bot = await start_bot_for(emulator, settings, clock=clock,
+                              retry=RetryPolicy(base_delay=0.01, max_delay=0.1,
+                                                request_timeout=10))
+    return Sandbox(emulator, bot, clock, secret)
 
 
 @contextmanager
@@ -156,16 +105,3 @@ def logs_to_file(folder: Path, level: str = "INFO") -> Iterator[Path]:
         root.handlers[:] = saved_handlers
         root.setLevel(saved_level)
         handler.close()
-
-
-def image_parts(image: str) -> tuple[str, str, str]:
-    """`ghcr.io/acme/web` → (registry, owner, package); the package may hold slashes. Docker
-    Hub's short names read as the registry does: `nginx` is docker.io's `library/nginx`."""
-    try:
-        repository = repository_of(image)
-    except ValueError as exc:
-        raise SandboxError(f"{image}: {exc}") from None
-    owner, _, package = repository.name.partition("/")
-    if not owner or not package:
-        raise SandboxError(f"{image}: expected REGISTRY/OWNER/NAME")
-    return repository.host, owner, package

@@ -39,7 +39,8 @@ from .console import Console, prompt
 from .demo import digest_of, seed
 from .plan import Plan, PlanError, Unplayable, describe_policy, pinned, plan_demo, plan_from_config
 from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to
-from .runner import Sandbox, SandboxError, image_parts, logs_to_file, start_sandbox
+from .runner import Sandbox, logs_to_file, start_sandbox
+from .stack import SandboxError, image_parts, publish_release
 
 REFUSAL_CHECK = "conveyor/promotion"
 PEOPLE = {"alice": "Alice Dev", "bob": "Bob SRE", "carol": "Carol Reader", "dave": "Dave SRE",
@@ -89,9 +90,6 @@ def spoken(value: timedelta) -> str:
 
 
 # -- seeding ---------------------------------------------------------------------------------------
-GHCR = "ghcr.io"
-
-
 def registry_hosts(plan: Plan) -> set[str]:
     """Every registry the policy's images live on: the emulator serves them all."""
     hosts = set()
@@ -266,22 +264,12 @@ class Story:
 
     async def release(self) -> dict[str, Any]:
         plan, em, say = self.plan, self.sandbox.emulator, self.narrator
-        registry, owner, package = image_parts(plan.service.image)
         say.step(f"CI publishes {plan.service.image}:{plan.version} "
                  f"({short_digest(plan.digest)}) and "
                  f"{plan.cast.requester} publishes release {plan.tag} in {plan.service.source}")
-        source = plan.service.source
-        commit = em.commit(source, em.world.repo_by_name(source).default_branch)["sha"]
-        # what CI leaves behind: its workflow run and the image's build provenance
-        run = em.add_workflow_run(source, commit, name="release")
-        em.add_attestation(source, plan.digest, source_repo=source, commit=commit,
-                           ref=f"refs/tags/{plan.tag}", run_id=int(run["id"]))
-        # only GHCR tells GitHub (registry_package events); other registries are looked up
-        await em.publish_container(owner, package, plan.digest, [plan.version],
-                                   source_repo=source, revision=commit,
-                                   emit=registry == GHCR)
-        await em.create_tag(plan.service.source, plan.tag, user=plan.cast.requester)
-        await em.publish_release(plan.service.source, plan.tag, author=plan.cast.requester)
+        await publish_release(em, plan.service.image, plan.service.source,
+                              plan.version, plan.digest, tag=plan.tag,
+                              author=plan.cast.requester, provenance=True)
         await self.sandbox.settle()
         title = f"Promote {plan.service.name} {plan.version} to {plan.entry.name}"
         pr = find_pull(self.sandbox, self.repo, title)

@@ -43,9 +43,8 @@ async def receiver() -> AsyncIterator[Receiver]:
     app.router.add_post("/api/github/webhooks", handle)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
     rec.url = f"http://127.0.0.1:{port}/api/github/webhooks"
     yield rec
     await runner.cleanup()

@@ -5,47 +5,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
-from bot.github.client import RetryPolicy
-from bot.handlers import build_router
 from bot.promotion.resync import resync_all
 from bot.sandbox.demo import seed
-from bot.server import Runtime, create_app, runtime_of
-from bot.settings import Settings
+from bot.sandbox.stack import BotServer, bot_settings, start_bot
 from conveyor_emulator import Emulator
-from tests.harness import SECRET, Clock
+from tests.harness import FAST_RETRY, SECRET, Clock
 from tests.redis.support import RedisServer
 
 KEEP_FOR = 60.0
 
 
-@dataclass
-class Replica:
-    runtime: Runtime
-    runner: web.AppRunner
-    url: str
-
-
 async def start_replica(emulator: Emulator, redis_url: str, *, claim_timeout: float = 30
-                        ) -> Replica:
-    settings = Settings(
-        app_id=str(emulator.app_id), private_key=emulator.app_private_key_pem,
-        webhook_secret=SECRET, api_url=emulator.base_url, host="127.0.0.1", port=0,
-        resync_interval=0, workers=2, redis_url=redis_url, redis_claim_timeout=claim_timeout)
-    app = create_app(settings, build_router(), clock=Clock(),
-                     retry=RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    return Replica(runtime_of(app), runner, f"http://127.0.0.1:{port}")
+                        ) -> BotServer:
+    settings = bot_settings(emulator, SECRET, workers=2, redis_url=redis_url,
+                            redis_claim_timeout=claim_timeout)
+    return await start_bot(settings, clock=Clock(), retry=FAST_RETRY)
 
 
 @pytest.fixture
@@ -60,7 +39,7 @@ async def emulator() -> AsyncIterator[Emulator]:
     assert built.violations == [], built.violations
 
 
-async def resync_requests(emulator: Emulator, replicas: list[Replica]) -> int:
+async def resync_requests(emulator: Emulator, replicas: list[BotServer]) -> int:
     """Installation requests made while every replica runs its periodic resync at once."""
     emulator.requests.reset()
     await asyncio.gather(*(resync_all(r.runtime.services, keep_for=KEEP_FOR) for r in replicas))
@@ -69,7 +48,7 @@ async def resync_requests(emulator: Emulator, replicas: list[Replica]) -> int:
     return sum(1 for e in emulator.requests.entries if e.installation_id is not None)
 
 
-def requests_made(replica: Replica) -> float:
+def requests_made(replica: BotServer) -> float:
     return sum(sample.value for metric in replica.runtime.ctx.metrics.github_requests.collect()
                for sample in metric.samples if sample.name.endswith("_total"))
 
@@ -83,7 +62,7 @@ async def test_three_replicas_resync_an_installation_once(
     try:
         one = await resync_requests(twin, [alone])
     finally:
-        await alone.runner.cleanup()
+        await alone.stop()
         await twin.stop()
     assert one > 0
 
@@ -102,7 +81,7 @@ async def test_three_replicas_resync_an_installation_once(
         assert await resync_requests(emulator, replicas) == 0
     finally:
         for replica in replicas:
-            await replica.runner.cleanup()
+            await replica.stop()
 
 
 async def test_the_lease_moves_to_another_replica_when_its_holder_dies(
@@ -121,8 +100,8 @@ async def test_the_lease_moves_to_another_replica_when_its_holder_dies(
         await asyncio.sleep(1.3)  # the claim timeout passes
         assert await resync_requests(emulator, [second]) > 0
     finally:
-        await first.runner.cleanup()
-        await second.runner.cleanup()
+        await first.stop()
+        await second.stop()
 
 
 def emulator_installation(emulator: Emulator) -> int:
@@ -135,17 +114,17 @@ async def test_healthz_reports_redis_and_answers_503_while_it_refuses_writes(
     replica = await start_replica(emulator, redis_server.url)
     try:
         async with aiohttp.ClientSession() as session:
-            async with session.get(replica.url + "/healthz") as response:
+            async with session.get(replica.base_url + "/healthz") as response:
                 assert response.status == 200
                 assert (await response.json())["redis"] == "ok"
             redis_server.stop()
-            async with session.get(replica.url + "/healthz") as response:
+            async with session.get(replica.base_url + "/healthz") as response:
                 assert response.status == 503
                 body = await response.json()
                 assert body["status"] == "redis unavailable"
                 assert body["redis"].startswith("unavailable (")
             redis_server.start()
-            async with session.get(replica.url + "/healthz") as response:
+            async with session.get(replica.base_url + "/healthz") as response:
                 assert response.status == 200
     finally:
-        await replica.runner.cleanup()
+        await replica.stop()

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
 
 from bot.redisq.client import Keys, connect
-from bot.sandbox.demo import DEPLOY_REPO, digest_of, seed
+from bot.sandbox.demo import DEPLOY_REPO, release, seed
 from conveyor_emulator import Emulator
 from tests.botprocess import BotProcess
 from tests.harness import SECRET
@@ -58,15 +58,6 @@ def stop_all(bots: list[BotProcess]) -> None:
     for bot in bots:
         if bot.process.poll() is None:
             bot.stop()
-
-
-async def publish(emulator: Emulator, service: str, version: str) -> str:
-    source = f"acme/{service}"
-    digest = digest_of(f"{service}:{version}")
-    await emulator.publish_container("acme", service, digest, [version], source_repo=source)
-    await emulator.create_tag(source, f"v{version}")
-    await emulator.publish_release(source, f"v{version}")
-    return digest
 
 
 def promoted(emulator: Emulator, digests: dict[str, str]) -> bool:
@@ -114,7 +105,7 @@ async def test_sigkill_one_replica_mid_work_the_other_claims_and_finishes(
     try:
         emulator.faults.latency = 0.2  # every API request is slow: work is in flight
         emulator.webhook_url = first.webhook_url
-        digests = {service: await publish(emulator, service, "1.0.0") for service in SERVICES}
+        digests = {service: await release(emulator, service, "1.0.0") for service in SERVICES}
         # Kill the moment a promotion branch exists but its PR does not.
         assert await wait_for(lambda: bool(half_made(emulator)), within=30, interval=0.002), (
             first.log()[-3000:], second.log()[-3000:])
@@ -138,7 +129,7 @@ async def test_three_replicas_1000_deliveries_round_robin_every_promotion_once(
     try:
         # Record the events of two releases without sending them, then replay them ourselves.
         emulator.webhook_url = None
-        digests = {service: await publish(emulator, service, "1.0.0") for service in SERVICES}
+        digests = {service: await release(emulator, service, "1.0.0") for service in SERVICES}
         await emulator.settle()
         recorded = [(d.event, d.payload, d.guid) for d in emulator.deliveries
                     if d.event in ("registry_package", "package")
@@ -213,7 +204,7 @@ async def test_redis_outage_answers_503_and_loses_nothing_once_it_returns(
     try:
         emulator.webhook_url = bots[1].webhook_url
         redis_server.stop()
-        digests = {service: await publish(emulator, service, "1.0.0") for service in SERVICES}
+        digests = {service: await release(emulator, service, "1.0.0") for service in SERVICES}
         await emulator.settle()
         failed = [d for d in emulator.deliveries if d.status_code == 503]
         # Every handled delivery was refused (events the bot does not handle get 204 as ever).

@@ -13,18 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 
 from bot.github.client import RetryPolicy
-from bot.handlers import build_router
 from bot.promotion.marker import parse_marker
-from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, DEPLOY_REPO, seed
-from bot.server import create_app, runtime_of
-from bot.settings import Settings
+from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, DEPLOY_REPO
 from conveyor_emulator import Emulator
-from tests.harness import SECRET, Clock, VirtualTime, World
-
-FAST_RETRY = RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5)
+from tests.harness import FAST_RETRY, SECRET, World, make_world
 
 # A third service written as a plain manifest, and production opened automatically once
 # staging merges, with a gate that only misses an approval: `action_required` until bob
@@ -80,35 +74,11 @@ async def build_world(
     validate_openapi: bool = False,
     source_repos: tuple[str, ...] = (),
 ) -> World:
-    """Like `tests.harness.make_world`, with the settings the reliability tests vary."""
-    clock = Clock()
-    virtual = VirtualTime()
-    emulator = Emulator(webhook_secret=SECRET, validate_openapi=validate_openapi, clock=clock,
-                        timer=virtual)
-    api_url = await emulator.start()
-    for repo in source_repos:
-        emulator.add_repo(repo, files={"README.md": f"# {repo}\n"})
-    demo = seed(emulator, files)
-    for repo in source_repos:
-        installation = emulator.world.installations[demo.installation_id]
-        assert installation.repo_ids is not None
-        installation.repo_ids.add(emulator.world.repo_by_name(repo).id)
-    settings = Settings(
-        app_id=str(emulator.app_id), private_key=emulator.app_private_key_pem,
-        webhook_secret=SECRET, api_url=api_url, host="127.0.0.1", port=0,
-        resync_interval=0, workers=workers, queue_size=queue_size,
-        max_body_bytes=max_body_bytes, shutdown_grace=5,
-        registry_endpoints={"ghcr.io": emulator.web_url},
-    )
-    app = create_app(settings, build_router(), clock=clock, retry=retry, timer=virtual)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    webhook_url = f"http://127.0.0.1:{port}/api/github/webhooks"
-    emulator.webhook_url = webhook_url
-    return World(emulator, runtime_of(app), clock, demo, webhook_url, runner, time=virtual)
+    """`tests.harness.make_world` with the settings the reliability tests vary."""
+    return await make_world(files=files, retry=retry, workers=workers,
+                            validate_openapi=validate_openapi, source_repos=source_repos,
+                            registry_policy=None, queue_size=queue_size,
+                            max_body_bytes=max_body_bytes, shutdown_grace=5)
 
 
 def signed_headers(event: str, body: bytes, delivery: str, *, secret: str = SECRET

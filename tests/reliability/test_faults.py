@@ -17,8 +17,8 @@ import pytest
 
 from bot.github.client import RetryPolicy
 from bot.promotion.resync import resync_all
-from bot.sandbox.demo import digest_of
-from tests.harness import World, close_world
+from bot.sandbox.demo import digest_of, release
+from tests.harness import close_world
 from tests.reliability.support import (
     SendJournal,
     assert_no_half_made_branches,
@@ -42,14 +42,6 @@ STAGING_FILES = {
 FAULTY_RETRY = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.05, request_timeout=0.3)
 
 
-async def publish(world: World, service: str, version: str) -> None:
-    source = f"acme/{service}"
-    await world.emulator.publish_container("acme", service, digest_of(f"{service}:{version}"),
-                                           [version], source_repo=source)
-    await world.emulator.create_tag(source, f"v{version}")
-    await world.emulator.publish_release(source, f"v{version}")
-
-
 async def test_a_burst_of_releases_under_faults_ends_with_one_pr_per_promotion(
         monkeypatch: pytest.MonkeyPatch) -> None:
     world = await build_world(files=auto_files(), source_repos=("acme/worker",),
@@ -65,9 +57,9 @@ async def test_a_burst_of_releases_under_faults_ends_with_one_pr_per_promotion(
                                 "ref_update_failed_rate": 0.1, "no_commits_between_rate": 0.1,
                                 "merge_base_modified_rate": 0.2})
         started = time.monotonic()
-        await asyncio.gather(*(publish(world, service, version)
+        await asyncio.gather(*(release(world.emulator, service, version)
                                for version in VERSIONS for service in SERVICES))
-        await world.settle(rounds=200)
+        await world.settle(rounds=2000)
         burst_seconds = time.monotonic() - started
         statuses = Counter(e.status for e in emulator.requests.entries)
         assert statuses[502] > 10 and statuses[403] > 0, statuses  # the faults were exercised
@@ -84,7 +76,7 @@ async def test_a_burst_of_releases_under_faults_ends_with_one_pr_per_promotion(
         services = world.runtime.services
         for _ in range(2):
             await resync_all(services)
-            await world.settle(rounds=200)
+            await world.settle(rounds=2000)
 
         assert_one_pr_per_promotion(emulator)
         assert_no_half_made_branches(emulator)

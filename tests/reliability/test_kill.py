@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox.demo import DEPLOY_REPO, digest_of, seed
+from bot.sandbox.demo import DEPLOY_REPO, release, seed
 from conveyor_emulator import Emulator
 from tests.botprocess import BotProcess
 from tests.harness import SECRET
@@ -29,15 +29,6 @@ SERVICES = ("web", "api")
 @pytest.fixture
 def workdir(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path
-
-
-async def publish(emulator: Emulator, service: str, version: str) -> str:
-    source = f"acme/{service}"
-    digest = digest_of(f"{service}:{version}")
-    await emulator.publish_container("acme", service, digest, [version], source_repo=source)
-    await emulator.create_tag(source, f"v{version}")
-    await emulator.publish_release(source, f"v{version}")
-    return digest
 
 
 def half_made(emulator: Emulator) -> list[str]:
@@ -59,7 +50,7 @@ async def test_sigkill_mid_flow_then_restart_finishes_every_promotion(workdir: P
                        within=10)
         emulator.faults.latency = 0.2  # every API request is slow: work is in flight
         emulator.webhook_url = first.webhook_url
-        digests = {service: await publish(emulator, service, "1.0.0") for service in SERVICES}
+        digests = {service: await release(emulator, service, "1.0.0") for service in SERVICES}
 
         # Kill the moment a promotion branch exists but its PR does not.
         assert await wait_for(lambda: bool(half_made(emulator)), within=30, interval=0.002), (

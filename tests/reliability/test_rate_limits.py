@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bot.github.ratelimit import RateLimitError, WriteBudget, write_wait
-from bot.sandbox.demo import DEPLOY_REPO
+from bot.sandbox.demo import DEPLOY_REPO, release
 from tests.harness import close_world
 from tests.reliability.support import (
     SendJournal,
@@ -24,7 +24,7 @@ from tests.reliability.support import (
     metric_samples,
     promotion_counts,
 )
-from tests.reliability.test_faults import SERVICES, publish
+from tests.reliability.test_faults import SERVICES
 
 
 def test_write_wait_keeps_to_both_windows() -> None:
@@ -51,8 +51,9 @@ async def test_a_wait_holds_every_request_of_the_installation(
         emulator.dice.rng.seed(17)
         emulator.faults.update({"secondary_rate_limit_rate": 0.05, "retry_after": 2,
                                 "bare_secondary_rate": 0.02})
-        await asyncio.gather(*(publish(world, service, "1.0.0") for service in SERVICES))
-        await world.settle(rounds=200)
+        await asyncio.gather(*(release(world.emulator, service, "1.0.0")
+                               for service in SERVICES))
+        await world.settle(rounds=2000)
 
         windows = emulator.secondary.opened
         bare = [w for w in windows if w[2] - w[1] >= 60]

@@ -10,6 +10,8 @@ from datetime import timedelta
 from aiohttp import web
 
 from bot.github.deliveries import Redeliverer
+from bot.sandbox.stack import serve
+from bot.server import WEBHOOK_PATH
 from tests.harness import World
 from tests.reliability.support import promotion_counts
 
@@ -23,14 +25,10 @@ async def failing_proxy(status: int) -> AsyncIterator[str]:
         return web.Response(status=status, text="upstream unavailable")
 
     app = web.Application()
-    app.router.add_post("/api/github/webhooks", answer)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    app.router.add_post(WEBHOOK_PATH, answer)
+    runner, port = await serve(app)
     try:
-        yield f"http://127.0.0.1:{port}/api/github/webhooks"
+        yield f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
     finally:
         await runner.cleanup()
 

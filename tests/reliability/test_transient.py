@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from bot.sandbox.demo import digest_of
+from bot.sandbox.demo import digest_of, release
 from tests.harness import close_world
 from tests.reliability.support import (
     assert_no_half_made_branches,
@@ -21,7 +21,7 @@ from tests.reliability.support import (
     metric_samples,
     promotion_counts,
 )
-from tests.reliability.test_faults import SERVICES, publish
+from tests.reliability.test_faults import SERVICES
 from tests.reliability.test_merges import run_timers
 from tests.reliability.test_rate_limits import _metrics_text
 
@@ -38,8 +38,8 @@ async def test_transient_answers_lose_no_promotion(caplog: pytest.LogCaptureFixt
         emulator.dice.rng.seed(1)
         emulator.faults.update(TRANSIENT)
         for service in SERVICES:  # one at a time: the dice fall in the same order every run
-            await publish(world, service, "1.0.0")
-            await world.settle(rounds=200)
+            await release(world.emulator, service, "1.0.0")
+            await world.settle(rounds=2000)
         await run_timers(world, 3)  # merges GitHub refused for a moment are tried again
 
         kinds = Counter(status for _what, status, _message in emulator.transients.answered)
@@ -76,8 +76,8 @@ async def test_a_job_that_keeps_failing_is_given_up_to_the_resync(
     emulator = world.emulator
     try:
         emulator.faults.update({"stale_sha_409_rate": 1.0})
-        await publish(world, "web", "1.0.0")
-        await world.settle(rounds=200)
+        await release(world.emulator, "web", "1.0.0")
+        await world.settle(rounds=2000)
         text = _metrics_text(world.runtime.ctx.metrics)
         given_up = metric_samples(text, "conveyor_jobs_given_up_total")
         assert sum(given_up.values()) >= 1, given_up
@@ -89,7 +89,7 @@ async def test_a_job_that_keeps_failing_is_given_up_to_the_resync(
 
         emulator.faults.reset()
         await resync_all(world.runtime.services)
-        await world.settle(rounds=200)
+        await world.settle(rounds=2000)
         counts = promotion_counts(emulator)
         assert counts[("web", "staging", digest_of("web:1.0.0"))] == 1
         assert_no_half_made_branches(emulator)
