@@ -28,6 +28,10 @@ class AmbiguousImageError(ManifestError):
     """The file names the image in ways that cannot be edited consistently."""
 
 
+class DuplicateKeyError(ManifestError):
+    """A mapping names the same key twice: deploy tools disagree on which one counts."""
+
+
 class YamlSyntaxError(ManifestError):
     """The file (or, for a verification failure, the edited text) is not valid YAML."""
 

@@ -25,15 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.domain.images import ImageRef, canonical_image_name, is_digest, parse_image_ref
-from bot.manifests.errors import ManifestError
-from bot.manifests.tree import parse_documents
-from bot.yamlread.nodes import MAX_NODES, Mapping, Node, Scalar, Sequence, is_merge_key, resolve
+from bot.manifests.errors import DuplicateKeyError, ManifestError
+from bot.manifests.tree import MergeResolver, Resolved, parse_documents
+from bot.yamlread.nodes import MAX_NODES, Mapping, Node, Scalar, Sequence, resolve
 
 __all__ = ["DuplicateKeyError", "ImageReference", "deploy_references"]
-
-
-class DuplicateKeyError(ManifestError):
-    """A mapping names the same key twice: deploy tools disagree on which one counts."""
 
 
 @dataclass(frozen=True)
@@ -93,23 +89,6 @@ def deploy_references(text: str, *, path: str = "<file>", tag_keys: tuple[str, .
     return sorted(reader.found, key=lambda r: r.line)
 
 
-@dataclass
-class _Resolved:
-    """A mapping after merge keys: key → (key node, value node)."""
-
-    node: Mapping
-    entries: dict[str, tuple[Scalar, Node]]
-
-    def scalar(self, key: str) -> Scalar | None:
-        entry = self.entries.get(key)
-        value = resolve(entry[1]) if entry else None
-        return value if isinstance(value, Scalar) else None
-
-    def get(self, key: str) -> Node | None:
-        entry = self.entries.get(key)
-        return resolve(entry[1]) if entry else None
-
-
 def _string(node: Scalar | None) -> str | None:
     """A scalar's value when YAML reads it as a non-empty string (quoted, or a plain word)."""
     if node is None or not node.value:
@@ -125,7 +104,7 @@ class _Reader:
         self.tag_keys = ("tag", *tag_keys)
         self.found: list[ImageReference] = []
         self.budget = MAX_NODES
-        self._mappings: dict[int, _Resolved] = {}
+        self.merges = MergeResolver(path)
 
     # -- resolution ----------------------------------------------------------------------------
     def _spend(self, line: int) -> None:
@@ -133,50 +112,6 @@ class _Reader:
         if self.budget < 0:
             raise ManifestError(self.path, line, f"the file expands to more than "
                                 f"{MAX_NODES} nodes through aliases")
-
-    def resolve(self, node: Mapping) -> _Resolved:
-        cached = self._mappings.get(id(node))
-        if cached is not None:
-            return cached
-        explicit: dict[str, tuple[Scalar, Node]] = {}
-        merged: dict[str, tuple[Scalar, Node]] = {}
-        for key, value in node.pairs:
-            if is_merge_key(key):
-                for source in self._merge_sources(value, key.line):
-                    for name, entry in self.resolve(source).entries.items():
-                        if name in explicit:
-                            # Go YAML v2 lets a merge override a key written before it, v3
-                            # and the YAML merge-key spec do not: ambiguous, so refused.
-                            raise DuplicateKeyError(
-                                self.path, explicit[name][0].line,
-                                f"key {name!r} is set before a << merge that sets it too: "
-                                "YAML libraries disagree on which one wins; move it after")
-                        merged.setdefault(name, entry)  # the first merged mapping wins
-                continue
-            key_node = resolve(key)
-            if not isinstance(key_node, Scalar):
-                continue  # a complex key never names an image field
-            if key_node.value in explicit:
-                first = explicit[key_node.value][0]
-                raise DuplicateKeyError(
-                    self.path, key.line,
-                    f"duplicate key {key_node.value!r} (first on line {first.line}): Helm and "
-                    "Kustomize disagree on which one is deployed; keep one")
-            explicit[key_node.value] = (key_node, value)
-        resolved = _Resolved(node, {**merged, **explicit})
-        self._mappings[id(node)] = resolved
-        return resolved
-
-    def _merge_sources(self, value: Node, line: int) -> list[Mapping]:
-        target = resolve(value)
-        if isinstance(target, Mapping):
-            return [target]
-        if isinstance(target, Sequence):
-            sources = [resolve(item) for item in target.items]
-            if all(isinstance(s, Mapping) for s in sources):
-                return [s for s in sources if isinstance(s, Mapping)]
-        raise ManifestError(self.path, line, "a << merge key must name a mapping or a list "
-                            "of mappings")
 
     # -- walking -------------------------------------------------------------------------------
     def walk(self, root: Node) -> None:
@@ -191,18 +126,18 @@ class _Reader:
             if isinstance(target, Sequence):
                 stack.extend((item, None) for item in reversed(target.items))
             elif isinstance(target, Mapping):
-                resolved = self.resolve(target)
+                resolved = self.merges.resolve(target)
                 self._mapping(resolved, key)
                 for name, (_, value) in reversed(list(resolved.entries.items())):
                     stack.append((value, name))
 
-    def _mapping(self, block: _Resolved, key: str | None) -> None:
+    def _mapping(self, block: Resolved, key: str | None) -> None:
         self._helm_block(block, key)
         image = block.get("image")
         if isinstance(image, Scalar):
             self._image_string(image, "image")
         elif isinstance(image, Mapping):
-            reference = self.resolve(image).scalar("reference")
+            reference = self.merges.resolve(image).scalar("reference")
             if reference is not None and image_volume(block):
                 self._image_string(reference, "image")
         images = block.get("images")
@@ -210,7 +145,7 @@ class _Reader:
             for item in images.items:
                 entry = resolve(item)
                 if isinstance(entry, Mapping):
-                    self._kustomize_entry(self.resolve(entry))
+                    self._kustomize_entry(self.merges.resolve(entry))
                 elif isinstance(entry, Scalar):
                     self._argocd_image(entry)
         parameters = block.get("parameters")
@@ -236,7 +171,7 @@ class _Reader:
         self._registry_override(block)
         self._source(block)
 
-    def _registry_override(self, block: _Resolved) -> None:
+    def _registry_override(self, block: Resolved) -> None:
         """A registry set apart from any repository (Bitnami's ``global.imageRegistry``, an
         ``image.registry`` override): it moves images named elsewhere."""
         for name in ("imageRegistry", "registry"):
@@ -249,7 +184,7 @@ class _Reader:
                       problem=f"{name} {value!r} sets the registry of images the chart names "
                       "elsewhere: the gate cannot tell which images it moves")
 
-    def _source(self, block: _Resolved) -> None:
+    def _source(self, block: Resolved) -> None:
         """Where an Argo CD Application or a Flux HelmRelease takes its manifests from: a new
         source is a new deployment the gate cannot read."""
         keys: tuple[str, ...] = ()
@@ -280,7 +215,7 @@ class _Reader:
             return
         self._add(node.line, shape, ref.name, ref.tag, ref.digest)
 
-    def _kustomize_entry(self, entry: _Resolved) -> None:
+    def _kustomize_entry(self, entry: Resolved) -> None:
         name_node = entry.scalar("name")
         name = _string(name_node)
         if name is None or name_node is None:
@@ -316,7 +251,7 @@ class _Reader:
             return
         self._add(node.line, "kustomize", ref.name, ref.tag, ref.digest, original)
 
-    def _helm_block(self, block: _Resolved, key: str | None) -> None:
+    def _helm_block(self, block: Resolved, key: str | None) -> None:
         repository_node = block.scalar("repository")
         repository = _string(repository_node)
         tag_node = next((n for k in self.tag_keys if (n := block.scalar(k)) is not None), None)
@@ -353,7 +288,7 @@ class _Reader:
             entry = resolve(item)
             if not isinstance(entry, Mapping):
                 continue
-            resolved = self.resolve(entry)
+            resolved = self.merges.resolve(entry)
             name, value = _string(resolved.scalar("name")), resolved.scalar("value")
             if name is None or value is None:
                 continue
@@ -390,7 +325,7 @@ class _Reader:
                                              ref.digest, ref.replaces, ref.problem))
 
 
-def image_volume(block: _Resolved) -> bool:
+def image_volume(block: Resolved) -> bool:
     """A Kubernetes image volume: ``{name: ..., image: {reference: ...}}``."""
     return block.scalar("name") is not None
 

@@ -99,6 +99,12 @@ def test_a_key_set_before_a_merge_that_also_sets_it_is_refused() -> None:
         deploy_references(text)
 
 
+def test_a_mapping_that_merges_itself_is_refused_not_recursed_into() -> None:
+    with pytest.raises(ManifestError, match="holds the merge itself") as caught:
+        deploy_references("image: &img\n  repository: ghcr.io/acme/web\n  <<: *img\n")
+    assert caught.value.line == 3
+
+
 def test_duplicate_keys_are_refused_with_both_lines() -> None:
     text = f"images:\n  - name: ghcr.io/acme/web\n    digest: {A}\n    digest: {B}\n"
     with pytest.raises(DuplicateKeyError) as caught:
