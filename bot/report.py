@@ -21,13 +21,14 @@ import gidgethub
 
 from .domain.delivery import Figures
 from .domain.durations import format_duration, parse_duration
-from .domain.gate import format_time
 from .domain.policy import PolicyError, load_policy
 from .github.client import GitHubClients
+from .github.refusals import or_none
 from .github.repos import get_file
 from .names import POLICY_PATH
 from .promotion.delivery import DeliveryReader
 from .settings import Settings, load_settings
+from .text import format_time
 
 FORMATS = ("md", "json", "csv")
 MAX_SINCE = timedelta(days=366)
@@ -108,13 +109,9 @@ async def collect(settings: Settings, repo: str, since: timedelta,
                             private_key=settings.private_key)
     try:
         app = clients.app()
-        try:
-            installation = await app.getitem(f"/repos/{repo}/installation")
-        except gidgethub.BadRequest as exc:
-            if exc.status_code == 404:
-                raise ReportError(f"{repo}: the app is not installed on it (or it does not "
-                                  "exist)") from None
-            raise
+        installation = await or_none(app.getitem(f"/repos/{repo}/installation"), 404)
+        if installation is None:
+            raise ReportError(f"{repo}: the app is not installed on it (or it does not exist)")
         me = await app.getitem("/app")
         gh = await clients.installation(int(installation["id"]))
         details = await gh.getitem(f"/repos/{repo}")

@@ -1,8 +1,9 @@
-"""Text Conveyor writes on GitHub: user and GitHub text inside Markdown, and short digests."""
+"""Text Conveyor writes on GitHub: user and GitHub text inside Markdown, times, short digests."""
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 # Characters that start Markdown formatting, links, HTML or table cells in GitHub's renderer.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
@@ -33,6 +34,11 @@ def escape_markdown(text: str, *, mentions: bool = False) -> str:
 def unescape_markdown(text: str) -> str:
     """The text :func:`escape_markdown` was given (on one line)."""
     return _ESCAPED.sub(r"\1", text.replace(_WORD_JOINER, ""))
+
+
+def format_time(moment: datetime) -> str:
+    """``2026-11-29T17:30:00Z``: UTC, to the second."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def short_digest(digest: str | None) -> str:

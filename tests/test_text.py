@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.text import escape_markdown, one_line, short_digest, unescape_markdown, unlinked
+from bot.text import (
+    escape_markdown,
+    format_time,
+    one_line,
+    short_digest,
+    unescape_markdown,
+    unlinked,
+)
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -36,3 +46,8 @@ def test_short_digest() -> None:
     assert short_digest("nodigest") == "nodigest"
     assert short_digest(None) == "—"
     assert short_digest("") == "—"
+
+
+def test_format_time_is_utc() -> None:
+    berlin = datetime(2026, 12, 18, 16, 0, tzinfo=ZoneInfo("Europe/Berlin"))
+    assert format_time(berlin) == "2026-12-18T15:00:00Z"

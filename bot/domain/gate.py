@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Literal
 
 from bot.domain.durations import format_duration
-from bot.text import short_digest
+from bot.text import format_time, short_digest
 
 __all__ = [
     "EVIDENCE_KINDS",
@@ -30,7 +30,6 @@ __all__ = [
     "Review",
     "Verdict",
     "evaluate_gate",
-    "format_time",
 ]
 
 EVIDENCE_KINDS = ("merged", "deployed")
@@ -196,11 +195,6 @@ NO_GATED_CHANGE = Verdict(
     conditions=(),
     recheck_at=None,
 )
-
-
-def format_time(moment: datetime) -> str:
-    """``2026-11-29T17:30:00Z``: UTC, to the second."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def evaluate_gate(gate: GateInput) -> Verdict:

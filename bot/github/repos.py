@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +18,7 @@ from gidgethub.abc import GitHubAPI
 
 from .client import sha_store
 from .immutable import SHA
+from .refusals import or_none
 
 MAX_FILE_BYTES = 1024 * 1024
 
@@ -117,15 +119,12 @@ async def commit_for_ref(gh: GitHubAPI, repo: str, ref: str) -> dict[str, Any] |
     if SHA.fullmatch(ref) and key in known:
         hit: dict[str, Any] = known[key]
         return hit
-    try:
-        data: dict[str, Any] = await gh.getitem(
-            f"/repos/{repo}/commits/{quote(ref, safe='')}",
-            extra_headers={"accept": "application/vnd.github+json"},
-        )
-    except gidgethub.BadRequest as exc:
-        if exc.status_code in (404, 422):
-            return None
-        raise
+    data: dict[str, Any] | None = await or_none(gh.getitem(
+        f"/repos/{repo}/commits/{quote(ref, safe='')}",
+        extra_headers={"accept": "application/vnd.github+json"},
+    ), 404, 422)
+    if data is None:
+        return None
     data.pop("files", None)  # can be large; callers need the commit, not its diff
     known[(repo.lower(), "commit", str(data["sha"]))] = data
     return data
@@ -136,11 +135,8 @@ async def add_labels(gh: GitHubAPI, repo: str, number: int, labels: list[str]) -
 
 
 async def remove_label(gh: GitHubAPI, repo: str, number: int, label: str) -> None:
-    try:
-        await gh.delete(f"/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}")
-    except gidgethub.BadRequest as exc:
-        if exc.status_code != 404:
-            raise
+    await or_none(gh.delete(f"/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}"),
+                  404)
 
 
 async def comment(gh: GitHubAPI, repo: str, number: int, body: str) -> dict[str, Any]:
@@ -150,14 +146,22 @@ async def comment(gh: GitHubAPI, repo: str, number: int, body: str) -> dict[str,
     return data
 
 
+async def write_comment(gh: GitHubAPI, repo: str, number: int, body: str, *,
+                        replacing: Mapping[str, Any] | None) -> None:
+    """Post `body` on issue or pull request `number`, or edit `replacing` (Conveyor's comment
+    found there earlier) to it; an edit that would change nothing is not sent."""
+    if replacing is None:
+        await comment(gh, repo, number, body)
+    elif str(replacing.get("body") or "").replace("\r\n", "\n") != body:
+        await gh.patch(f"/repos/{repo}/issues/comments/{replacing['id']}", data={"body": body})
+
+
 async def permission_of(gh: GitHubAPI, repo: str, user: str) -> str:
     """The user's permission on the repository: admin, maintain, write, triage, read or none."""
-    try:
-        data = await gh.getitem(f"/repos/{repo}/collaborators/{quote(user, safe='')}/permission")
-    except gidgethub.BadRequest as exc:
-        if exc.status_code == 404:
-            return "none"
-        raise
+    data = await or_none(
+        gh.getitem(f"/repos/{repo}/collaborators/{quote(user, safe='')}/permission"), 404)
+    if data is None:
+        return "none"
     role = str(data.get("role_name") or "")
     return role if role in ("admin", "maintain", "write", "triage", "read") else str(
         data.get("permission", "none")
@@ -165,15 +169,9 @@ async def permission_of(gh: GitHubAPI, repo: str, user: str) -> str:
 
 
 async def is_team_member(gh: GitHubAPI, org: str, team: str, user: str) -> bool:
-    try:
-        data = await gh.getitem(
-            f"/orgs/{org}/teams/{team}/memberships/{quote(user, safe='')}"
-        )
-    except gidgethub.BadRequest as exc:
-        if exc.status_code == 404:
-            return False
-        raise
-    return bool(data.get("state") == "active")
+    data = await or_none(
+        gh.getitem(f"/orgs/{org}/teams/{team}/memberships/{quote(user, safe='')}"), 404)
+    return data is not None and data.get("state") == "active"
 
 
 def is_bot(user: dict[str, Any] | None) -> bool:

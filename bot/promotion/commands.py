@@ -37,7 +37,7 @@ from ..domain.policy import Policy
 from ..domain.tags import version_from_tag
 from ..domain.trains import ALL_GROUP, Period, previous_combination
 from ..github.limits import fit
-from ..github.repos import add_labels, commit_for_ref, is_bot, remove_label
+from ..github.repos import add_labels, comment, commit_for_ref, is_bot, remove_label
 from ..names import GATE_CHECK, POLICY_PATH
 from ..registry.errors import RegistryError
 from ..text import escape_markdown, short_digest, unlinked
@@ -119,7 +119,7 @@ class Reply:
         return fit("\n\n".join(parts))
 
     async def post(self, gh: GitHubAPI, repo: str, number: int) -> None:
-        await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": self.render()})
+        await comment(gh, repo, number, self.render())
 
 
 async def already_answered(gh: GitHubAPI, repo: str, number: int, comment: dict[str, Any]

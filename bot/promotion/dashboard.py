@@ -26,6 +26,7 @@ import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..github.limits import BODY_LIMIT, fit
+from ..github.repos import write_comment
 from .delivery_board import read_snapshot, render_section
 from .policies import DeploymentRepo
 from .status import StatusRow, collect_status, render_status
@@ -188,11 +189,7 @@ async def _continue_in_comments(ctx: Context, gh: GitHubAPI, repo: str, number: 
         if part not in wanted:
             wanted[part] = f"{UNUSED_PART}\n\n{part_marker(part)}"
     for part, text in sorted(wanted.items()):
-        found = parts.get(part)
-        if found is None:
-            await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": text})
-        elif (found.get("body") or "").replace("\r\n", "\n") != text:
-            await gh.patch(f"/repos/{repo}/issues/comments/{found['id']}", data={"body": text})
+        await write_comment(gh, repo, number, text, replacing=parts.get(part))
 
 
 def schedule_dashboard(ctx: Context, installation_id: int, repo: str) -> None:

@@ -24,7 +24,8 @@ from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
-from ..domain.gate import FailureMark, format_time
+from ..domain.gate import FailureMark
+from ..github.checks import check_output, check_run, create_check_run, update_check_run
 from .deployed import parse_time
 
 MARK_PREFIX = "conveyor/reported-failing"
@@ -93,15 +94,10 @@ def _text(rollback: str) -> str:
 async def write_mark(gh: GitHubAPI, repo: str, sha: str, service: str, environment: str,
                      digest: str, *, reported_at: datetime, report_url: str, title: str,
                      summary: str, rollback: str) -> Mark:
-    data: dict[str, Any] = {
-        "name": mark_name(service, environment), "head_sha": sha, "status": "completed",
-        "conclusion": "failure", "completed_at": format_time(reported_at),
-        "external_id": digest,
-        "output": {"title": title[:255], "summary": summary, "text": _text(rollback)},
-    }
-    if report_url.startswith(("http://", "https://")):
-        data["details_url"] = report_url
-    created = await gh.post(f"/repos/{repo}/check-runs", data=data)
+    output = check_output(title[:255], summary, text=_text(rollback))
+    created = await create_check_run(gh, repo, sha, check_run(
+        mark_name(service, environment), output, conclusion="failure",
+        completed_at=reported_at, external_id=digest, details_url=report_url))
     return Mark(run_id=int(created["id"]), digest=digest, environment=environment,
                 at=reported_at, url=str(created.get("details_url") or created.get("html_url")
                                         or ""), standing=True, rollback=rollback,
@@ -111,9 +107,9 @@ async def write_mark(gh: GitHubAPI, repo: str, sha: str, service: str, environme
 async def update_mark(gh: GitHubAPI, repo: str, mark: Mark, *, rollback: str | None = None,
                       summary: str | None = None, cleared: bool = False) -> None:
     """Record the rollback's outcome, or clear the mark (a person decided)."""
-    data: dict[str, Any] = {"output": {
-        "title": mark.title, "summary": summary if summary is not None else mark.summary,
-        "text": _text(rollback if rollback is not None else mark.rollback)}}
+    data: dict[str, Any] = {"output": check_output(
+        mark.title, summary if summary is not None else mark.summary,
+        text=_text(rollback if rollback is not None else mark.rollback))}
     if cleared:
         data["conclusion"] = "neutral"
-    await gh.patch(f"/repos/{repo}/check-runs/{mark.run_id}", data=data)
+    await update_check_run(gh, repo, mark.run_id, data)

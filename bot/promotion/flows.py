@@ -10,6 +10,8 @@ import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..domain.tags import version_from_tag
+from ..github.checks import check_output, check_run, create_check_run
+from ..github.refusals import or_none
 from ..github.repos import commit_for_ref
 from ..names import POLICY_PATH
 from ..registry.errors import RegistryError
@@ -80,13 +82,8 @@ async def find_release(gh: GitHubAPI, source: str, service: str, image_tag: str
     version = version_from_tag(image_tag)
     for git_tag in dict.fromkeys([f"v{version}", version, image_tag, f"{service}-v{version}",
                                   f"{service}/{version}"]):
-        try:
-            release = await gh.getitem(f"/repos/{source}/releases/tags/{git_tag}")
-        except gidgethub.BadRequest as exc:
-            if exc.status_code == 404:
-                continue
-            raise
-        if not release.get("draft"):
+        release = await or_none(gh.getitem(f"/repos/{source}/releases/tags/{git_tag}"), 404)
+        if release is not None and not release.get("draft"):
             return dict(release)
     return None
 
@@ -131,19 +128,11 @@ async def report_refusal(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
             f"?check_name={quote(name)}")
         if existing.get("total_count"):
             return
-        await gh.post(f"/repos/{candidate.source_repo}/check-runs", data={
-            "name": name,
-            "head_sha": candidate.source_sha,
-            "status": "completed",
-            "conclusion": "failure",
-            "completed_at": ctx.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "output": {
-                "title": f"{candidate.service} {candidate.version} was not promoted to "
-                         f"{environment}",
-                "summary": f"{message}\n\nDeployment repository: {repo.full_name}, "
-                           f"policy `{POLICY_PATH}`.",
-            },
-        })
+        output = check_output(
+            f"{candidate.service} {candidate.version} was not promoted to {environment}",
+            f"{message}\n\nDeployment repository: {repo.full_name}, policy `{POLICY_PATH}`.")
+        await create_check_run(gh, candidate.source_repo, candidate.source_sha, check_run(
+            name, output, conclusion="failure", completed_at=ctx.clock()))
     except gidgethub.GitHubException as exc:
         log.warning("could not report the refusal on the source commit",
                     extra={"error": str(exc), "repository": candidate.source_repo})

@@ -28,6 +28,7 @@ from ..domain.gate import (
 from ..domain.images import image_allowed, same_image
 from ..domain.policy import Environment, Policy, Service
 from ..domain.provenance import attestation_problem
+from ..github.checks import check_run, create_check_run, update_check_run
 from ..github.repos import (
     UnreadableFile,
     add_labels,
@@ -433,16 +434,13 @@ class GateService:
         known = self._posted.get(key)
         if known is not None and known[1] == fingerprint:
             return
-        data: dict[str, Any] = {"name": GATE_CHECK, "status": verdict.status, "output": output}
-        if verdict.status == "completed":
-            data["conclusion"] = verdict.conclusion
-            data["completed_at"] = self.ctx.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        data = check_run(GATE_CHECK, output, status=verdict.status,
+                         conclusion=verdict.conclusion, completed_at=self.ctx.clock())
         run_id = known[0] if known else await self._existing_run(gh, repo, sha)
         if run_id is None:
-            created = await gh.post(f"/repos/{repo}/check-runs", data={**data, "head_sha": sha})
-            run_id = int(created["id"])
+            run_id = int((await create_check_run(gh, repo, sha, data))["id"])
         else:
-            await gh.patch(f"/repos/{repo}/check-runs/{run_id}", data=data)
+            await update_check_run(gh, repo, run_id, data)
         self._posted[key] = (run_id, fingerprint)
 
     async def _existing_run(self, gh: GitHubAPI, repo: str, sha: str

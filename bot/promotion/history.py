@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import cachetools
-import gidgethub
 from gidgethub.abc import GitHubAPI
 
+from ..github.refusals import or_none
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
 from .marker import parse_marker
@@ -229,12 +229,7 @@ class ChangeHistory:
         key = (repo.lower(), sha)
         if key in self._by_commit:
             return self._by_commit[key]
-        try:
-            pulls = await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls")
-        except gidgethub.BadRequest as exc:
-            if exc.status_code not in (404, 422):
-                raise
-            pulls = []
+        pulls = await or_none(gh.getitem(f"/repos/{repo}/commits/{sha}/pulls"), 404, 422)
         merged = [pr for pr in pulls or []
                   if pr.get("merged_at") or pr.get("merge_commit_sha") == sha]
         found = (int(merged[0]["number"]), str(merged[0].get("html_url") or "")) if merged \

@@ -18,6 +18,7 @@ import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..github.limits import fit
+from ..github.repos import write_comment
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -97,11 +98,8 @@ async def say_stopped(ctx: Context, gh: GitHubAPI, repo: str, number: int, text:
                       retry: dict[str, Any]) -> None:
     """One comment per PR: edited if Conveyor already left one, never repeated."""
     body = fit(f"{STOPPED_MARKER} {json.dumps(retry, sort_keys=True)} -->\n{text}")
-    found = await stopped_comment(ctx, gh, repo, number)
-    if found is None:
-        await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
-    elif found["body"] != body:
-        await gh.patch(f"/repos/{repo}/issues/comments/{found['id']}", data={"body": body})
+    await write_comment(gh, repo, number, body,
+                        replacing=await stopped_comment(ctx, gh, repo, number))
 
 
 async def stopped_comment(ctx: Context, gh: GitHubAPI, repo: str, number: int

@@ -28,7 +28,15 @@ from ..domain.opening import (
 from ..domain.policy import Environment, Policy
 from ..domain.provenance import Provenance
 from ..domain.tags import compare_versions, version_from_tag
-from ..github.repos import RepoFile, add_labels, branch_head, content_path, get_file
+from ..github.refusals import or_none
+from ..github.repos import (
+    RepoFile,
+    add_labels,
+    branch_head,
+    comment,
+    content_path,
+    get_file,
+)
 from ..manifests import Edit, ManifestError, promote_image
 from ..offload import run_cpu
 from .body import Change, commit_message, pr_body, pr_title
@@ -355,13 +363,8 @@ class Opener(RepoOpener[_Promotion]):
 
 async def close_superseded(ctx: Context, gh: GitHubAPI, repo: str, pr: dict[str, Any],
                            by_number: int) -> None:
-    await gh.post(f"/repos/{repo}/issues/{pr['number']}/comments",
-                  data={"body": f"Superseded by #{by_number}."})
+    await comment(gh, repo, int(pr["number"]), f"Superseded by #{by_number}.")
     await gh.patch(f"/repos/{repo}/pulls/{pr['number']}", data={"state": "closed"})
-    try:
-        await gh.delete(f"/repos/{repo}/git/refs/heads/{pr['head']['ref']}")
-    except gidgethub.BadRequest as exc:
-        if exc.status_code not in (404, 422):
-            raise
+    await or_none(gh.delete(f"/repos/{repo}/git/refs/heads/{pr['head']['ref']}"), 404, 422)
     marker = parse_marker(pr.get("body"))
     ctx.metrics.promotions.labels(marker.environment if marker else "unknown", "superseded").inc()

@@ -17,11 +17,11 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..domain.images import canonical_image_name
 from ..domain.policy import Policy, PolicyError, PolicyIssue, load_policy
+from ..github.refusals import or_none
 from ..github.repos import FileTooLarge, branch_head, get_file, get_repository
 from ..names import POLICY_PATH
 from ..offload import run_cpu
@@ -266,9 +266,4 @@ def settled(pushed_at: str, now: datetime | None) -> str:
 
 async def _head(gh: GitHubAPI, full_name: str, branch: str) -> str | None:
     """The default branch's head commit, or None when it cannot be read (an empty repository)."""
-    try:
-        return await branch_head(gh, full_name, branch)
-    except gidgethub.BadRequest as exc:
-        if exc.status_code in (404, 409):
-            return None
-        raise
+    return await or_none(branch_head(gh, full_name, branch), 404, 409)

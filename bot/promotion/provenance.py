@@ -14,7 +14,6 @@ import logging
 from dataclasses import replace
 from urllib.parse import quote
 
-import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..domain.provenance import (
@@ -26,6 +25,7 @@ from ..domain.provenance import (
     compare_text,
     previous_git_tags,
 )
+from ..github.refusals import or_none
 from ..text import short_digest
 from .candidates import Candidate
 
@@ -119,13 +119,10 @@ async def with_compare(gh: GitHubAPI, provenance: Provenance, candidate: Candida
     head_label = candidate.release_tag or head[:12]
     source = candidate.source_repo
     for base in previous_git_tags(previous_tag, candidate.release_tag, candidate.version):
-        try:
-            data = await gh.getitem(
-                f"/repos/{source}/compare/{quote(base, safe='')}...{quote(head, safe='')}")
-        except gidgethub.BadRequest as exc:
-            if exc.status_code in (404, 422):
-                continue
-            raise
+        data = await or_none(gh.getitem(
+            f"/repos/{source}/compare/{quote(base, safe='')}...{quote(head, safe='')}"), 404, 422)
+        if data is None:
+            continue
         ahead = data.get("total_commits", data.get("ahead_by"))
         behind = data.get("behind_by")
         link = Link(compare_text(base, head_label, _int(ahead), _int(behind)),
@@ -140,13 +137,9 @@ def _int(value: object) -> int | None:
 
 async def workflow_run(gh: GitHubAPI, repo: str, sha: str) -> Link | None:
     """The CI run of the source commit: a successful one when there is one."""
-    try:
-        data = await gh.getitem(f"/repos/{repo}/actions/runs?head_sha={sha}&per_page={MAX_RUNS}")
-    except gidgethub.BadRequest as exc:
-        if exc.status_code in (403, 404):
-            return None
-        raise
-    runs = data.get("workflow_runs") or []
+    data = await or_none(
+        gh.getitem(f"/repos/{repo}/actions/runs?head_sha={sha}&per_page={MAX_RUNS}"), 403, 404)
+    runs = (data or {}).get("workflow_runs") or []
     if not runs:
         return None
     run = next((r for r in runs if r.get("conclusion") == "success"), runs[0])
@@ -160,12 +153,9 @@ async def find_attestation(gh: GitHubAPI, repo: str, digest: str) -> AttestedBui
     digest_part = quote(digest, safe="")
     for url in (f"/repos/{repo}/attestations/{digest_part}",
                 f"/orgs/{owner}/attestations/{digest_part}"):
-        try:
-            data = await gh.getitem(url)
-        except gidgethub.BadRequest as exc:
-            if exc.status_code in (403, 404):
-                continue
-            raise
+        data = await or_none(gh.getitem(url), 403, 404)
+        if data is None:
+            continue
         build = build_from_attestations(data)
         if build is not None:
             return build

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from bot.domain.gate import NO_GATED_CHANGE, Condition, Verdict, format_time
+from bot.domain.gate import NO_GATED_CHANGE, Condition, Verdict
 from bot.github.limits import OUTPUT_LIMIT
 from bot.names import POLICY_PATH
-from bot.text import escape_markdown
+from bot.text import escape_markdown, format_time
 
 __all__ = ["MAX_OUTPUT", "MAX_TITLE", "NO_GATED_CHANGE", "render_gate_output"]
 

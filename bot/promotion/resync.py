@@ -24,6 +24,7 @@ from gidgethub.abc import GitHubAPI
 from ..domain.leftovers import PromotionPull, Supersede, leftover_steps
 from ..domain.policy import Service
 from ..domain.tags import compare_versions, is_newer, is_semver, version_from_tag
+from ..github.refusals import or_none
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
 from ..registry.errors import RegistryError
@@ -256,11 +257,8 @@ async def _delete_stray_branches(gh: GitHubAPI, repo: str, open_heads: set[str])
         log.info("resync: deleting a promotion branch without an open PR",
                  extra={"repository": repo, "branch": branch,
                         "pull": pull.get("number") if pull else None})
-        try:
-            await gh.delete(f"/repos/{repo}/git/refs/heads/{quote(branch, safe='/')}")
-        except gidgethub.BadRequest as exc:
-            if exc.status_code not in (404, 422):
-                raise
+        await or_none(gh.delete(f"/repos/{repo}/git/refs/heads/{quote(branch, safe='/')}"),
+                      404, 422)
 
 
 async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
@@ -302,12 +300,7 @@ async def _last_promotion_of(ctx: Context, gh: GitHubAPI, repo: str, path: str
     if not commits:
         return None
     sha = str(commits[0]["sha"])
-    try:
-        pulls = await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls")
-    except gidgethub.BadRequest as exc:
-        if exc.status_code in (404, 422):
-            return None
-        raise
+    pulls = await or_none(gh.getitem(f"/repos/{repo}/commits/{sha}/pulls"), 404, 422)
     for pr in pulls or []:
         marker = parse_marker(pr.get("body"))
         if marker is not None and opened_by_app(ctx, pr) and (
@@ -318,10 +311,6 @@ async def _last_promotion_of(ctx: Context, gh: GitHubAPI, repo: str, path: str
 
 async def _recent_releases(gh: GitHubAPI, source: str) -> list[dict[str, Any]]:
     """The source's latest releases, drafts left out, newest first."""
-    try:
-        releases = await gh.getitem(f"/repos/{source}/releases?per_page={RECENT_RELEASES}")
-    except gidgethub.BadRequest as exc:
-        if exc.status_code == 404:
-            return []
-        raise
-    return [dict(release) for release in releases if not release.get("draft")]
+    releases = await or_none(
+        gh.getitem(f"/repos/{source}/releases?per_page={RECENT_RELEASES}"), 404)
+    return [dict(release) for release in releases or [] if not release.get("draft")]

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 import cachetools
-import gidgethub
 from gidgethub import sansio
 from gidgethub.abc import GitHubAPI
 
+from ..github.refusals import or_none
 from ..github.repos import MAX_FILE_BYTES, FileTooLarge, branch_head, get_file
 
 log = logging.getLogger(__name__)
@@ -98,12 +98,7 @@ class RepoFiles:
     async def read(self, gh: GitHubAPI, repo: str, branch: str, paths: Iterable[str]
                    ) -> Snapshot:
         wanted = list(dict.fromkeys(paths))
-        try:
-            head: str | None = await branch_head(gh, repo, branch)
-        except gidgethub.BadRequest as exc:
-            if exc.status_code not in (404, 409):
-                raise
-            head = None
+        head = await or_none(branch_head(gh, repo, branch), 404, 409)
         tree = await self._tree(gh, repo, head) if head else None
         if tree is None:  # empty repository or a truncated tree: file by file
             return Snapshot(head, {path: await self._by_contents(gh, repo, path, branch)

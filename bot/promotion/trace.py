@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from ..github.repos import commit_for_ref
+from ..github.refusals import or_none
+from ..github.repos import commit_for_ref, write_comment
 from ..text import short_digest
 from .marker import PromotionMarker
 
@@ -190,12 +190,8 @@ def render_trace_comment(source_sha: str, shipments: Sequence[Shipment]) -> str:
 
 async def source_pulls(gh: GitHubAPI, repo: str, sha: str) -> list[dict[str, Any]]:
     """Pull requests that introduced the commit: merged ones when there are any."""
-    try:
-        pulls = await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls?per_page=100")
-    except gidgethub.BadRequest as exc:
-        if exc.status_code in (404, 422):
-            return []
-        raise
+    pulls = await or_none(gh.getitem(f"/repos/{repo}/commits/{sha}/pulls?per_page=100"),
+                          404, 422)
     merged = [pr for pr in pulls or [] if pr.get("merged_at")]
     return merged or list(pulls or [])
 
@@ -216,10 +212,7 @@ async def update_pull_comment(ctx: Context, gh: GitHubAPI, promotion: Promotion,
             break
         body = render_trace_comment(promotion.source_sha,
                                     merge_shipments(known, promotion.shipment()))
-        if found is None:
-            await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
-        elif (found.get("body") or "") != body:
-            await gh.patch(f"/repos/{repo}/issues/comments/{found['id']}", data={"body": body})
+        await write_comment(gh, repo, number, body, replacing=found)
 
 
 async def source_commit(gh: GitHubAPI, marker: PromotionMarker, source_repo: str) -> str | None:

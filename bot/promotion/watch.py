@@ -31,10 +31,9 @@ from gidgethub.abc import GitHubAPI
 
 from ..domain.deployed import Report, Trust
 from ..domain.durations import format_duration
-from ..domain.gate import format_time
 from ..domain.policy import Environment, Policy
-from ..github.repos import get_file
-from ..text import short_digest
+from ..github.repos import comment, get_file
+from ..text import format_time, short_digest
 from .deployed import DeployedSearch, Target, parse_time
 from .evidence import pins
 from .failure_mark import Mark, find_mark, mark_name, update_mark, write_mark
@@ -261,9 +260,9 @@ class Watcher:
                        pull: dict[str, Any], mark: Mark) -> None:
         repo, number = self.repo.full_name, int(pull["number"])
         hidden = COMMENT_MARKER.format(environment=env.name, service=service, digest=digest)
-        async for comment in self.gh.getiter(
+        async for posted in self.gh.getiter(
                 f"/repos/{repo}/issues/{number}/comments?per_page=100"):
-            if hidden in str(comment.get("body") or "") and _is_bot(comment, self.ctx.bot_login):
+            if hidden in str(posted.get("body") or "") and _is_bot(posted, self.ctx.bot_login):
                 return
         if mark.rollback.startswith("#"):
             action = f"Conveyor opened the rollback {mark.rollback}."
@@ -275,7 +274,7 @@ class Watcher:
         body = (f"{hidden}\n⚠️ **{link}** — within `watch` ({_watch(env)}) of this merge.\n\n"
                 f"{action} The digest is marked failed in {env.name} (check run "
                 f"`{mark_name(service, env.name)}` on {mark_commit(pull)}).\n\n{mark.summary}")
-        await self.gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+        await comment(self.gh, repo, number, body)
 
 
 def _is_bot(comment: dict[str, Any], bot_login: str) -> bool:

@@ -18,8 +18,8 @@ from bot.domain.gate import (
     Review,
     Verdict,
     evaluate_gate,
-    format_time,
 )
+from bot.text import format_time
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 HEAD = "1" * 40
@@ -807,10 +807,3 @@ def test_evidence_without_url_has_no_link() -> None:
 
 
 # --- helpers --------------------------------------------------------------------------------
-
-
-def test_format_time_is_utc() -> None:
-    from zoneinfo import ZoneInfo
-
-    berlin = datetime(2026, 12, 18, 16, 0, tzinfo=ZoneInfo("Europe/Berlin"))
-    assert format_time(berlin) == "2026-12-18T15:00:00Z"

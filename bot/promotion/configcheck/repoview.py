@@ -16,11 +16,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
-import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ...github.client import sha_store
 from ...github.immutable import Layout, Listing
+from ...github.refusals import or_none
 from ...github.repos import RepoFile, content_path, get_file
 
 T = TypeVar("T")
@@ -112,12 +112,7 @@ class RepoView:
             return result
         url = f"/repos/{self.repo}/contents/{content_path(directory)}?ref={quote(self.sha)}"
         async with self._limit:
-            try:
-                data = await self.gh.getitem(url)
-            except gidgethub.BadRequest as exc:
-                if exc.status_code != 404:
-                    raise
-                data = None
+            data = await or_none(self.gh.getitem(url), 404)
         result = (
             {str(e["name"]): str(e["type"]) for e in data if isinstance(e, dict)}
             if isinstance(data, list)

@@ -29,6 +29,7 @@ from ...configcheck.kubernetes import prepare
 from ...configcheck.report import Finding, Report, render
 from ...domain.policy import Policy
 from ...domain.policy.kubernetes import latest_kubernetes_version
+from ...github.checks import check_output, check_run, create_check_run, update_check_run
 from ...github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
 from ...github.repos import FileTooLarge, RepoFile
 from ...names import CONFIG_CHECK
@@ -186,15 +187,11 @@ async def _post(gh: GitHubAPI, repo: str, sha: str, report: Report, ctx: Context
     conclusion, title, summary = render(report)
     annotations = [f.annotation() for f in report.findings] + \
         [f.annotation("notice") for f in report.notices]
-    output = {"title": title, "summary": fit(summary, OUTPUT_LIMIT),
-              "annotations": annotations[:ANNOTATIONS_PER_REQUEST]}
-    created = await gh.post(f"/repos/{repo}/check-runs", data={
-        "name": CONFIG_CHECK, "head_sha": sha, "status": "completed",
-        "conclusion": conclusion, "output": output,
-        "completed_at": ctx.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
-    })
+    summary = fit(summary, OUTPUT_LIMIT)
+    created = await create_check_run(gh, repo, sha, check_run(
+        CONFIG_CHECK, check_output(title, summary,
+                                   annotations=annotations[:ANNOTATIONS_PER_REQUEST]),
+        conclusion=conclusion, completed_at=ctx.clock()))
     for start in range(ANNOTATIONS_PER_REQUEST, len(annotations), ANNOTATIONS_PER_REQUEST):
-        await gh.patch(f"/repos/{repo}/check-runs/{created['id']}", data={"output": {
-            "title": title, "summary": output["summary"],
-            "annotations": annotations[start:start + ANNOTATIONS_PER_REQUEST],
-        }})
+        await update_check_run(gh, repo, int(created["id"]), {"output": check_output(
+            title, summary, annotations=annotations[start:start + ANNOTATIONS_PER_REQUEST])})

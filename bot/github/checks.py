@@ -1,0 +1,53 @@
+"""Check runs as Conveyor writes them: one builder for the request body, create and update."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from gidgethub.abc import GitHubAPI
+
+from ..text import format_time
+
+
+def check_output(title: str, summary: str, *, text: str | None = None,
+                 annotations: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """A check run's ``output``; ``text`` and ``annotations`` only when given."""
+    output: dict[str, Any] = {"title": title, "summary": summary}
+    if text is not None:
+        output["text"] = text
+    if annotations is not None:
+        output["annotations"] = list(annotations)
+    return output
+
+
+def check_run(name: str, output: Mapping[str, Any], *, status: str = "completed",
+              conclusion: str | None = None, completed_at: datetime | None = None,
+              external_id: str | None = None, details_url: str | None = None
+              ) -> dict[str, Any]:
+    """The body of a create or update request. A run in progress carries no conclusion and no
+    completion time; ``details_url`` is kept only when it is an http(s) URL."""
+    data: dict[str, Any] = {"name": name, "status": status, "output": dict(output)}
+    if status == "completed":
+        if conclusion is not None:
+            data["conclusion"] = conclusion
+        if completed_at is not None:
+            data["completed_at"] = format_time(completed_at)
+    if external_id is not None:
+        data["external_id"] = external_id
+    if details_url and details_url.startswith(("http://", "https://")):
+        data["details_url"] = details_url
+    return data
+
+
+async def create_check_run(gh: GitHubAPI, repo: str, head_sha: str, run: Mapping[str, Any]
+                           ) -> dict[str, Any]:
+    created: dict[str, Any] = await gh.post(f"/repos/{repo}/check-runs",
+                                            data={**run, "head_sha": head_sha})
+    return created
+
+
+async def update_check_run(gh: GitHubAPI, repo: str, run_id: int, data: Mapping[str, Any]
+                           ) -> None:
+    await gh.patch(f"/repos/{repo}/check-runs/{run_id}", data=dict(data))
