@@ -46,8 +46,9 @@ async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None, 
                    strict: bool = False) -> RepoFile | None:
     """A file's text at `ref` (default branch when None), or None when it does not exist.
 
-    A path that is not a regular file, is not UTF-8 or is too large is None too, unless
-    `strict`: then it raises UnreadableFile with the reason (the gate must not skip it).
+    A path that is not a regular file or is not UTF-8 is None too, and one over 1 MB raises
+    FileTooLarge, unless `strict`: then both raise UnreadableFile with the reason (the gate must
+    not skip it).
     """
     url = f"/repos/{repo}/contents/{content_path(path)}"
     known = sha_store(gh).responses
@@ -62,9 +63,11 @@ async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None, 
             if immutable_key is not None:
                 known[immutable_key] = None
             return None
-        if strict and exc.status_code == 403 and "too large" in str(exc):
-            raise UnreadableFile("larger than the 1 MB GitHub returns through the contents "
-                                 "API") from exc
+        if exc.status_code == 403 and "too large" in str(exc):
+            if strict:
+                raise UnreadableFile("larger than the 1 MB GitHub returns through the contents "
+                                     "API") from exc
+            raise FileTooLarge(f"{path} is larger than {MAX_FILE_BYTES} bytes") from exc
         raise
     if not isinstance(data, dict) or data.get("type") != "file":
         if strict:
