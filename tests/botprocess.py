@@ -25,6 +25,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def coverage_env() -> dict[str, str]:
+    """The variables with which a measured test run (`coverage run`) measures the processes it
+    starts too; empty otherwise."""
+    return {key: value for key, value in os.environ.items() if key.startswith("COVERAGE_")}
+
+
 class BotProcess:
     """The bot configured by environment variables only (the working directory has no `.env`)."""
 
@@ -45,6 +51,7 @@ class BotProcess:
             "PORT": str(self.port),
             "CONVEYOR_RESYNC_INTERVAL": str(resync),
             "LOG_LEVEL": "INFO",
+            **coverage_env(),
             **(extra_env or {}),
         }
         self._log = self.log_path.open("wb")

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from bot.settings import SettingsError, load_settings
-from tests.botprocess import REPO_ROOT
+from tests.botprocess import REPO_ROOT, coverage_env
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,8 @@ def test_malformed_urls_name_the_variable_and_hide_passwords(
 
 
 def test_serve_exits_2_with_one_line(base_env: dict[str, str], tmp_path: Path) -> None:
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT), **base_env,
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT), **coverage_env(),
+           **base_env,
            "CONVEYOR_REDIS_URL": "redis://:hunter2@host:99999"}
     done = subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
