@@ -1,0 +1,144 @@
+"""Settings from the environment and `.env`: what each variable accepts, and the one-line error
+that names the variable otherwise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from bot.settings import SettingsError, load_settings, merged_environment, read_dotenv
+
+
+@pytest.fixture(scope="module")
+def pem() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
+@pytest.fixture
+def env(pem: str) -> dict[str, str]:
+    return {"GITHUB_APP_ID": "12", "GITHUB_WEBHOOK_SECRET": "s3cret", "GITHUB_PRIVATE_KEY": pem}
+
+
+def dotenv(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / ".env"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_dotenv_comments_export_and_quotes(tmp_path: Path) -> None:
+    path = dotenv(tmp_path, "\n".join([
+        "# a comment", "", "export HOST=127.0.0.1", "PORT=8080 # inline comment",
+        "SINGLE='kept # as is'", 'DOUBLE="a \\"quoted\\" word"', "EMPTY=",
+    ]))
+    assert read_dotenv(path) == {"HOST": "127.0.0.1", "PORT": "8080", "SINGLE": "kept # as is",
+                                 "DOUBLE": 'a "quoted" word', "EMPTY": ""}
+
+
+def test_a_double_quoted_value_spans_lines_and_understands_backslash_n(tmp_path: Path) -> None:
+    path = dotenv(tmp_path, 'KEY="-----BEGIN-----\nbody\n-----END-----"\nESCAPED="a\\nb"\nNEXT=1\n')
+    assert read_dotenv(path) == {"KEY": "-----BEGIN-----\nbody\n-----END-----",
+                                 "ESCAPED": "a\nb", "NEXT": "1"}
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("JUST A LINE\n", ".env: line 1: expected KEY=VALUE"),
+    ("OK=1\n9BAD=2\n", ".env: line 2: expected KEY=VALUE"),
+    ('KEY="never closed\nmore\n', ".env: KEY: unterminated double quote"),
+])
+def test_malformed_dotenv_lines_are_named(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        read_dotenv(dotenv(tmp_path, text))
+    assert str(raised.value) == f"{tmp_path}/{message}"
+
+
+def test_the_environment_wins_over_dotenv(tmp_path: Path) -> None:
+    path = dotenv(tmp_path, "HOST=from-file\nPORT=1\n")
+    assert merged_environment({"HOST": "from-env"}, path) == {"HOST": "from-env", "PORT": "1"}
+    assert read_dotenv(tmp_path / "missing") == {}
+
+
+def test_defaults(env: dict[str, str], tmp_path: Path, pem: str) -> None:
+    settings = load_settings(env, dotenv=tmp_path / "none")
+    assert (settings.app_id, settings.api_url, settings.host, settings.port) == (
+        "12", "https://api.github.com", "0.0.0.0", 3000)
+    assert (settings.log_level, settings.resync_interval, settings.queue_size,
+            settings.workers) == ("INFO", 600.0, 10_000, 8)
+    assert settings.private_key == pem.strip() + "\n"
+    assert "s3cret" not in repr(settings) and "PRIVATE" not in repr(settings)
+
+
+def test_numbers_are_read_and_clamped(env: dict[str, str], tmp_path: Path) -> None:
+    settings = load_settings({**env, "PORT": "8080", "LOG_LEVEL": "debug",
+                              "CONVEYOR_RESYNC_INTERVAL": "2.5", "CONVEYOR_QUEUE_SIZE": "0",
+                              "CONVEYOR_WORKERS": "0", "CONVEYOR_MAX_BODY_BYTES": "1024",
+                              "GITHUB_API_URL": "http://127.0.0.1:9/api/v3/"},
+                             dotenv=tmp_path / "none")
+    assert (settings.port, settings.log_level, settings.resync_interval) == (8080, "DEBUG", 2.5)
+    assert (settings.queue_size, settings.workers, settings.max_body_bytes) == (1, 1, 1024)
+    assert settings.api_url == "http://127.0.0.1:9/api/v3"
+
+
+def test_the_key_is_read_from_a_file(env: dict[str, str], tmp_path: Path, pem: str) -> None:
+    key_file = tmp_path / "app.pem"
+    key_file.write_text(pem)
+    without_inline = {k: v for k, v in env.items() if k != "GITHUB_PRIVATE_KEY"}
+    settings = load_settings({**without_inline, "GITHUB_PRIVATE_KEY_PATH": str(key_file)},
+                             dotenv=tmp_path / "none")
+    assert settings.private_key == pem.strip() + "\n"
+
+
+def test_an_inline_key_with_escaped_newlines(env: dict[str, str], tmp_path: Path,
+                                             pem: str) -> None:
+    settings = load_settings({**env, "GITHUB_PRIVATE_KEY": pem.replace("\n", "\\n")},
+                             dotenv=tmp_path / "none")
+    assert settings.private_key == pem.strip() + "\n"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"GITHUB_APP_ID": ""}, "GITHUB_APP_ID is not set"),
+    ({"GITHUB_APP_ID": "my-app"}, "GITHUB_APP_ID must be the numeric app id, got 'my-app'"),
+    ({"GITHUB_WEBHOOK_SECRET": "  "}, "GITHUB_WEBHOOK_SECRET is not set"),
+    ({"GITHUB_PRIVATE_KEY": ""}, "GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH is not set"),
+    ({"GITHUB_PRIVATE_KEY": "not a key"}, "GITHUB_PRIVATE_KEY is not a PEM private key"),
+    ({"LOG_LEVEL": "loud"},
+     "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got 'LOUD'"),
+    ({"PORT": "http"}, "PORT must be a number, got 'http'"),
+    ({"PORT": "-1"}, "PORT must not be negative, got '-1'"),
+    ({"PORT": "70000"}, "PORT must be between 1 and 65535, got 70000"),
+    ({"CONVEYOR_RESYNC_INTERVAL": "soon"},
+     "CONVEYOR_RESYNC_INTERVAL must be a number, got 'soon'"),
+    ({"GITHUB_API_URL": "ftp://github.example"},
+     "GITHUB_API_URL must be an http(s) URL, got 'ftp://github.example'"),
+    ({"GITHUB_API_URL": "https://github.example/api?x=1"},
+     "GITHUB_API_URL must be an http(s) URL, got 'https://github.example/api?x=1'"),
+    ({"CONVEYOR_REGISTRY_ENDPOINTS": "ghcr.io"}, "CONVEYOR_REGISTRY_ENDPOINTS: "),
+])
+def test_bad_values_name_the_variable(env: dict[str, str], tmp_path: Path,
+                                      change: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_settings({**env, **change}, dotenv=tmp_path / "none")
+    assert str(raised.value).startswith(message)
+    assert "\n" not in str(raised.value)
+
+
+def test_an_unreadable_key_file(env: dict[str, str], tmp_path: Path) -> None:
+    without_inline = {k: v for k, v in env.items() if k != "GITHUB_PRIVATE_KEY"}
+    with pytest.raises(SettingsError) as raised:
+        load_settings({**without_inline, "GITHUB_PRIVATE_KEY_PATH": str(tmp_path / "gone.pem")},
+                      dotenv=tmp_path / "none")
+    assert str(raised.value) == ("GITHUB_PRIVATE_KEY_PATH cannot be read: "
+                                 "No such file or directory")
+
+
+def test_a_broken_auth_file_names_the_variable_and_the_path(env: dict[str, str],
+                                                            tmp_path: Path) -> None:
+    auth = tmp_path / "auth.json"
+    auth.write_text("{not json")
+    with pytest.raises(SettingsError) as raised:
+        load_settings({**env, "CONVEYOR_REGISTRY_AUTH_FILE": str(auth)}, dotenv=tmp_path / "n")
+    assert str(raised.value).startswith(f"CONVEYOR_REGISTRY_AUTH_FILE {auth}: ")
