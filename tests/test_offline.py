@@ -1,0 +1,195 @@
+"""`check-config` and `bump` on a local copy of a deployment repository, called in process:
+what each refusal says (one line on stderr), what a bump writes, and that a refusal writes
+nothing."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from bot.names import POLICY_PATH
+from bot.offline import bump, check_config
+from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY
+
+DIGEST = "sha256:" + "b" * 64
+STAGING = "apps/web/overlays/staging/kustomization.yaml"
+
+
+def demo_repo(root: Path, policy: str = DEMO_POLICY) -> Path:
+    for relative, text in {**DEMO_FILES, POLICY_PATH: policy}.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+    return root
+
+
+def refusal(capsys: pytest.CaptureFixture[str]) -> str:
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+# -- check-config ----------------------------------------------------------------------------------
+def test_check_config_needs_a_file_or_a_repo(capsys: pytest.CaptureFixture[str]) -> None:
+    assert check_config(None) == 2
+    assert refusal(capsys) == "check-config needs a policy FILE or --repo DIR"
+
+
+def test_check_config_of_a_repository_checks_the_files_it_names(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    assert check_config(None, str(repo)) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        f"{repo}/apps/web/overlays/prod/kustomization.yaml:6: web must be pinned by digest in "
+        "production (gated by staging): use TAG@sha256:…",
+        f"{repo}/charts/api/values-production.yaml:4: api must be pinned by digest in "
+        "production (gated by staging): use TAG@sha256:…"]
+    assert captured.err == f"2 problem(s) in the files of {repo}\n"
+    # pinning both production files by digest is what the check asks for
+    for service in ("web", "api"):
+        assert bump(str(repo), service, "production", f"ghcr.io/acme/{service}:1.0.0@{DIGEST}",
+                    write=True) == 0
+    capsys.readouterr()
+    assert check_config(None, str(repo)) == 0
+    assert capsys.readouterr().out == (f"{repo / POLICY_PATH}: ok; {repo}: 4 file(s) for 2 "
+                                       "service(s) × 2 environment(s) ok\n")
+
+
+def test_check_config_finds_the_enclosing_repository(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    (repo / STAGING).unlink()
+    assert check_config(str(repo / POLICY_PATH)) == 1
+    captured = capsys.readouterr()
+    assert STAGING in captured.out
+    assert captured.err == f"3 problem(s) in the files of {repo.resolve()}\n"
+
+
+def test_a_policy_outside_a_repository_is_checked_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "conveyor.yml"
+    policy.write_text(DEMO_POLICY)
+    assert check_config(str(policy)) == 0
+    assert capsys.readouterr().out == (
+        f"{policy}: ok (pass --repo DIR to check the files it names too)\n")
+
+
+def test_check_config_with_a_missing_repo_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "conveyor.yml"
+    policy.write_text(DEMO_POLICY)
+    assert check_config(str(policy), str(tmp_path / "nowhere")) == 2
+    assert refusal(capsys) == f"--repo {tmp_path / 'nowhere'}: no such folder"
+
+
+def test_a_broken_policy_lists_its_errors_and_counts_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "conveyor.yml"
+    policy.write_text(DEMO_POLICY.replace("version: 1", "version: 7"))
+    assert check_config(str(policy)) == 1
+    captured = capsys.readouterr()
+    assert captured.out.startswith(f"{policy}:") and "version" in captured.out
+    errors = len(captured.out.splitlines())
+    assert errors >= 1 and captured.err == f"{errors} error(s)\n"
+
+
+# -- bump ------------------------------------------------------------------------------------------
+def run_bump(repo: Path, image: str, *, service: str = "web", env: str = "staging",
+             write: bool = True) -> int:
+    return bump(str(repo), service, env, image, write=write)
+
+
+@pytest.mark.parametrize(("service", "env", "image", "message"), [
+    ("cart", "staging", f"ghcr.io/acme/web:1.2.0@{DIGEST}",
+     "unknown service 'cart'; services are: web, api"),
+    ("web", "qa", f"ghcr.io/acme/web:1.2.0@{DIGEST}",
+     "unknown environment 'qa'; environments are: staging, production"),
+    ("web", "staging", "ghcr.io/acme/web:1.2.0@sha256:short",
+     "--image: "),
+    ("web", "staging", f"ghcr.io/acme/api:1.2.0@{DIGEST}",
+     "--image names ghcr.io/acme/api, but service web is ghcr.io/acme/web"),
+    ("web", "staging", f"ghcr.io/acme/web@{DIGEST}",
+     "--image must carry a tag (NAME:TAG@sha256:...)"),
+    ("web", "staging", "ghcr.io/acme/web:1.2.0",
+     "--image must carry a digest (NAME:TAG@sha256:...)"),
+    ("web", "staging", f"ghcr.io/acme/web:0.5.0@{DIGEST}",
+     "0.5.0 is not admitted in staging (tag policy `semver:>=1.0.0`)"),
+])
+def test_refused_bumps_say_why_and_write_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        service: str, env: str, image: str, message: str) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    before = (repo / STAGING).read_text()
+    assert run_bump(repo, image, service=service, env=env) == 1
+    assert refusal(capsys).startswith(message)
+    assert (repo / STAGING).read_text() == before
+
+
+def test_a_missing_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    (repo / STAGING).unlink()
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 1
+    assert refusal(capsys) == f"{STAGING}: cannot read: No such file or directory"
+
+
+def test_a_manifest_without_the_image(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    (repo / STAGING).write_text("resources:\n  - ../../base\n")
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 1
+    assert STAGING in refusal(capsys)
+    assert (repo / STAGING).read_text() == "resources:\n  - ../../base\n"
+
+
+def test_a_bump_prints_the_diff_writes_the_file_and_keeps_its_mode(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    (repo / STAGING).chmod(0o640)
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 0
+    diff = capsys.readouterr().out
+    assert diff.splitlines()[-3:] == ['-    newTag: "0.9.0"  # promoted by Conveyor',
+                                      '+    newTag: "1.2.0"  # promoted by Conveyor',
+                                      f"+    digest: {DIGEST}"]
+    written = (repo / STAGING).read_text()
+    assert written == DEMO_FILES[STAGING].replace(
+        '"0.9.0"  # promoted by Conveyor\n',
+        f'"1.2.0"  # promoted by Conveyor\n    digest: {DIGEST}\n')
+    assert stat.S_IMODE((repo / STAGING).stat().st_mode) == 0o640
+    assert sorted(p.name for p in (repo / STAGING).parent.iterdir()) == ["kustomization.yaml"]
+
+
+def test_without_write_the_diff_is_printed_and_the_file_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}", write=False) == 0
+    assert capsys.readouterr().out.endswith(f"+    digest: {DIGEST}\n")
+    assert (repo / STAGING).read_text() == DEMO_FILES[STAGING]
+
+
+def test_bumping_to_the_pinned_digest_changes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 0
+    capsys.readouterr()
+    written = (repo / STAGING).read_text()
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 0
+    assert refusal(capsys) == f"{STAGING}: already pins {DIGEST}"
+    assert (repo / STAGING).read_text() == written
+
+
+def test_a_failed_write_leaves_the_file_and_no_temporary(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+
+    def disk_full(source: str, target: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("bot.offline.os.replace", disk_full)
+    with pytest.raises(OSError):
+        run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}")
+    assert (repo / STAGING).read_text() == DEMO_FILES[STAGING]
+    assert sorted(p.name for p in (repo / STAGING).parent.iterdir()) == ["kustomization.yaml"]
