@@ -11,6 +11,7 @@ import asyncio
 import csv
 import io
 import json
+import logging
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from .domain.policy import PolicyError, load_policy
 from .github.client import GitHubClients
 from .github.refusals import or_none
 from .github.repos import get_file
+from .github.transient import TransientError
 from .names import POLICY_PATH
 from .promotion.delivery import DeliveryReader
 from .settings import Settings, load_settings
@@ -135,6 +137,10 @@ async def collect(settings: Settings, repo: str, since: timedelta,
 
 
 def run(repo: str, since: str, fmt: str, api_url: str | None) -> int:
+    # The client logs each retry as a warning; the report ends with one line of its own.
+    bot_log = logging.getLogger("bot")
+    level = bot_log.level
+    bot_log.setLevel(logging.ERROR)
     try:
         checked = check_repo(repo)
         window = parse_since(since)
@@ -145,11 +151,13 @@ def run(repo: str, since: str, fmt: str, api_url: str | None) -> int:
     except ReportError as exc:
         print(f"conveyor report: {exc}", file=sys.stderr)
         return 2
+    except TransientError as exc:
+        print(f"conveyor report: cannot reach GitHub: {exc}", file=sys.stderr)
+        return 1
     except gidgethub.GitHubException as exc:
         print(f"conveyor report: GitHub answered {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
-        print(f"conveyor report: cannot reach GitHub: {exc}", file=sys.stderr)
-        return 1
+    finally:
+        bot_log.setLevel(level)
     print(render(found, fmt, checked, start, until))
     return 0
