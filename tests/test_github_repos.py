@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import aiohttp
 import pytest
-from gidgethub.aiohttp import GitHubAPI
+from gidgethub.abc import GitHubAPI
 
+from bot.github.client import GitHubClients
 from bot.github.repos import (
     FileTooLarge,
     UnreadableFile,
@@ -38,16 +38,19 @@ async def github() -> AsyncIterator[GitHub]:
     emulator = Emulator(webhook_secret=SECRET)
     await emulator.start()
     demo = seed(emulator)
-    token = emulator.installation_token(demo.installation_id)
     await emulator.push_files(DEPLOY_REPO, {
         "big.yaml": LARGE,
         "latin1.yaml": "name: café\n".encode("latin-1"),
         "utf16.yaml": "name: web\n".encode("utf-16"),
     })
-    async with aiohttp.ClientSession() as session:
-        yield GitHub(emulator, GitHubAPI(session, "conveyor-tests", oauth_token=token,
-                                         base_url=emulator.base_url))
-    await emulator.stop()
+    # the bot's own clients: their store of what commit shas address is the app's
+    clients = GitHubClients(api_url=emulator.base_url, app_id=str(emulator.app_id),
+                            private_key=emulator.app_private_key_pem)
+    try:
+        yield GitHub(emulator, await clients.installation(demo.installation_id))
+    finally:
+        await clients.close()
+        await emulator.stop()
 
 
 async def test_a_folder_is_no_file(github: GitHub) -> None:
