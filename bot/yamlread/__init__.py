@@ -17,6 +17,8 @@ The rules are the same for all of them:
 - **Aliases**: an alias stays its own node (the editor reports what inherits an anchored
   value); building data shares the anchored value instead of copying it, and a file whose
   aliases expand to more than ``MAX_NODES`` values is refused (a "billion laughs" file).
+  Otherwise the work is linear in the text, whose size its reader bounds (the policy at
+  256 KiB, repository files at the contents API's 1 MB).
 - **Scalars**: YAML 1.2's core schema, as GitHub Actions reads workflows (``on:`` is a key)
   and go-yaml v3 (Kustomize's kyaml) reads values of no declared type: only ``true``/``false``
   are booleans (``yes``, ``on``, ``y`` are strings), only ``null``/``~``/empty are null;
