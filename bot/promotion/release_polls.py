@@ -4,10 +4,10 @@ Release events are how a release is promoted; the resync's read of a source's re
 recovers one whose event was lost. Reading every source on every pass costs one request per
 installed source repository, so a pass reads:
 - every source whose `pushed_at` in the installation's repository list moved since its last
-  read (a release's tag is pushed, or created by the release, as a ref of the repository), or
-  that was never read, at most `MOVED_PER_PASS` of them;
-- and the `ROTATION_PER_PASS` sources read longest ago, for a release of a tag that was pushed
-  before the last read.
+  read (pushing a release's tag moves it), or that was never read, at most `MOVED_PER_PASS`
+  of them;
+- and the `ROTATION_PER_PASS` sources read longest ago: a release of a tag pushed before the
+  last read, or of a tag whose creation did not move `pushed_at`.
 With few sources every pass reads them all; with hundreds an idle pass costs a handful of
 `304`s, and each source is still read every `sources / ROTATION_PER_PASS` passes.
 """
