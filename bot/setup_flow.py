@@ -286,7 +286,7 @@ def setup_state(app: web.Application) -> SetupState:
 async def serve_until_done(config: SetupConfig) -> dict[str, Any] | None:
     """Serve the pages until the app is registered (its data), or Ctrl-C/SIGTERM (None)."""
     app = build_setup_app(config)
-    state = app[_STATE]
+    state = setup_state(app)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     loop = asyncio.get_running_loop()

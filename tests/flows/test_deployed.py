@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
+from bot.text import unescape_markdown
 from tests.flows.gitops import ArgoCD, Flux
 from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
 
@@ -23,7 +24,7 @@ WORKER_KUSTOMIZATION = DEMO_FILES["apps/web/overlays/staging/kustomization.yaml"
 
 def summary(run: dict[str, Any]) -> str:
     """The gate's summary as a reader sees it (Markdown escapes removed)."""
-    return str(run["output"]["summary"]).replace("\\", "")
+    return unescape_markdown(str(run["output"]["summary"]))
 
 
 def deployed_line(run: dict[str, Any], subject: str) -> str:

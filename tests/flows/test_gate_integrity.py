@@ -14,6 +14,7 @@ import pytest
 
 from bot.promotion.marker import parse_marker
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
+from bot.text import unescape_markdown
 from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
 
 PROD = "apps/web/overlays/prod/kustomization.yaml"
@@ -31,7 +32,7 @@ async def staged(world: World, version: str = "1.0.0", service: str = "web") -> 
 
 def summary(run: dict[str, Any]) -> str:
     """Title and summary, without the summary's Markdown escapes."""
-    return f"{run['output']['title']}\n{run['output']['summary']}".replace("\\", "")
+    return f"{run['output']['title']}\n{unescape_markdown(run['output']['summary'])}"
 
 
 def failing(world: World, pr: dict[str, Any], *needles: str) -> str:

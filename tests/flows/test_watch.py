@@ -15,6 +15,7 @@ import pytest
 from bot.promotion import commands
 from bot.promotion.resync import resync_all
 from bot.sandbox.demo import DEMO_POLICY
+from bot.text import unescape_markdown
 from tests.flows.gitops import ArgoCD
 from tests.harness import World, close_world, make_world
 
@@ -98,7 +99,7 @@ async def test_a_failure_ten_minutes_after_the_merge_rolls_back_once_and_blocks_
     assert mark["app"]["id"] == world.emulator.app_id
     gate = world.gate(world.pull("Promote web 1.1.0 to production", state="open"))
     assert gate["conclusion"] == "failure"
-    summary = str(gate["output"]["summary"]).replace("\\", "")
+    summary = unescape_markdown(str(gate["output"]["summary"]))
     assert f"{new[:19]} was reported failing in staging at 2026-11-30T10:10:00Z" in summary
     assert "argocd.example.com/applications/web-staging" in summary  # the report, linked
     [comment] = bot_comments(world, staging["number"])
