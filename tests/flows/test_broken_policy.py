@@ -61,18 +61,3 @@ async def test_fixing_a_policy_never_valid_makes_the_repository_usable() -> None
         await close_world(world)
     assert world.emulator.violations == []
 
-
-async def test_a_policy_larger_than_the_contents_api_serves_is_reported_broken() -> None:
-    # GitHub's contents API answers a blob over 1 MB with a 403 "too_large" instead of its text.
-    oversized = DEMO_FILES[POLICY_PATH] + "#" * (1024 * 1024) + "\n"
-    world = await make_world(files={**DEMO_FILES, POLICY_PATH: oversized})
-    try:
-        repo = await indexed(world)
-        assert isinstance(repo, BrokenPolicy)
-        assert [issue.message for issue in repo.issues] == [
-            f"{POLICY_PATH} is larger than 1048576 bytes"]
-        pr = await hand_pr(world, STAGING, DEMO_FILES[STAGING] + "# by hand\n")
-        assert world.gate(pr)["output"]["title"] == f"The policy {POLICY_PATH} is invalid"
-    finally:
-        await close_world(world)
-    assert world.emulator.violations == []
