@@ -172,12 +172,10 @@ class RepoOpener(ABC, Generic[F]):
         """Create ``branch`` at ``sha``; one left behind by an interrupted attempt is reset
         (no open PR uses it: the decision adopts an open PR of the branch)."""
         repo = self.repo.full_name
-        try:
-            await self.gh.post(f"/repos/{repo}/git/refs",
-                               data={"ref": f"refs/heads/{branch}", "sha": sha})
-        except gidgethub.BadRequest as exc:
-            if exc.status_code != 422:
-                raise
+        created = await or_none(self.gh.post(f"/repos/{repo}/git/refs",
+                                             data={"ref": f"refs/heads/{branch}", "sha": sha}),
+                                422)
+        if created is None:
             log.info("reusing a leftover branch", extra={"branch": branch})
             await self.gh.patch(f"/repos/{repo}/git/refs/heads/{branch}",
                                 data={"sha": sha, "force": True})
