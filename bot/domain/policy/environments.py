@@ -205,7 +205,7 @@ class _EnvParser:
         if "evidence" not in raw:
             return ("merged",)
         items = _string_list(self.reader, raw, "evidence", where, len(EVIDENCE_VALUES) + 5)
-        if not items and isinstance(raw["evidence"], list):
+        if isinstance(raw["evidence"], list) and not raw["evidence"]:
             self.reader.error(
                 self.reader.value_pos(raw, "evidence"),
                 f"{where}.evidence: list at least one of {', '.join(EVIDENCE_VALUES)}",
