@@ -219,6 +219,13 @@ _MAXREPEAT: int = _PARSER.MAXREPEAT
 # few representatives of the Unicode letters, digits and spaces that \w, \d and \s accept.
 _UNIVERSE: frozenset[int] = frozenset([*range(128), 0xE9, 0x3B1, 0x660, 0x2003])
 _REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+_GROUPS = ("SUBPATTERN", "ATOMIC_GROUP")
+
+
+def _group_body(name: str, arg: Any) -> list[Any]:
+    """The items of a group: a capturing group's come last in (group, flags, flags, items),
+    an atomic group's `(?>...)` are its argument."""
+    return list(arg) if name == "ATOMIC_GROUP" else list(arg[-1])
 
 
 def _category(name: str, code: int) -> bool:
@@ -278,8 +285,8 @@ def _item_first(name: str, arg: Any) -> tuple[frozenset[int], bool]:
     if name in _REPEATS:
         chars, nullable = _first(arg[2])
         return chars, nullable or arg[0] == 0
-    if name in ("SUBPATTERN", "ATOMIC_GROUP"):
-        return _first(arg[-1])
+    if name in _GROUPS:
+        return _first(_group_body(name, arg))
     if name == "BRANCH":
         results = [_first(alt) for alt in arg[1]]
         return frozenset().union(*(r[0] for r in results)), any(r[1] for r in results)
@@ -290,8 +297,8 @@ def _item_first(name: str, arg: Any) -> tuple[frozenset[int], bool]:
 def _children(name: str, arg: Any) -> list[list[Any]]:
     if name in _REPEATS:
         return [arg[2]]
-    if name in ("SUBPATTERN", "ATOMIC_GROUP"):
-        return [arg[-1]]
+    if name in _GROUPS:
+        return [_group_body(name, arg)]
     if name in ("ASSERT", "ASSERT_NOT"):
         return [arg[1]]
     if name == "BRANCH":
@@ -366,8 +373,8 @@ def _item_chains(
         chars = _item_first(name, arg)[0]
         # a quantifier that cannot consume this mandatory character cannot reach past it
         return [(p, n) for p, n in pending if p & chars]
-    if name in ("SUBPATTERN", "ATOMIC_GROUP"):
-        return _seq_chains(arg[-1], pending, limit, strict)
+    if name in _GROUPS:
+        return _seq_chains(_group_body(name, arg), pending, limit, strict)
     if name == "BRANCH":
         alternatives = [_seq_chains(alt, pending, limit, strict) for alt in arg[1]]
         return _merge_chains([chain for result in alternatives for chain in result])
