@@ -31,7 +31,7 @@ import aiohttp
 from bot.github.client import RetryPolicy
 from bot.sandbox import stack
 from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
-from bot.sandbox.stack import BotServer
+from bot.sandbox.stack import BotServer, free_port, serve_environment, wait_healthy
 from bot.server import WEBHOOK_PATH
 from bot.settings import Settings
 from conveyor_emulator import Emulator
@@ -170,14 +170,6 @@ async def start_bot(stage: Stage, *, forward: bool = True, workers: int = 8) -> 
 
 
 # -- the bot as a child process ----------------------------------------------------------------
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class ChildServer:
     """A server in a child process: `python -m bot serve`, or the bare baseline."""
@@ -216,21 +208,12 @@ class ChildServer:
                 await self.process.wait()
 
 
-async def _wait_healthy(server: ChildServer, path: str) -> None:
-    url = f"http://127.0.0.1:{server.port}{path}"
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30.0
-    async with aiohttp.ClientSession() as session:
-        while loop.time() < deadline:
-            if server.process.returncode is not None:
-                raise RuntimeError(f"server exited early; see {server.log_path}")
-            try:
-                async with session.get(url) as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.05)
+async def _wait_healthy(server: ChildServer) -> None:
+    if await wait_healthy(f"http://127.0.0.1:{server.port}",
+                          lambda: server.process.returncode is None, 30.0):
+        return
+    if server.process.returncode is not None:
+        raise RuntimeError(f"server exited early; see {server.log_path}")
     raise RuntimeError(f"server did not become healthy; see {server.log_path}")
 
 
@@ -256,17 +239,9 @@ def _child_env(extra: Mapping[str, str]) -> dict[str, str]:
 async def spawn_bot(stage: Stage, *, log_level: str = "INFO") -> ChildServer:
     """`python -m bot serve` against the emulator, with production defaults otherwise."""
     port = free_port()
-    env = _child_env({
-        "GITHUB_APP_ID": str(stage.emulator.app_id),
-        "GITHUB_PRIVATE_KEY": stage.emulator.app_private_key_pem,
-        "GITHUB_WEBHOOK_SECRET": SECRET,
-        "GITHUB_API_URL": stage.emulator.base_url,
-        "CONVEYOR_REGISTRY_ENDPOINTS": f"ghcr.io={stage.emulator.web_url}",
-        "HOST": "127.0.0.1", "PORT": str(port), "LOG_LEVEL": log_level,
-        "CONVEYOR_RESYNC_INTERVAL": "0",
-    })
+    env = _child_env(serve_environment(stage.emulator, SECRET, port, LOG_LEVEL=log_level))
     server = await _spawn([sys.executable, "-m", "bot", "serve"], env, port, "bot")
-    await _wait_healthy(server, "/healthz")
+    await _wait_healthy(server)
     return server
 
 
@@ -275,5 +250,5 @@ async def spawn_bare() -> ChildServer:
     port = free_port()
     server = await _spawn([sys.executable, "-m", "benchmarks.bare", str(port), WEBHOOK_PATH],
                           _child_env({}), port, "bare")
-    await _wait_healthy(server, "/healthz")
+    await _wait_healthy(server)
     return server

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -13,16 +12,11 @@ from pathlib import Path
 
 import aiohttp
 
+from bot.sandbox.stack import free_port, serve_environment, wait_healthy
 from conveyor_emulator import Emulator
 from tests.harness import SECRET
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def coverage_env() -> dict[str, str]:
@@ -42,17 +36,11 @@ class BotProcess:
         env = {
             "PATH": os.environ.get("PATH", ""),
             "PYTHONPATH": str(REPO_ROOT),
-            "GITHUB_APP_ID": str(emulator.app_id),
-            "GITHUB_PRIVATE_KEY": emulator.app_private_key_pem.replace("\n", "\\n"),
-            "GITHUB_WEBHOOK_SECRET": SECRET,
-            "GITHUB_API_URL": emulator.base_url,
-            "CONVEYOR_REGISTRY_ENDPOINTS": f"ghcr.io={emulator.web_url}",
-            "HOST": "127.0.0.1",
-            "PORT": str(self.port),
-            "CONVEYOR_RESYNC_INTERVAL": str(resync),
-            "LOG_LEVEL": "INFO",
             **coverage_env(),
-            **(extra_env or {}),
+            **serve_environment(
+                emulator, SECRET, self.port,
+                GITHUB_PRIVATE_KEY=emulator.app_private_key_pem.replace("\n", "\\n"),
+                CONVEYOR_RESYNC_INTERVAL=str(resync), LOG_LEVEL="INFO", **(extra_env or {})),
         }
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
@@ -71,19 +59,8 @@ class BotProcess:
         return self.log_path.read_text(errors="replace")
 
     async def wait_healthy(self, within: float = 20) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
-        async with aiohttp.ClientSession() as session:
-            while loop.time() < deadline:
-                assert self.process.poll() is None, self.log()
-                try:
-                    async with session.get(f"{self.base_url}/healthz") as resp:
-                        if resp.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.05)
-        raise AssertionError(f"bot {self.name} did not start: {self.log()}")
+        if not await wait_healthy(self.base_url, lambda: self.process.poll() is None, within):
+            raise AssertionError(f"bot {self.name} did not start: {self.log()}")
 
     async def metrics(self) -> str:
         async with aiohttp.ClientSession() as session, \

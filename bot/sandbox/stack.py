@@ -2,17 +2,21 @@
 
 One launcher for the sandbox, the behaviour tests and the benchmarks: the bot's settings for an
 emulator, the bot's app served on an ephemeral port, `settle()` (until neither side has work
-left) and what GitHub sees when a version ships.
+left) and what GitHub sees when a version ships. For a bot in a child process
+(`python -m bot serve`): the environment that makes it the emulator's app, and the wait until
+it serves.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
+import aiohttp
 from aiohttp import web
 
 from conveyor_emulator import Emulator
@@ -60,6 +64,45 @@ async def serve(app: web.Application, host: str = LOOPBACK) -> tuple[web.AppRunn
         await runner.cleanup()
         raise SandboxError("the server did not open a socket")
     return runner, int(addresses[0][1])
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A port nothing listens on now, for a server in another process to bind."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def serve_environment(emulator: Emulator, webhook_secret: str, port: int,
+                      **overrides: str) -> dict[str, str]:
+    """The environment variables of a `python -m bot serve` that is the emulator's app (as
+    `bot_settings`, on `port`); `overrides` win."""
+    return {
+        "GITHUB_APP_ID": str(emulator.app_id),
+        "GITHUB_PRIVATE_KEY": emulator.app_private_key_pem,
+        "GITHUB_WEBHOOK_SECRET": webhook_secret,
+        "GITHUB_API_URL": emulator.base_url,
+        "CONVEYOR_REGISTRY_ENDPOINTS": f"{GHCR}={emulator.web_url}",
+        "HOST": LOOPBACK, "PORT": str(port), "CONVEYOR_RESYNC_INTERVAL": "0",
+        **overrides,
+    }
+
+
+async def wait_healthy(base_url: str, running: Callable[[], bool], within: float) -> bool:
+    """Poll `GET /healthz` until it answers 200 (True); False once `running()` is false or
+    `within` seconds passed."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    async with aiohttp.ClientSession() as session:
+        while loop.time() < deadline and running():
+            try:
+                async with session.get(f"{base_url}/healthz") as response:
+                    if response.status == 200:
+                        return True
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+    return False
 
 
 @dataclass

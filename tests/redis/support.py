@@ -9,8 +9,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from bot.sandbox.stack import free_port
 from conveyor_emulator import Emulator
-from tests.botprocess import BotProcess, free_port
+from tests.botprocess import BotProcess
 
 REDIS_MISSING = "redis-server not installed (CI installs it)"
 
