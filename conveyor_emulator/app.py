@@ -33,7 +33,7 @@ from .requestlog import RequestEntry
 from .routing import DOCS, Ctx, Reply, Route, Router
 
 if TYPE_CHECKING:
-    from .emulator import Emulator
+    from .emulator import EmulatorCore
 
 PREFIX = "/api/v3"
 
@@ -59,7 +59,7 @@ def error_body(exc: ApiError) -> dict[str, Any]:
 
 
 class Dispatcher:
-    def __init__(self, emulator: Emulator) -> None:
+    def __init__(self, emulator: EmulatorCore) -> None:
         self.em = emulator
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
@@ -218,7 +218,7 @@ class Dispatcher:
                             content_type="application/json", charset="utf-8")
 
 
-def build_app(emulator: Emulator) -> web.Application:
+def build_app(emulator: EmulatorCore) -> web.Application:
     from . import control, registry, web_views
 
     app = web.Application(client_max_size=64 * 1024 * 1024)

@@ -10,7 +10,7 @@ from aiohttp import web
 from .ops import ApiError
 
 if TYPE_CHECKING:
-    from .emulator import Emulator
+    from .emulator import EmulatorCore
 
 # POST /_emulator/act/<name> with the keyword arguments of the Emulator method of that name.
 ACTIONS = {
@@ -36,7 +36,7 @@ def _json(data: Any, status: int = 200) -> web.Response:
 class ControlAPI:
     """The handlers of the control API, each reading or acting on one emulator."""
 
-    def __init__(self, em: Emulator) -> None:
+    def __init__(self, em: EmulatorCore) -> None:
         self.em = em
 
     def routes(self) -> list[web.RouteDef]:
@@ -151,5 +151,5 @@ class ControlAPI:
             return _json({"message": f"{type(exc).__name__}: {exc}"}, 422)
 
 
-def register(app: web.Application, em: Emulator) -> None:
+def register(app: web.Application, em: EmulatorCore) -> None:
     app.add_routes(ControlAPI(em).routes())

@@ -1,4 +1,5 @@
-"""The `Emulator`: seeding, acting as people and CI, and reading state for assertions."""
+"""The emulator's state and what it does: seeding, acting as people and CI, and reading state
+for assertions. `served.Emulator` serves it over HTTP."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
-
-from aiohttp import web
 
 from . import shapes
 from .auth import generate_private_key
@@ -46,8 +45,8 @@ DEFAULT_EVENTS = [
 ]
 
 
-class Emulator:
-    """A stateful GitHub REST API and webhook sender on loopback."""
+class EmulatorCore:
+    """A stateful GitHub: its world, faults, webhooks and registry, without a socket."""
 
     def __init__(self, *, app_id: int = 1, app_slug: str = "conveyor", webhook_secret: str,
                  webhook_url: str | None = None, validate_openapi: bool = False, seed: int = 0,
@@ -77,7 +76,6 @@ class Emulator:
         self.ops = Ops(self.world, self.hooks)
         # one list for request, response and webhook payload violations
         self.violations: list[str] = self.hooks.violations
-        self._runner: web.AppRunner | None = None
         self.base_url = ""
         self.world.account(self.world.bot_login)
         self.world.account("web-flow")
@@ -135,27 +133,6 @@ class Emulator:
     @property
     def deliveries(self) -> list[Delivery]:
         return self.hooks.deliveries
-
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        from .app import build_app
-
-        app = build_app(self)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, host, port).start()
-        addresses = self._runner.addresses
-        actual = addresses[0][1] if addresses else port
-        self.world.web_url = f"http://{host}:{actual}"
-        self.base_url = f"{self.world.web_url}/api/v3"
-        self.world.api_url = self.base_url
-        await self.hooks.start()
-        return self.base_url
-
-    async def stop(self) -> None:
-        await self.hooks.stop()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
 
     async def settle(self) -> None:
         await self.hooks.settle()

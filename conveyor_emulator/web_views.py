@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from .emulator import Emulator
+    from .emulator import EmulatorCore
 
 _STYLE = ("body{font:15px/1.45 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
           "pre{white-space:pre-wrap;background:#f6f8fa;padding:.6em;border-radius:6px}"
@@ -31,7 +31,7 @@ def _text(value: Any) -> str:
     return f"<pre>{html.escape(str(value or ''))}</pre>"
 
 
-def _comments(em: Emulator, repo: str, number: int) -> list[str]:
+def _comments(em: EmulatorCore, repo: str, number: int) -> list[str]:
     parts = ["<h2>Comments</h2>"]
     for comment in em.comments(repo, number):
         parts += [f"<h3>{html.escape(str(comment['user']['login']))} · "
@@ -39,7 +39,7 @@ def _comments(em: Emulator, repo: str, number: int) -> list[str]:
     return parts
 
 
-def register(app: web.Application, em: Emulator) -> None:
+def register(app: web.Application, em: EmulatorCore) -> None:
     routes = web.RouteTableDef()
 
     def item(request: web.Request, pulls: bool) -> tuple[str, dict[str, Any]]:
