@@ -106,3 +106,27 @@ def test_no_import_cycle() -> None:
     assert len(graph) > 100
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    pending = [start]
+    while pending:
+        for target in graph[pending.pop()] - seen:
+            seen.add(target)
+            pending.append(target)
+    return seen
+
+
+def test_the_context_reaches_no_promotion_handler_or_service_module() -> None:
+    """The infrastructure is below what is built on it, directly or through other modules."""
+    above = ("bot.promotion", "bot.handlers", "bot.services", "bot.server")
+    reached = reachable(import_graph(), "bot.context")
+    assert "bot.github.client" in reached
+    assert sorted(name for name in reached if name.startswith(above)) == []
+
+
+def test_the_emulator_imports_nothing_of_the_bot() -> None:
+    graph = import_graph()
+    assert {target for name, targets in graph.items() if name.startswith("conveyor_emulator")
+            for target in targets if target.startswith("bot")} == set()
