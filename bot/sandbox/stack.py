@@ -154,7 +154,7 @@ async def settle(emulator: Emulator, runtime: Runtime, *, rounds: int = 500,
 
 @dataclass
 class Stack:
-    """The emulator and one bot whose webhooks it receives."""
+    """The emulator and one bot that receives its webhooks."""
 
     emulator: Emulator
     bot: BotServer
