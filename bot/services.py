@@ -32,5 +32,5 @@ class Services:
     @classmethod
     def build(cls, ctx: Context) -> Services:
         return cls(ctx=ctx, policies=PolicyIndex(), release_polls=ReleasePolls(),
-                   gates=GateService(ctx), status=StatusSources(), delivery=DeliveryBoard(),
+                   gates=GateService(ctx), status=StatusSources(ctx), delivery=DeliveryBoard(),
                    handled_images=cachetools.TTLCache(maxsize=10_000, ttl=600))

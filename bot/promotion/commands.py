@@ -51,7 +51,7 @@ from .opener import Opener, OpenResult, find_pull_for_branch
 from .policies import BrokenPolicy, DeploymentRepo
 from .provenance import find_attestation, gather_provenance
 from .rollback import choose_rollback, live_periods, read_history, rollback_note
-from .status import collect_status, render_status
+from .status import render_status
 from .train import TrainOpener, TrainResult
 from .train_flows import promote_group
 from .trust import opened_by_conveyor, trusted_marker
@@ -558,7 +558,7 @@ class _Runner:
 
     # -- /status -----------------------------------------------------------------------------
     async def _status(self, command: Status) -> str:
-        rows = await collect_status(self.ctx, self.services.status, self.gh, self.where.repo)
+        rows = await self.services.status.collect(self.gh, self.where.repo)
         if command.group is not None:
             members = self.where.policy.groups[command.group].services
             rows = [row for row in rows if row.service in members]

@@ -29,7 +29,7 @@ from ..github.limits import BODY_LIMIT, fit
 from ..github.repos import write_comment
 from .delivery_board import read_snapshot, render_section
 from .policies import DeploymentRepo
-from .status import StatusRow, collect_status, render_status
+from .status import StatusRow, render_status
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -154,7 +154,7 @@ async def refresh_dashboard(services: Services, gh: GitHubAPI, repo: DeploymentR
     ctx = services.ctx
     async with ctx.locks.hold(f"dashboard:{repo.full_name}"):
         snapshot = services.delivery.get(repo.full_name)
-        rows = await collect_status(ctx, services.status, gh, repo)
+        rows = await services.status.collect(gh, repo)
         pages = render_pages(repo.full_name, rows,
                              render_section(snapshot) if snapshot is not None else None)
         body = pages[0]

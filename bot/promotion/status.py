@@ -65,11 +65,13 @@ class StatusRow:
 
 
 class StatusSources:
-    """What status reads keep between reads: file texts by blob, dates by reference. One per
-    process, sized from the policies being served. Package pages come from package events
-    (`ImageLookup.package_page`): GitHub refuses the Packages REST API to installation tokens."""
+    """The status of deployment repositories, and what its reads keep between reads: file
+    texts by blob, dates by reference. One per app, sized from the policies being served.
+    Package pages come from package events (`ImageLookup.package_page`): GitHub refuses the
+    Packages REST API to installation tokens."""
 
-    def __init__(self) -> None:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
         self.files = RepoFiles()
         self.history = ChangeHistory()
         self._references: cachetools.LRUCache[ReferenceKey, Reference] = (
@@ -107,6 +109,38 @@ class StatusSources:
                 out[(service, environment)] = self._references[(at.blob, image, path, tag_key)]
         return out
 
+    async def collect(self, gh: GitHubAPI, repo: DeploymentRepo) -> list[StatusRow]:
+        """One row per service × environment, services and environments in policy order."""
+        policy = repo.policy
+        pairs = [(service, environment) for service in policy.services.values()
+                 for environment in policy.environments]
+        paths = {(s.name, e): policy.path_for(s.name, e) for s, e in pairs}
+        pulls = await open_pulls(gh, repo.full_name)
+        snapshot = await self.files.read(gh, repo.full_name, repo.default_branch,
+                                         paths.values())
+        at = snapshot.files
+        found = await self.references([(s.name, e, paths[(s.name, e)], s.image, s.tag_key,
+                                        at[paths[(s.name, e)]]) for s, e in pairs])
+        wanted = [Wanted(s.name, e, paths[(s.name, e)], s.image, found[(s.name, e)][:2],
+                         at[paths[(s.name, e)]].blob, s.tag_key)
+                  for s, e in pairs if found[(s.name, e)][0] or found[(s.name, e)][1]]
+        dates = await self.history.dates(self.ctx, gh, repo.full_name, wanted, self.files)
+        images = self.ctx.images
+        rows: list[StatusRow] = []
+        for service, environment in pairs:
+            version, digest, problem = found[(service.name, environment)]
+            since = dates.get((service.name, environment), UNKNOWN)
+            rows.append(StatusRow(
+                service=service.name, environment=environment,
+                path=paths[(service.name, environment)], version=version, digest=digest,
+                package_url=images.package_page(service.image, digest) if digest else None,
+                since=since.when, since_commit=since.sha, since_url=since.url,
+                pull_number=since.pull_number, pull_url=since.pull_url,
+                open_pulls=open_promotions_for(pulls, environment, service.name),
+                problem=problem,
+            ))
+        return rows
+
 
 def rollback_prefix(environment: str, service: str) -> str:
     return f"conveyor/rollback/{environment}/{service}-"
@@ -140,39 +174,6 @@ def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, servi
             version=marker.version if marker else None, rollback=ref.startswith(back),
         ))
     return tuple(sorted(found, key=lambda p: p.number))
-
-
-async def collect_status(ctx: Context, sources: StatusSources, gh: GitHubAPI,
-                         repo: DeploymentRepo) -> list[StatusRow]:
-    """One row per service × environment, services and environments in policy order."""
-    policy = repo.policy
-    pairs = [(service, environment) for service in policy.services.values()
-             for environment in policy.environments]
-    paths = {(s.name, e): policy.path_for(s.name, e) for s, e in pairs}
-    pulls = await open_pulls(gh, repo.full_name)
-    snapshot = await sources.files.read(gh, repo.full_name, repo.default_branch,
-                                        paths.values())
-    found = await sources.references(
-        [(s.name, e, paths[(s.name, e)], s.image, s.tag_key, snapshot.files[paths[(s.name, e)]])
-         for s, e in pairs])
-    wanted = [Wanted(s.name, e, paths[(s.name, e)], s.image, found[(s.name, e)][:2],
-                     snapshot.files[paths[(s.name, e)]].blob, s.tag_key)
-              for s, e in pairs if found[(s.name, e)][0] or found[(s.name, e)][1]]
-    dates = await sources.history.dates(ctx, gh, repo.full_name, wanted, sources.files)
-    rows: list[StatusRow] = []
-    for service, environment in pairs:
-        version, digest, problem = found[(service.name, environment)]
-        since = dates.get((service.name, environment), UNKNOWN)
-        rows.append(StatusRow(
-            service=service.name, environment=environment,
-            path=paths[(service.name, environment)], version=version, digest=digest,
-            package_url=ctx.images.package_page(service.image, digest) if digest else None,
-            since=since.when, since_commit=since.sha, since_url=since.url,
-            pull_number=since.pull_number, pull_url=since.pull_url,
-            open_pulls=open_promotions_for(pulls, environment, service.name),
-            problem=problem,
-        ))
-    return rows
 
 
 def _parse_references(todo: list[tuple[ReferenceKey, str]]) -> dict[ReferenceKey, Reference]:

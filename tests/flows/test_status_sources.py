@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.promotion.status import collect_status
 from tests.flows.test_dashboard import dashboards, fire_timers, row
 from tests.harness import World, close_world, make_world
 
@@ -88,8 +87,7 @@ async def test_a_service_nobody_promoted_keeps_its_own_since_in_a_shared_file(
     gh = await ctx.clients.installation(world.demo.installation_id)
     repo = await services.policies.get(gh, world.demo.installation_id, world.repo)
     assert repo is not None
-    rows = {(r.service, r.environment): r
-            for r in await collect_status(ctx, services.status, gh, repo)}
+    rows = {(r.service, r.environment): r for r in await services.status.collect(gh, repo)}
     assert rows[("api", "staging")].version == "0.9.1"
     assert rows[("api", "staging")].since_commit == by_hand
     assert rows[("api", "staging")].pull_number is None
@@ -117,7 +115,7 @@ async def test_many_new_blobs_come_in_one_archive_and_a_change_in_one_blob(
     requests = world.emulator.requests
 
     requests.reset()
-    rows = await collect_status(ctx, services.status, gh, repo)
+    rows = await services.status.collect(gh, repo)
     assert requests.count("GET", TARBALL) == 1
     assert requests.count("GET", BLOB) == 0
     found = {(r.service, r.environment): r for r in rows}
@@ -128,7 +126,7 @@ async def test_many_new_blobs_come_in_one_archive_and_a_change_in_one_blob(
             files["apps/svc-03/overlays/staging/kustomization.yaml"].replace("0.9.3", "1.0.0")})
     await world.settle()
     requests.reset()
-    rows = await collect_status(ctx, services.status, gh, repo)
+    rows = await services.status.collect(gh, repo)
     assert requests.count("GET", TARBALL) == 0
     assert requests.count("GET", BLOB) == 1
     assert {(r.service, r.environment): r for r in rows}[("svc-03", "staging")].version == \
