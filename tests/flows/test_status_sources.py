@@ -107,15 +107,14 @@ async def test_many_new_blobs_come_in_one_archive_and_a_change_in_one_blob(
         "apps/overlays/prod", "apps/{service}/overlays/prod")
     await world.emulator.push_files(world.repo, {".github/conveyor.yml": policy, **files})
     await world.settle()
-    services = world.runtime.services
-    ctx = services.ctx
-    gh = await ctx.clients.installation(world.demo.installation_id)
-    repo = await services.policies.get(gh, world.demo.installation_id, world.repo)
+    runtime = world.runtime
+    gh = await runtime.ctx.clients.installation(world.demo.installation_id)
+    repo = await runtime.services.policies.get(gh, world.demo.installation_id, world.repo)
     assert repo is not None and repo.policy is not None and "svc-11" in repo.policy.services
     requests = world.emulator.requests
 
     requests.reset()
-    rows = await services.status.collect(gh, repo)
+    rows = await runtime.services.status.collect(gh, repo)
     assert requests.count("GET", TARBALL) == 1
     assert requests.count("GET", BLOB) == 0
     found = {(r.service, r.environment): r for r in rows}
@@ -126,7 +125,7 @@ async def test_many_new_blobs_come_in_one_archive_and_a_change_in_one_blob(
             files["apps/svc-03/overlays/staging/kustomization.yaml"].replace("0.9.3", "1.0.0")})
     await world.settle()
     requests.reset()
-    rows = await services.status.collect(gh, repo)
+    rows = await runtime.services.status.collect(gh, repo)
     assert requests.count("GET", TARBALL) == 0
     assert requests.count("GET", BLOB) == 1
     assert {(r.service, r.environment): r for r in rows}[("svc-03", "staging")].version == \
