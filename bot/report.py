@@ -32,7 +32,6 @@ from .promotion.delivery import DeliveryReader
 from .settings import Settings, load_settings
 from .text import format_time
 
-FORMATS = ("md", "json", "csv")
 MAX_SINCE = timedelta(days=366)
 _REPO_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
 COLUMNS = ("service", "environment", "deployments", "deployments_per_day",

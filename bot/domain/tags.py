@@ -186,14 +186,6 @@ class TagPolicy:
         regex = self._regex if self._regex is not None else re.compile(self.pattern)
         return regex.fullmatch(tag) is not None or regex.fullmatch(version) is not None
 
-    @staticmethod
-    def sort_key(tag: str) -> SortKey | None:
-        return sort_key(tag)
-
-    @staticmethod
-    def compare_versions(a: str, b: str) -> int | None:
-        return compare_versions(a, b)
-
     def __str__(self) -> str:
         return "any" if self.kind == "any" else f"{self.kind}:{self.pattern}"
 

@@ -71,7 +71,6 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         self._limits = limits
         self._metrics = metrics
         self._retry = retry
-        self.requests_made = 0
 
     def _get_app_jwt(self) -> str | None:
         """The app's JWT from the shared, cached signer (gidgethub would sign anew per client)."""
@@ -140,7 +139,6 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
     async def _send(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes
     ) -> tuple[int, Mapping[str, str], bytes]:
-        self.requests_made += 1
         timeout = aiohttp.ClientTimeout(total=self._retry.request_timeout)
         async with self._session.request(
             method, url, headers=headers, data=body, timeout=timeout

@@ -160,11 +160,3 @@ async def find_attestation(gh: GitHubAPI, repo: str, digest: str) -> AttestedBui
         if build is not None:
             return build
     return None
-
-
-async def _attestation(gh: GitHubAPI, repo: str, digest: str
-                       ) -> tuple[str | None, str | None, str | None] | None:
-    """(repository, commit, run URL) of the digest's provenance: the first version's shape,
-    still imported by the command handlers; new code uses `find_attestation`."""
-    build = await find_attestation(gh, repo, digest)
-    return None if build is None else (build.repository, build.commit, build.run_url)

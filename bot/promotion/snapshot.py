@@ -68,7 +68,6 @@ class RepoFiles:
         self._texts: cachetools.LRUCache[str, str | None] = cachetools.LRUCache(maxsize=blobs)
         self._trees: cachetools.LRUCache[tuple[str, str], dict[str, tuple[str, int]] | None] = (
             cachetools.LRUCache(maxsize=64))
-        self.archives = 0  # archives downloaded, for the metrics and the benchmarks
 
     @property
     def capacity(self) -> int:
@@ -151,7 +150,6 @@ class RepoFiles:
         data = await download_archive(gh, repo, commit)
         if data is None:
             return
-        self.archives += 1
         # Decompressing and hashing a large repository is CPU work: not on the event loop.
         found = await asyncio.to_thread(blobs_in_archive, data, wanted)
         for sha, text in found.items():

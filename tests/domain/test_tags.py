@@ -237,8 +237,8 @@ def test_non_semver_tags_have_no_order() -> None:
 ])
 def test_is_newer(tag: str | None, than: str, newer: bool) -> None:
     assert is_newer(tag, than) is newer
-    assert TagPolicy.compare_versions("1.0.0", "1.0.1") == -1
-    assert TagPolicy.sort_key("v1.0.0") == sort_key("1.0.0")
+    assert compare_versions("1.0.0", "1.0.1") == -1
+    assert sort_key("v1.0.0") == sort_key("1.0.0")
 
 
 VERSIONS = st.tuples(
