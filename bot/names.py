@@ -1,5 +1,11 @@
-"""Names that repositories and GitHub see: the policy file and the two check runs."""
+"""Names that repositories and GitHub see: the policy file and Conveyor's check runs."""
 
 POLICY_PATH = ".github/conveyor.yml"
 GATE_CHECK = "conveyor/promotion-gate"
 CONFIG_CHECK = "conveyor/config-check"
+# On a release's source commit, per environment: why the release was not promoted there.
+REFUSAL_CHECK = "conveyor/promotion"
+
+
+def refusal_check(environment: str) -> str:
+    return f"{REFUSAL_CHECK} ({environment})"

@@ -13,7 +13,7 @@ from ..domain.tags import version_from_tag
 from ..github.checks import check_output, check_run, create_check_run
 from ..github.refusals import or_none
 from ..github.repos import commit_for_ref
-from ..names import POLICY_PATH
+from ..names import POLICY_PATH, refusal_check
 from ..registry.errors import RegistryError
 from .candidates import Candidate, release_tag_variants
 from .opener import Opener, OpenResult
@@ -121,7 +121,7 @@ async def report_refusal(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     """Tell the people who cut the release: a failing check run on the source commit."""
     if not candidate.source_sha:
         return
-    name = f"conveyor/promotion ({environment})"
+    name = refusal_check(environment)
     try:
         existing = await gh.getitem(
             f"/repos/{candidate.source_repo}/commits/{candidate.source_sha}/check-runs"

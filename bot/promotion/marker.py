@@ -137,12 +137,12 @@ def _optional_str(value: Any) -> str | None:
 
 def branch_name(environment: str, service: str, digest: str, *, rollback: bool = False) -> str:
     hex12 = digest.removeprefix("sha256:")[:12]
-    prefix = f"conveyor/rollback/{environment}" if rollback else f"conveyor/{environment}"
-    return f"{prefix}/{service}-{hex12}"
+    return branch_prefix(environment, service, rollback=rollback) + hex12
 
 
-def branch_prefix(environment: str, service: str) -> str:
-    return f"conveyor/{environment}/{service}-"
+def branch_prefix(environment: str, service: str, *, rollback: bool = False) -> str:
+    root = f"conveyor/rollback/{environment}" if rollback else f"conveyor/{environment}"
+    return f"{root}/{service}-"
 
 
 def train_branch_name(environment: str, group: str, train_digest: str, *,

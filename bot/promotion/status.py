@@ -142,15 +142,12 @@ class StatusSources:
         return rows
 
 
-def rollback_prefix(environment: str, service: str) -> str:
-    return f"conveyor/rollback/{environment}/{service}-"
-
-
 def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, service: str
                         ) -> tuple[OpenPromotion, ...]:
     """Open promotion and rollback PRs of (service, environment), found by their branch, and
     the open release trains into the environment that move the service."""
-    forward, back = branch_prefix(environment, service), rollback_prefix(environment, service)
+    forward = branch_prefix(environment, service)
+    back = branch_prefix(environment, service, rollback=True)
     trains = (f"conveyor/{environment}/train-", f"conveyor/rollback/{environment}/train-")
     found = []
     for pr in pulls:

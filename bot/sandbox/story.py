@@ -32,8 +32,9 @@ from conveyor_emulator.ops import ApiError
 from ..domain.deployed import fill_context
 from ..domain.policy import Environment, PolicyError
 from ..domain.tags import version_from_tag
+from ..names import REFUSAL_CHECK
 from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
-from ..promotion.marker import parse_marker
+from ..promotion.marker import branch_prefix, parse_marker
 from ..text import short_digest
 from .console import Console, prompt
 from .demo import digest_of, seed
@@ -42,7 +43,6 @@ from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, r
 from .runner import Sandbox, logs_to_file, start_sandbox
 from .stack import SandboxError, image_parts, publish_release
 
-REFUSAL_CHECK = "conveyor/promotion"
 PEOPLE = {"alice": "Alice Dev", "bob": "Bob SRE", "carol": "Carol Reader", "dave": "Dave SRE",
           "erin": "Erin Dev", "frank": "Frank SRE"}
 
@@ -447,7 +447,7 @@ class Story:
         say.step(f'{plan.cast.merger} comments "{command}" on #{pr["number"]}')
         posted = await em.comment(self.repo, pr["number"], plan.cast.merger, command)
         await self.sandbox.settle()
-        prefix = f"conveyor/rollback/{gated.name}/{plan.service.name}-"
+        prefix = branch_prefix(gated.name, plan.service.name, rollback=True)
         opened = [p for p in em.pulls(self.repo, state="open")
                   if str(p["head"]["ref"]).startswith(prefix)]
         reply = reply_to(self.sandbox, self.repo, pr["number"], posted["id"])
