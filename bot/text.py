@@ -19,6 +19,18 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def shortened(text: str, limit: int) -> str:
+    """`text` on one line of at most `limit` characters, ending in ``…`` when it was cut."""
+    line = one_line(text)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def error_text(exc: BaseException) -> str:
+    """What an exception says, on one line of at most 200 characters; its type's name when it
+    says nothing."""
+    return one_line(str(exc))[:200] or type(exc).__name__
+
+
 def unlinked(text: str) -> str:
     """`text` with its @-mentions and #-references broken: they neither notify nor link."""
     return text.replace("@", "@" + _WORD_JOINER).replace("#", "#" + _WORD_JOINER)

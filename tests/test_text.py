@@ -9,10 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.text import (
+    error_text,
     escape_markdown,
     format_time,
     one_line,
     short_digest,
+    shortened,
     unescape_markdown,
     unlinked,
 )
@@ -51,3 +53,15 @@ def test_short_digest() -> None:
 def test_format_time_is_utc() -> None:
     berlin = datetime(2026, 12, 18, 16, 0, tzinfo=ZoneInfo("Europe/Berlin"))
     assert format_time(berlin) == "2026-12-18T15:00:00Z"
+
+
+def test_shortened_is_one_line_within_the_limit() -> None:
+    assert shortened("a\n b", 10) == "a b"
+    assert shortened("x" * 11, 10) == "x" * 9 + "…"
+    assert shortened("x" * 10, 10) == "x" * 10
+
+
+def test_error_text() -> None:
+    assert error_text(ValueError("bad\n  input")) == "bad input"
+    assert error_text(ValueError("e" * 300)) == "e" * 200
+    assert error_text(TimeoutError()) == "TimeoutError"

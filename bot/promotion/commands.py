@@ -40,7 +40,7 @@ from ..github.limits import fit
 from ..github.repos import add_labels, comment, commit_for_ref, is_bot, remove_label
 from ..names import GATE_CHECK, POLICY_PATH
 from ..registry.errors import RegistryError
-from ..text import escape_markdown, short_digest, unlinked
+from ..text import error_text, escape_markdown, short_digest, shortened, unlinked
 from .candidates import Candidate, Trigger, release_tag_variants
 from .downstream import promote_downstream
 from .flows import find_release
@@ -656,11 +656,9 @@ def describe_verdict(verdict: Verdict) -> str:
 def _github_error(exc: gidgethub.GitHubException) -> str:
     status = getattr(exc, "status_code", None)
     code = f"{int(status)} " if status is not None else ""
-    message = " ".join(str(exc).split())[:200] or type(exc).__name__
-    return f"{code}({escape_markdown(message)})"
+    return f"{code}({escape_markdown(error_text(exc))})"
 
 
 def _echo(raw: str) -> str:
-    text = " ".join(raw.replace("`", "'").split())
-    return text if len(text) <= MAX_ECHO else text[: MAX_ECHO - 1] + "…"
+    return shortened(raw.replace("`", "'"), MAX_ECHO)
 

@@ -42,7 +42,7 @@ from ..manifests import ManifestError
 from ..manifests.references import ImageReference, deploy_references
 from ..names import GATE_CHECK, POLICY_PATH
 from ..offload import run_cpu
-from ..text import short_digest
+from ..text import error_text, short_digest
 from .deployed import parse_time
 from .evidence import EvidenceFinder
 from .marker import PromotionMarker, parse_marker
@@ -301,7 +301,7 @@ class GateService:
                 try:
                     digest = await registry_digest(self.ctx, gh, reference.name, reference.tag)
                 except Exception as exc:  # any lookup failure fails the gate, never the check
-                    error = f"tag {reference.tag} could not be looked up: {_reason(exc)}"
+                    error = f"tag {reference.tag} could not be looked up: {error_text(exc)}"
                 else:
                     if digest is None:
                         error = f"tag {reference.tag} resolves to no digest"
@@ -336,7 +336,7 @@ class GateService:
             versions = await registry_versions(self.ctx, gh, reference.name, digest)
         except Exception as exc:  # any lookup failure fails the gate, never the check
             return False, (f"the registry's versions of {short_digest(digest)} could not be "
-                           f"looked up: {_reason(exc)}")
+                           f"looked up: {error_text(exc)}")
         admitted = [v for v in versions if all(rule.admits(v) for rule in rules)]
         if admitted:
             return True, f"version {admitted[0]} is admitted in {environment}"
@@ -516,11 +516,6 @@ async def registry_versions(ctx: Context, gh: GitHubAPI, image: str, digest: str
                             ) -> list[str]:
     """The tags that point at ``digest`` in the image's registry."""
     return await ctx.images.tags_of(image, digest)
-
-
-def _reason(exc: Exception) -> str:
-    text = " ".join(str(exc).split())[:200]
-    return text or type(exc).__name__
 
 
 def _time(value: str | None) -> datetime:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.domain.gate import NO_GATED_CHANGE, Condition, Verdict
 from bot.github.limits import OUTPUT_LIMIT
 from bot.names import POLICY_PATH
-from bot.text import escape_markdown, format_time
+from bot.text import escape_markdown, format_time, shortened
 
 __all__ = ["MAX_OUTPUT", "MAX_TITLE", "NO_GATED_CHANGE", "render_gate_output"]
 
@@ -24,17 +24,12 @@ def render_gate_output(verdict: Verdict) -> dict[str, str]:
     """``{"title", "summary", "text"}`` for the check run's ``output``."""
     if not verdict.conditions:
         summary = NO_GATED_CHANGE_SUMMARY if verdict.conclusion == "success" else verdict.title
-        return {"title": _bounded_title(verdict.title), "summary": summary, "text": ""}
+        return {"title": shortened(verdict.title, MAX_TITLE), "summary": summary, "text": ""}
     return {
-        "title": _bounded_title(verdict.title),
+        "title": shortened(verdict.title, MAX_TITLE),
         "summary": _bounded(_summary_lines(verdict)),
         "text": _bounded(_text_lines(verdict)),
     }
-
-
-def _bounded_title(title: str) -> str:
-    title = " ".join(title.split())
-    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
 
 
 def _summary_lines(verdict: Verdict) -> list[str]:
