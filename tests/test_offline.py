@@ -193,3 +193,23 @@ def test_a_failed_write_leaves_the_file_and_no_temporary(
         run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}")
     assert (repo / STAGING).read_text() == DEMO_FILES[STAGING]
     assert sorted(p.name for p in (repo / STAGING).parent.iterdir()) == ["kustomization.yaml"]
+
+
+def test_check_config_names_files_it_cannot_use(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    for service in ("web", "api"):
+        assert bump(str(repo), service, "production", f"ghcr.io/acme/{service}:1.0.0@{DIGEST}",
+                    write=True) == 0
+    (repo / "charts/api/values-staging.yaml").write_text("x: 1\n" + "#" * 1024 * 1024 + "\n")
+    base = repo / "apps/web/base/deployment.yaml"
+    base.unlink()
+    base.symlink_to("/etc/passwd")  # named by the kustomization, outside the repository
+    capsys.readouterr()
+    assert check_config(None, str(repo)) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        f"{repo}/apps/web/base/deployment.yaml:1: the path leaves the repository",
+        f"{repo}/charts/api/values-staging.yaml:1: charts/api/values-staging.yaml is larger "
+        "than 1048576 bytes"]
+    assert captured.err == f"2 problem(s) in the files of {repo}\n"
