@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,7 +13,8 @@ import pytest
 pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
 
 from bot.github.ratelimit import WriteBudget
-from bot.redisq import RedisLocks
+from bot.metrics import Metrics
+from bot.redisq import RedisLocks, RedisQueue, RedisScheduler
 from bot.redisq.client import Keys
 from bot.redisq.locks import LockUnavailable
 from bot.redisq.ratelimit import RedisLimitStore
@@ -84,3 +86,26 @@ async def test_without_redis_the_rate_limit_state_is_this_replicas_own(
     # at most one warning a second, however many calls fail
     assert {r.getMessage() for r in caplog.records} == {
         "rate-limit state not shared (redis failed); this replica's own for now"}
+
+
+async def test_without_redis_a_timer_is_not_stored_and_says_so(
+        redis_server: RedisServer, redis_client: Any, caplog: pytest.LogCaptureFixture) -> None:
+    now = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    queue = RedisQueue(redis_client, Metrics(), maxsize=100, consumer="a",
+                       keys=Keys("{conveyor-test-away-timers}"))
+    scheduler = RedisScheduler(queue, lambda: now, poll=0.02)
+    scheduler.at("soak:acme/deploy#1", now - timedelta(minutes=1), "gate", {"pull": 1})
+    scheduler.at("soak:acme/deploy#2", now + timedelta(minutes=30), "gate", {"pull": 2})
+    await asyncio.sleep(0.1)
+    assert set(await scheduler.timers()) == {"soak:acme/deploy#1", "soak:acme/deploy#2"}
+    # the past one is no longer pending here; the future one is
+    assert scheduler.pending() == {"soak:acme/deploy#2": now + timedelta(minutes=30)}
+    redis_server.stop()
+    caplog.set_level(logging.WARNING, logger="bot.redisq.timers")
+    scheduler.at("merge:acme/deploy#3", now + timedelta(minutes=1), "merge", {"n": 3})
+    scheduler.start()
+    await scheduler.close()  # waits for the write that failed
+    assert [r.getMessage() for r in caplog.records] == [
+        "timer not stored; the resync sets it again"]
+    scheduler.cancel_all()
+    assert scheduler.pending() == {}
