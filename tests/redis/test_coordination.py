@@ -158,9 +158,12 @@ async def test_timers_fire_once_across_replicas(redis_client: Any) -> None:
         scheduler.at("soak:acme/deploy#7", clock() + timedelta(minutes=30), "gate",
                      {"pull": 7})
         scheduler.at(f"merge:{index}", clock() + timedelta(minutes=1), "merge", {"n": index})
-    await asyncio.sleep(0.1)
-    assert set(await schedulers[0].timers()) == {"soak:acme/deploy#7", "merge:0", "merge:1",
-                                                  "merge:2"}
+    expected = {"soak:acme/deploy#7", "merge:0", "merge:1", "merge:2"}
+    for _ in range(100):  # `at` does not wait for Redis: its writes may still be in flight
+        if set(await schedulers[0].timers()) == expected:
+            break
+        await asyncio.sleep(0.05)
+    assert set(await schedulers[0].timers()) == expected
     for scheduler in schedulers:
         scheduler.start()
     try:
