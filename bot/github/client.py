@@ -230,10 +230,6 @@ class GrowableCache(MutableMapping[str, Any]):
     def __init__(self, maxsize: int) -> None:
         self._entries: cachetools.LRUCache[str, Any] = cachetools.LRUCache(maxsize=maxsize)
 
-    @property
-    def maxsize(self) -> int:
-        return int(self._entries.maxsize)
-
     def grow(self, maxsize: int) -> None:
         if maxsize > self._entries.maxsize:
             grown: cachetools.LRUCache[str, Any] = cachetools.LRUCache(maxsize=maxsize)

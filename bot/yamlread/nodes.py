@@ -65,11 +65,6 @@ class LineIndex:
         self.starts = [first] + [m.end() for m in _BREAK_RE.finditer(text)]
         self.pure = False  # set when the pure Python parser read the text
 
-    def offset(self, line: int, column: int) -> int:
-        if line >= len(self.starts):
-            return len(self.text)
-        return self.starts[line] + column
-
     def line_end(self, offset: int) -> int:
         """Offset of the line break (or end of text) of the line holding ``offset``."""
         match = _BREAK_RE.search(self.text, offset)
