@@ -1,0 +1,45 @@
+"""The command line's argument types and exits, in process: a port or webhook URL that is not
+one is a usage error naming it; no command means `serve`; Ctrl-C exits 130."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from bot import __main__ as cli
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("http", "expected a port number, got 'http'"),
+    ("0", "a port is between 1 and 65535, got 0"),
+    ("65536", "a port is between 1 and 65535, got 65536"),
+])
+def test_ports(text: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        cli.port_number(text)
+    assert str(refused.value) == message
+    assert cli.port_number("3000") == 3000
+
+
+@pytest.mark.parametrize("text", ["conveyor.example.com/hooks", "ftp://conveyor.example.com/",
+                                  "https://:443/x", "https://conveyor.example.com:99999/x"])
+def test_webhook_urls(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        cli.webhook_url(text)
+    assert str(refused.value) == ("expected an http(s) URL such as "
+                                  "https://conveyor.example.com/api/github/webhooks, "
+                                  f"got {text!r}")
+    assert cli.webhook_url("https://conveyor.example.com/api/github/webhooks").startswith("https")
+
+
+def test_no_command_serves_and_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: list[str] = []
+
+    def interrupted() -> int:
+        served.append("serve")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("bot.serve.run_server", interrupted)
+    assert cli.main([]) == 130
+    assert served == ["serve"]
