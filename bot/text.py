@@ -53,6 +53,11 @@ def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def format_minute(moment: datetime) -> str:
+    """``2026-11-29 17:30 UTC``: UTC, to the minute, for tables people read."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def short_digest(digest: str | None) -> str:
     """``sha256:`` and the first 12 hex digits, as branch names count them; ``—`` for none."""
     if not digest:

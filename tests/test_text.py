@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from bot.text import (
     error_text,
     escape_markdown,
+    format_minute,
     format_time,
     one_line,
     short_digest,
@@ -65,3 +66,8 @@ def test_error_text() -> None:
     assert error_text(ValueError("bad\n  input")) == "bad input"
     assert error_text(ValueError("e" * 300)) == "e" * 200
     assert error_text(TimeoutError()) == "TimeoutError"
+
+
+def test_format_minute_is_utc() -> None:
+    berlin = datetime(2026, 12, 18, 16, 5, 59, tzinfo=ZoneInfo("Europe/Berlin"))
+    assert format_minute(berlin) == "2026-12-18 15:05 UTC"

@@ -21,7 +21,7 @@ from ..domain.policy import Policy
 from ..domain.tags import version_from_tag
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
-from ..text import short_digest
+from ..text import format_minute, short_digest
 from .deployed import parse_time
 from .evidence import MAX_HISTORY_COMMITS
 
@@ -149,7 +149,7 @@ def rollback_note(period: LivePeriod, environment: str) -> str:
 
 
 def _commit(pinned: Pinned) -> str:
-    return f"[`{pinned.sha[:7]}`]({pinned.url}) ({pinned.at.strftime('%Y-%m-%d %H:%M UTC')})"
+    return f"[`{pinned.sha[:7]}`]({pinned.url}) ({format_minute(pinned.at)})"
 
 
 async def read_history(gh: GitHubAPI, repo: str, default_branch: str, policy: Policy,

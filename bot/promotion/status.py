@@ -21,7 +21,7 @@ from gidgethub.abc import GitHubAPI
 
 from ..manifests import ManifestError, find_images
 from ..offload import run_cpu
-from ..text import short_digest
+from ..text import format_minute, short_digest
 from .history import UNKNOWN, ChangeHistory, Wanted
 from .marker import branch_prefix, parse_marker
 from .opener import open_pulls
@@ -201,7 +201,7 @@ def _cell_digest(row: StatusRow) -> str:
 def _cell_since(row: StatusRow) -> str:
     if row.since is None:
         return NONE
-    text = row.since.strftime("%Y-%m-%d %H:%M UTC")
+    text = format_minute(row.since)
     return f"[{text}]({row.since_url})" if row.since_url else text
 
 
