@@ -12,6 +12,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import multiprocessing
+import os
+import select
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -28,8 +32,37 @@ def _process_pool() -> ProcessPoolExecutor:
     if _pool is None:
         # forkserver: a fork of a process running an event loop and threads is unsafe.
         _pool = ProcessPoolExecutor(max_workers=1,
-                                    mp_context=multiprocessing.get_context("forkserver"))
+                                    mp_context=multiprocessing.get_context("forkserver"),
+                                    initializer=_leave_with, initargs=(os.getpid(),))
     return _pool
+
+
+def _leave_with(bot: int) -> None:
+    """In the worker: exit once the bot process is gone. A bot killed without a shutdown
+    (SIGKILL, the OOM killer) leaves its worker waiting on a queue it holds both ends of."""
+    threading.Thread(target=_wait_for_exit, args=(bot,), name="conveyor-bot-watch",
+                     daemon=True).start()
+
+
+def _wait_for_exit(pid: int) -> None:
+    try:
+        handle = os.pidfd_open(pid)  # Linux: readable once the process has ended
+    except (AttributeError, OSError):
+        while _running(pid):
+            time.sleep(1)
+    else:
+        select.select([handle], [], [])
+    os._exit(0)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 async def run_cpu(size: int, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -43,10 +76,10 @@ async def run_cpu(size: int, func: Callable[..., T], /, *args: Any, **kwargs: An
     return await asyncio.get_running_loop().run_in_executor(_process_pool(), call)
 
 
-def start() -> None:
+def start() -> int:
     """Start the worker process now (the server, before it serves): started on first use, its
-    launch would block the event loop while a delivery waits for its answer."""
-    _process_pool().submit(int).result()
+    launch would block the event loop while a delivery waits for its answer. Returns its pid."""
+    return _process_pool().submit(os.getpid).result()
 
 
 def shutdown() -> None:

@@ -51,12 +51,13 @@ def run_server() -> int:
     if redis_password:
         register_secret(redis_password)
     sock = listening_socket(settings.host, settings.port)
-    offload.start()
+    worker = offload.start()
     app = create_app(settings, build_router(), background=background_tasks,
                      serve_while_starting=True)
     log.info(
         "conveyor listening",
-        extra={"host": settings.host, "port": sock.getsockname()[1], "api_url": settings.api_url},
+        extra={"host": settings.host, "port": sock.getsockname()[1], "api_url": settings.api_url,
+               "worker_pid": worker},
     )
     web.run_app(
         app,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +94,41 @@ async def test_a_policy_and_a_config_check_cross_the_process_boundary() -> None:
     local = check_file("1.31", policy, path, text)
     remote = await offload.run_cpu(len(text), check_file, "1.31", policy, path, text)
     assert remote == local and local[0].findings and local[1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+async def test_the_worker_process_leaves_when_the_bot_is_killed(tmp_path: Path) -> None:
+    # A bot killed without a shutdown (SIGKILL, OOM) must not leave its worker behind: it
+    # would wait on its queue forever, and its forkserver with it.
+    written = tmp_path / "worker.pid"
+    script = ("import pathlib, sys\n"
+              "from bot import offload\n"
+              "pathlib.Path(sys.argv[1]).write_text(str(offload.start()))\n"
+              "sys.stdin.read()\n")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, str(written), stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    for _ in range(600):
+        if written.exists() and written.read_text():
+            break
+        await asyncio.sleep(0.05)
+    worker = int(written.read_text())
+    assert worker != proc.pid and _alive(worker)
+    proc.kill()
+    await proc.wait()
+    for _ in range(200):
+        if not _alive(worker):
+            break
+        await asyncio.sleep(0.05)
+    alive = _alive(worker)
+    if alive:
+        os.kill(worker, signal.SIGKILL)
+    assert not alive
