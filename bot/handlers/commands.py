@@ -16,17 +16,16 @@ from gidgethub import routing, sansio
 from ..domain.commands import parse_commands
 from ..github.client import ConveyorGitHubAPI
 from ..github.repos import comment, is_bot, permission_of
-from ..promotion.commands import (
-    Invocation,
+from ..promotion.command_run import Invocation
+from ..promotion.commands import finish, run_commands
+from ..promotion.gatekeeper import WRITE_PERMISSIONS
+from ..promotion.policies import BrokenPolicy, DeploymentRepo
+from ..promotion.replies import (
     already_answered,
-    finish,
     permission_refusal,
     permission_unknown,
     policy_refusal,
-    run_commands,
 )
-from ..promotion.gatekeeper import WRITE_PERMISSIONS
-from ..promotion.policies import BrokenPolicy, DeploymentRepo
 from ..services import Services
 from .events import indexed_repo
 

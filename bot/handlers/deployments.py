@@ -20,9 +20,9 @@ from ..domain.deployed import (
 )
 from ..domain.policy import Policy
 from ..github.client import ConveyorGitHubAPI
-from ..promotion.commands import watcher
 from ..promotion.deployed import parse_time
 from ..promotion.downstream import reevaluate_open_pulls
+from ..promotion.rollback_commands import watcher
 from ..promotion.watch import FAILED_STATES, watched
 from ..services import Services
 from .events import deployment_repo

@@ -29,7 +29,6 @@ from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
 from ..registry.errors import RegistryError
 from .candidates import Candidate
-from .commands import watcher
 from .dashboard import refresh_dashboard
 from .downstream import promote_downstream, reevaluate_open_pulls
 from .flows import promote_to_entry_environments, release_candidate
@@ -38,6 +37,7 @@ from .marker import PromotionMarker, branch_prefix, parse_marker
 from .merger import merge_promotion
 from .opener import close_superseded, find_pull_for_branch, open_pulls
 from .policies import DeploymentRepo, settled
+from .rollback_commands import watcher
 from .train_flows import finish_interrupted_trains, promote_train_downstream
 from .trust import trusted_marker
 from .watch import watched

@@ -10,16 +10,16 @@ from bot.domain.commands import HELP_TEXT, CommandError, parse_commands
 from bot.domain.gate import Verdict
 from bot.domain.policy import PolicyIssue, load_policy
 from bot.handlers.commands import from_a_bot
-from bot.promotion.commands import (
+from bot.promotion.opener import OpenResult
+from bot.promotion.policies import BrokenPolicy
+from bot.promotion.promote_commands import downstream_of
+from bot.promotion.replies import (
     Reply,
     describe_result,
     describe_verdict,
-    downstream_of,
     permission_refusal,
     policy_refusal,
 )
-from bot.promotion.opener import OpenResult
-from bot.promotion.policies import BrokenPolicy
 from bot.promotion.rollback import (
     MAX_HISTORY_COMMITS,
     Pinned,

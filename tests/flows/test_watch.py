@@ -12,7 +12,7 @@ from typing import Any
 import gidgethub
 import pytest
 
-from bot.promotion import commands
+from bot.promotion import rollback_commands
 from bot.promotion.resync import resync_all
 from bot.sandbox.demo import DEMO_POLICY
 from bot.text import unescape_markdown
@@ -185,7 +185,7 @@ async def test_a_run_interrupted_after_the_mark_is_finished_by_the_resync(
         raise gidgethub.BadRequest(http.HTTPStatus.BAD_GATEWAY)
 
     with monkeypatch.context() as patch:
-        patch.setattr(commands, "open_rollback_for", github_fails)
+        patch.setattr(rollback_commands, "open_rollback_for", github_fails)
         await argo_reports(world, staging["merge_commit_sha"], "failure")
     assert rollbacks(world) == []
     [mark] = marks(world, staging)  # the mark came first: production is blocked already

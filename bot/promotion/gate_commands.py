@@ -1,0 +1,93 @@
+"""`/hold`, `/unhold` and `/recheck`: what a person asks of the gate on an open pull
+request."""
+
+from __future__ import annotations
+
+from ..domain.commands import Hold
+from ..github.repos import add_labels, remove_label
+from ..names import GATE_CHECK
+from ..text import unlinked
+from .command_run import CommandRun
+from .gatekeeper import HOLD_LABEL, HOLD_MARKER
+from .merger import retry_stopped_merge
+from .replies import describe_verdict
+from .rollback_commands import watcher
+from .trust import trusted_marker
+
+
+async def open_pull_or_refusal(run: CommandRun, command: str) -> str | None:
+    refusal = run.not_a_pull(command, "(the gate is a check on pull requests)")
+    if refusal:
+        return refusal
+    pr = await run.pull()
+    if pr.get("state") != "open":
+        state = "merged" if pr.get("merged") else "closed"
+        return f"❌ #{run.where.number} is {state}; the gate only runs on open pull requests."
+    return None
+
+
+async def hold(run: CommandRun, command: Hold) -> str:
+    refusal = await open_pull_or_refusal(run, "hold")
+    if refusal:
+        return refusal
+    was_held = await run.held()
+    await add_labels(run.gh, run.repo, run.where.number, [HOLD_LABEL])
+    run.is_held = True
+    run.reply.reevaluate = True
+    # The gate reads the reason from the text after the marker, up to the end of the line,
+    # and escapes it itself (its title is plain text): keep it as written, only without
+    # mentions, references and HTML.
+    reason = unlinked(" ".join(command.reason.split())).replace("<", "\\<")
+    what = "still on hold, with this reason" if was_held else f"on hold (label `{HOLD_LABEL}`)"
+    return (f"⏸️ {what}: `{GATE_CHECK}` fails until someone comments `/unhold`. "
+            f"{HOLD_MARKER}" + (f" Reason: {reason}" if reason else ""))
+
+
+async def unhold(run: CommandRun) -> str:
+    refusal = await open_pull_or_refusal(run, "unhold")
+    if refusal:
+        return refusal
+    if not await run.held():
+        cleared = await clear_failure_mark(run)
+        if cleared is not None:
+            run.reply.reevaluate = True
+            return cleared
+        return f"ℹ️ #{run.where.number} is not on hold; nothing to lift."
+    await remove_label(run.gh, run.repo, run.where.number, HOLD_LABEL)
+    run.is_held = False
+    run.reply.reevaluate = True
+    return f"▶️ hold lifted; `{GATE_CHECK}` is evaluated again without it."
+
+
+async def clear_failure_mark(run: CommandRun) -> str | None:
+    """`/unhold` on a promotion whose digest is marked failed upstream: a person decides
+    that it may go on; the mark is cleared (the gate still asks for everything else)."""
+    found = await trusted_marker(run.gh, run.repo, await run.pull(), run.ctx.bot_login)
+    if found is None:
+        return None
+    marker = found[0]
+    env = run.where.policy.environments.get(marker.environment)
+    if env is None or env.after is None:
+        return None
+    mark = await watcher(run.services, run.gh, run.where.repo).clear(
+        marker.service, env.after, marker.digest, run.where.commenter)
+    if mark is None:
+        return None
+    return (f"▶️ the failure mark is cleared: {mark.title} — `{GATE_CHECK}` is evaluated "
+            "again without it.")
+
+
+async def recheck(run: CommandRun) -> str:
+    refusal = await open_pull_or_refusal(run, "recheck")
+    if refusal:
+        return refusal
+    gates = run.services.gates
+    verdict = await gates.evaluate(run.gh, run.where.repo, run.where.number)
+    if await retry_stopped_merge(run.ctx, run.gh, run.repo, run.where.number):
+        return "Merged."
+    if verdict is None:
+        # An evaluation was already running; it re-runs once more. Compute the state here.
+        facts = await gates.facts_of(run.gh, run.where.repo, await run.gh.getitem(
+            f"/repos/{run.repo}/pulls/{run.where.number}"))
+        verdict = await gates.verdict_for(run.gh, run.where.repo, facts)
+    return describe_verdict(verdict)
