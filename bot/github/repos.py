@@ -159,6 +159,10 @@ async def write_comment(gh: GitHubAPI, repo: str, number: int, body: str, *,
         await gh.patch(f"/repos/{repo}/issues/comments/{replacing['id']}", data={"body": body})
 
 
+# the permissions that let a person run Conveyor's commands and approve without a list
+WRITE_PERMISSIONS = ("admin", "maintain", "write")
+
+
 async def permission_of(gh: GitHubAPI, repo: str, user: str) -> str:
     """The user's permission on the repository: admin, maintain, write, triage, read or none."""
     data = await or_none(

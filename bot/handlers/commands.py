@@ -15,10 +15,9 @@ from gidgethub import routing, sansio
 
 from ..domain.commands import parse_commands
 from ..github.client import ConveyorGitHubAPI
-from ..github.repos import comment, is_bot, permission_of
+from ..github.repos import WRITE_PERMISSIONS, comment, is_bot, permission_of
 from ..promotion.command_run import Invocation
 from ..promotion.commands import finish, run_commands
-from ..promotion.gatekeeper import WRITE_PERMISSIONS
 from ..promotion.policies import BrokenPolicy, DeploymentRepo
 from ..promotion.replies import (
     already_answered,

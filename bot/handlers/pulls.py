@@ -10,7 +10,7 @@ from gidgethub import routing, sansio
 
 from ..github.client import ConveyorGitHubAPI
 from ..promotion.downstream import promote_downstream, reevaluate_open_pulls
-from ..promotion.gatekeeper import keep_hold
+from ..promotion.hold import keep_hold
 from ..promotion.marker import parse_marker
 from ..promotion.policies import DeploymentRepo
 from ..promotion.train_flows import promote_train_downstream
@@ -97,4 +97,4 @@ async def on_merge_group(event: sansio.Event, gh: ConveyorGitHubAPI, services: S
         return
     verdict = await services.gates.evaluate(gh, repo, int(match.group(1)))
     if verdict is not None:
-        await services.gates.post(gh, repo.full_name, group["head_sha"], verdict)
+        await services.gates.runs.post(gh, repo.full_name, group["head_sha"], verdict)

@@ -14,7 +14,7 @@ from ..github.repos import commit_for_ref
 from ..text import short_digest
 from .candidates import Candidate, Trigger
 from .flows import find_release
-from .gatekeeper import HOLD_LABEL
+from .hold import HOLD_LABEL
 from .marker import PromotionMarker, branch_name
 from .opener import find_pull_for_branch
 from .policies import DeploymentRepo

@@ -8,7 +8,7 @@ from ..github.repos import add_labels, remove_label
 from ..names import GATE_CHECK
 from ..text import unlinked
 from .command_run import CommandRun
-from .gatekeeper import HOLD_LABEL, HOLD_MARKER
+from .hold import HOLD_LABEL, HOLD_MARKER
 from .merger import retry_stopped_merge
 from .replies import describe_verdict
 from .rollback_commands import watcher

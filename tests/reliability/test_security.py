@@ -26,9 +26,9 @@ from bot.domain.policy import PolicyError, load_policy
 from bot.domain.tags import MAX_TAG_LENGTH, TagPolicy
 from bot.logs import configure_logging
 from bot.promotion import gatekeeper
-from bot.promotion.gatekeeper import PullFacts
 from bot.promotion.marker import PromotionMarker
 from bot.promotion.policies import DeploymentRepo
+from bot.promotion.pull_facts import PullFacts
 from bot.promotion.resync import resync_all
 from bot.promotion.trust import ConveyorCommit
 from bot.sandbox.demo import DEMO_POLICY, DEPLOY_REPO, digest_of
