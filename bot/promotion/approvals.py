@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import cachetools
 from gidgethub.abc import GitHubAPI
 
-from ..domain.gate import Review
+from ..domain.gate_model import Review
 from ..domain.policy import Policy
 from ..github.repos import WRITE_PERMISSIONS, is_bot, is_team_member, permission_of
 from .deployed import parse_time

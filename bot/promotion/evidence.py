@@ -17,7 +17,7 @@ from urllib.parse import quote
 from gidgethub.abc import GitHubAPI
 
 from ..domain.deployed import Trust
-from ..domain.gate import Evidence, FailureMark
+from ..domain.gate_model import Evidence, FailureMark
 from ..domain.images import canonical_image_name
 from ..domain.policy import Environment, Policy
 from ..github.repos import get_file

@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
-from ..domain.gate import FailureMark
+from ..domain.gate_model import FailureMark
 from ..github.checks import check_output, check_run, create_check_run, update_check_run
 from .deployed import parse_time
 

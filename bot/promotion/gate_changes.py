@@ -10,7 +10,7 @@ import cachetools
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from ..domain.gate import FileProblem, ImageChange
+from ..domain.gate_model import FileProblem, ImageChange
 from ..domain.images import image_allowed, same_image
 from ..domain.policy import Environment, Policy, Service
 from ..domain.provenance import attestation_problem

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import cachetools
 from gidgethub.abc import GitHubAPI
 
-from ..domain.gate import Verdict
+from ..domain.gate_model import Verdict
 from ..github.checks import check_run, create_check_run, update_check_run
 from ..names import GATE_CHECK
 from .render_gate import render_gate_output

@@ -9,14 +9,8 @@ from typing import TYPE_CHECKING, Any
 from gidgethub.abc import GitHubAPI
 
 from ..domain.freeze import freeze_status
-from ..domain.gate import (
-    NO_GATED_CHANGE,
-    EnvironmentRules,
-    Evidence,
-    GateInput,
-    Verdict,
-    evaluate_gate,
-)
+from ..domain.gate import evaluate_gate
+from ..domain.gate_model import NO_GATED_CHANGE, EnvironmentRules, Evidence, GateInput, Verdict
 from ..names import POLICY_PATH
 from .approvals import Approvals
 from .evidence import EvidenceFinder

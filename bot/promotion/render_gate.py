@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.domain.gate import NO_GATED_CHANGE, Condition, Verdict
+from bot.domain.gate_model import NO_GATED_CHANGE, Condition, Verdict
 from bot.github.limits import OUTPUT_LIMIT
 from bot.names import POLICY_PATH
 from bot.text import escape_markdown, format_time, shortened

@@ -9,7 +9,7 @@ from typing import Any
 from gidgethub.abc import GitHubAPI
 
 from ..domain.commands import HELP_TEXT, Command, CommandError
-from ..domain.gate import Verdict
+from ..domain.gate_model import Verdict
 from ..github.limits import fit
 from ..github.repos import comment, is_bot
 from ..names import GATE_CHECK, POLICY_PATH

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from bot.domain.gate import (
+from bot.domain.gate import evaluate_gate
+from bot.domain.gate_model import (
     NO_GATED_CHANGE,
     Condition,
     EnvironmentRules,
@@ -17,7 +18,6 @@ from bot.domain.gate import (
     ImageChange,
     Review,
     Verdict,
-    evaluate_gate,
 )
 from bot.text import format_time
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.domain.gate import Condition, Verdict
+from bot.domain.gate_model import Condition, Verdict
 from bot.promotion.render_gate import (
     MAX_OUTPUT,
     MAX_TITLE,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.domain.commands import HELP_TEXT, CommandError, parse_commands
-from bot.domain.gate import Verdict
+from bot.domain.gate_model import Verdict
 from bot.domain.policy import PolicyIssue, load_policy
 from bot.handlers.commands import from_a_bot
 from bot.promotion.opener import OpenResult

@@ -21,7 +21,7 @@ import aiohttp
 import pytest
 from gidgethub import sansio
 
-from bot.domain.gate import Verdict
+from bot.domain.gate_model import Verdict
 from bot.domain.policy import PolicyError, load_policy
 from bot.domain.tags import MAX_TAG_LENGTH, TagPolicy
 from bot.logs import configure_logging

@@ -1,0 +1,171 @@
+"""The gate's facts and its answer as plain values: what the I/O layer gathers about a pull
+request (:class:`GateInput`) and the checklist and verdict the gate gives back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+EVIDENCE_KINDS = ("merged", "deployed")
+HISTORY = "history"
+
+Outcome = Literal["failure", "action_required", "in_progress"]
+CheckStatus = Literal["completed", "in_progress"]  # a check run's `status` while the bot sets it
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One piece of evidence that a digest reached an environment."""
+
+    kind: str  # "merged" | "deployed" | "history" (it was live in this environment before)
+    digest: str
+    at: datetime  # aware
+    url: str
+    description: str
+    # The environment the evidence was observed in. None means "gathered for the right
+    # environment" (the I/O layer already filtered); when set it must be the gated
+    # environment's upstream (`after`) for merged/deployed, and the environment itself for
+    # history, so that evidence from an unrelated environment never satisfies a gate.
+    environment: str | None = None
+    # The canonical image name the evidence is about; None means "the change's own image".
+    # The same digest under another name is another image: references compare by full name
+    # and digest (docs/security.md).
+    image: str | None = None
+
+
+@dataclass(frozen=True)
+class FailureMark:
+    """Conveyor's own record that a trusted report said the digest failed in an environment
+    within its ``watch`` (only Conveyor can write it: a check run of its app)."""
+
+    digest: str
+    environment: str
+    at: datetime  # when the failure was reported
+    url: str  # the report, or the mark when the report has no page
+
+
+@dataclass(frozen=True)
+class ImageChange:
+    """One image reference the pull request changes in a gated file.
+
+    ``service`` and ``environment`` name the file's owner in the policy; ``owned`` is false
+    for an image that is not that service's own (a sidecar, another registry's image).
+    ``canonical`` is the comparable name the evidence must be about. ``tags_text`` replaces
+    the default wording of the tags condition (the I/O layer names the registry's versions).
+    """
+
+    service: str
+    environment: str
+    path: str
+    line: int
+    image: str
+    new_tag: str | None
+    new_digest: str | None
+    resolution_error: str | None
+    allowed: bool
+    tag_admitted: bool
+    attestation_problem: str | None = None
+    owned: bool = True
+    canonical: str | None = None
+    tags_text: str | None = None
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A gated file the gate cannot judge (deleted, renamed, unreadable, unlisted...)."""
+
+    environment: str
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class EnvironmentRules:
+    """A gated environment's rules from the policy, as plain values."""
+
+    name: str
+    after: str
+    evidence: tuple[str, ...]
+    soak: timedelta
+    approvals: int
+    allow_self_approval: bool = False
+    # the environments further up the chain than `after` (its own `after`, and so on): a digest
+    # reported failing in any of them is refused here too
+    earlier: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Review:
+    """A pull request review.
+
+    ``is_approver`` is decided by the I/O layer; when the pull request changes several gated
+    environments it must mean "listed approver of every one of them".
+    """
+
+    user: str
+    state: str  # "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED" | "DISMISSED"
+    commit_id: str
+    submitted_at: datetime
+    is_bot: bool
+    is_approver: bool
+    url: str
+
+
+@dataclass(frozen=True)
+class GateInput:
+    changes: tuple[ImageChange, ...]
+    rules: Mapping[str, EnvironmentRules]
+    evidence: Mapping[str, tuple[Evidence, ...]]  # by digest
+    rollback: bool
+    reviews: tuple[Review, ...]
+    head_sha: str
+    pr_author: str
+    requester: str | None  # who asked for the promotion (/promote author, release author)
+    held: str | None  # hold reason ("" without one), None when not held
+    freeze_until: Mapping[str, datetime | None]  # env -> end of the open freeze window
+    now: datetime
+    hold_url: str | None = None
+    # by digest: what the deployed search saw besides evidence (a newer failure, ignored
+    # reports and whose), shown on the digest's deployed condition
+    evidence_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    problems: tuple[FileProblem, ...] = ()
+    failures: Mapping[str, tuple[FailureMark, ...]] = field(default_factory=dict)  # by digest
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One line of the gate's checklist.
+
+    ``subject`` names what the condition is about ("web → production" for an image change,
+    "production" for an environment, "" for the pull request as a whole); ``when_unmet`` is the
+    outcome the condition forces while ``ok`` is false; ``pending_until`` is when a running
+    soak or freeze window ends.
+    """
+
+    ok: bool
+    text: str
+    link: str | None = None
+    pending_until: datetime | None = None
+    subject: str = ""
+    when_unmet: Outcome = "failure"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: CheckStatus
+    conclusion: str | None  # "success" | "failure" | "action_required"; None while in progress
+    title: str
+    conditions: tuple[Condition, ...]
+    recheck_at: datetime | None
+    evaluated_at: datetime | None = None
+
+
+NO_GATED_CHANGE = Verdict(
+    status="completed",
+    conclusion="success",
+    title="No gated environment changed",
+    conditions=(),
+    recheck_at=None,
+)
