@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.domain.policy.environments import suggest
+from bot.domain.policy.fields import suggest
 from bot.domain.policy.model import Group, Service
 from bot.domain.policy.reader import Pos, Reader, type_name
 from bot.domain.policy.syntax import name_problem

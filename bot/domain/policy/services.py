@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import Any
 
 from bot.domain.images import image_allowed
-from bot.domain.policy.environments import check_template, parse_tags, suggest
+from bot.domain.policy.fields import check_template, parse_tags, suggest
 from bot.domain.policy.model import Environment, Service
 from bot.domain.policy.reader import Reader, type_name
 from bot.domain.policy.syntax import (
