@@ -1,24 +1,28 @@
 """Slash commands in comments: parsing only, no permission checks or effects.
 
-A command is a line that starts with ``/`` followed by a word (a letter, then letters, digits,
-``-`` or ``_``) and then whitespace or the end of the line; up to 3 leading spaces are allowed,
-as in Markdown. Lines inside fenced code blocks (```` ``` ```` / ``~~~``), indented code (4
-columns or more), block quotes (``>``) and HTML comments are never commands, so quoting a
-command in a reply or a code sample does not run it. Text like ``/usr/bin/env`` or ``/ path``
-is not a command; ``/shrug`` is one (an unknown one: it gets the help text, never silence).
+The command lines of a comment are found in `command_lines.py`; here each becomes a typed
+command or the reason it is wrong (its arguments checked in `command_args.py`).
 """
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from .command_args import (
+    check_environment,
+    check_ref,
+    check_service,
+    normal_ref,
+    quote,
+    suggest,
+    unknown,
+)
+from .command_lines import COMMAND_RE, bounded, command_lines
 
 __all__ = [
     "COMMAND_NAMES",
     "HELP_TEXT",
-    "MAX_BODY_BYTES",
     "MAX_COMMANDS",
     "MAX_REASON",
     "Command",
@@ -36,7 +40,6 @@ __all__ = [
     "parse_commands",
 ]
 
-MAX_BODY_BYTES = 64 * 1024
 MAX_COMMANDS = 10
 MAX_REASON = 1024
 
@@ -168,13 +171,6 @@ class CommandError:
     message: str
 
 
-_COMMAND_RE = re.compile(r"/([A-Za-z][A-Za-z0-9_-]*)[.,;:!?]*(?=\s|$)")
-_FENCE_RE = re.compile(r"(`{3,}|~{3,})(.*)")
-_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}", re.IGNORECASE)
-_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
-
-
 def parse_commands(
     body: str,
     *,
@@ -184,7 +180,7 @@ def parse_commands(
 ) -> list[Command | CommandError]:
     """Every command line of ``body``, in order, parsed or with the reason it is wrong."""
     found: list[Command | CommandError] = []
-    lines = list(_command_lines(_bounded(body)))
+    lines = list(command_lines(bounded(body)))
     for index, (number, text) in enumerate(lines):
         if index == MAX_COMMANDS:
             rest = len(lines) - MAX_COMMANDS - 1
@@ -201,64 +197,6 @@ def parse_commands(
     return found
 
 
-def _bounded(body: str) -> str:
-    encoded = body.encode("utf-8")
-    if len(encoded) <= MAX_BODY_BYTES:
-        return body
-    cut = encoded[:MAX_BODY_BYTES].decode("utf-8", "ignore")
-    # The last line is cut short: "/promote web 1.4.2" could have become "/promote web 1.4".
-    return "\n".join(_NEWLINE_RE.split(cut)[:-1])
-
-
-def _indent(line: str) -> tuple[int, str]:
-    """Leading whitespace as Markdown columns (a tab reaches the next multiple of 4)."""
-    columns = 0
-    for position, char in enumerate(line):
-        if char == " ":
-            columns += 1
-        elif char == "\t":
-            columns += 4 - columns % 4
-        else:
-            return columns, line[position:]
-    return columns, ""
-
-
-def _command_lines(body: str) -> list[tuple[int, str]]:
-    """``(line number, stripped line)`` of each line that is a command, outside code and quotes."""
-    found: list[tuple[int, str]] = []
-    fence: str | None = None  # the opening fence while inside a fenced code block
-    in_html_comment = False
-    for number, line in enumerate(_NEWLINE_RE.split(body), start=1):
-        columns, text = _indent(line)
-        if fence is not None:
-            closing = _FENCE_RE.fullmatch(text.rstrip())
-            if (
-                columns < 4
-                and closing
-                and closing.group(1)[0] == fence[0]
-                and len(closing.group(1)) >= len(fence)
-                and not closing.group(2).strip()
-            ):
-                fence = None
-            continue
-        if in_html_comment:
-            in_html_comment = "-->" not in line
-            continue
-        if columns >= 4:
-            continue
-        opening = _FENCE_RE.fullmatch(text)
-        # A backtick fence's info string cannot hold a backtick (that is inline code).
-        if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
-            fence = opening.group(1)
-            continue
-        if text.startswith("<!--"):
-            in_html_comment = "-->" not in text[4:]
-            continue
-        if _COMMAND_RE.match(text):
-            found.append((number, text.strip()))
-    return found
-
-
 def _parse_line(
     number: int,
     text: str,
@@ -266,7 +204,7 @@ def _parse_line(
     environments: Sequence[str],
     groups: Sequence[str],
 ) -> Command | CommandError:
-    match = _COMMAND_RE.match(text)
+    match = COMMAND_RE.match(text)
     assert match is not None  # _command_lines kept only matching lines
     word = match.group(1)
     if word not in COMMAND_NAMES:
@@ -295,7 +233,7 @@ class _Line:
 def _parse_promote(line: _Line) -> Command | str:
     if len(line.args) == 1:
         (environment,) = line.args
-        problem = _check_environment(environment, line.environments)
+        problem = check_environment(environment, line.environments)
         if problem:
             return problem
         return Promote(line.word, line.args, line.number, line.text, environment=environment)
@@ -304,9 +242,9 @@ def _parse_promote(line: _Line) -> Command | str:
     if len(line.args) == 3:
         service, ref, environment = line.args
         problem = (
-            _check_service(service, line.services)
-            or _check_ref(ref)
-            or _check_environment(environment, line.environments)
+            check_service(service, line.services)
+            or check_ref(ref)
+            or check_environment(environment, line.environments)
         )
         if problem:
             return problem
@@ -316,7 +254,7 @@ def _parse_promote(line: _Line) -> Command | str:
             line.number,
             line.text,
             service=service,
-            ref=_normal_ref(ref),
+            ref=normal_ref(ref),
             environment=environment,
         )
     return line.wrong_arity("1 to 3 arguments")
@@ -328,7 +266,7 @@ def _parse_promote_train(line: _Line) -> Command | str:
         return line.wrong_arity("a tag or digest between service and environment")
     if environment in line.groups and group in line.environments:
         return f"the environment comes first: /promote {group} {environment}"
-    problem = _check_environment(environment, line.environments)
+    problem = check_environment(environment, line.environments)
     if problem:
         return problem
     if group == ALL_SERVICES:
@@ -341,15 +279,15 @@ def _parse_promote_train(line: _Line) -> Command | str:
         )
     if group in line.services:
         return (
-            f"{_quote(group)} is a service, not a group: promote it with "
+            f"{quote(group)} is a service, not a group: promote it with "
             f"/promote {group} <tag-or-digest> {environment}"
         )
     if group in line.environments:
         return (
             f"/promote <env> <group> names the environment first, then a group "
-            f"(or --all); {_quote(group)} is an environment"
+            f"(or --all); {quote(group)} is an environment"
         )
-    return _unknown("group", "groups", group, line.groups) + " (or --all for every service)"
+    return unknown("group", "groups", group, line.groups) + " (or --all for every service)"
 
 
 def _parse_rollback(line: _Line) -> Command | str:
@@ -362,16 +300,16 @@ def _parse_rollback(line: _Line) -> Command | str:
                 f"/rollback {service} {environment} takes no tag or digest: a group goes back "
                 "to its previous combination"
             )
-        problem = _check_environment(environment, line.environments)
+        problem = check_environment(environment, line.environments)
         if problem:
             return problem
         return RollbackTrain(
             line.word, line.args, line.number, line.text, group=service, environment=environment
         )
     problem = (
-        _check_service(service, line.services, line.groups)
-        or _check_environment(environment, line.environments)
-        or (_check_ref(given[0]) if given else None)
+        check_service(service, line.services, line.groups)
+        or check_environment(environment, line.environments)
+        or (check_ref(given[0]) if given else None)
     )
     if problem:
         return problem
@@ -382,7 +320,7 @@ def _parse_rollback(line: _Line) -> Command | str:
         line.text,
         service=service,
         environment=environment,
-        ref=_normal_ref(given[0]) if given else None,
+        ref=normal_ref(given[0]) if given else None,
     )
 
 
@@ -400,7 +338,7 @@ def _parse_status(line: _Line) -> Command | str:
     if service is not None and service in line.groups:
         return Status(line.word, line.args, line.number, line.text, service=None, group=service)
     if service is not None:
-        problem = _check_service(service, line.services, line.groups)
+        problem = check_service(service, line.services, line.groups)
         if problem:
             return problem
     return Status(line.word, line.args, line.number, line.text, service=service)
@@ -426,60 +364,7 @@ _PARSERS: dict[str, Callable[[_Line], Command | str]] = {
 }
 
 
-def _quote(value: str) -> str:
-    shown = value if len(value) <= 64 else value[:63] + "…"
-    return f"'{shown}'"
-
-
-def _suggest(value: str, choices: Sequence[str]) -> str | None:
-    folded = {choice.casefold(): choice for choice in choices}
-    if value.casefold() in folded:
-        return folded[value.casefold()]
-    prefixed = [c for c in choices if len(value) >= 2 and c.casefold().startswith(value.casefold())]
-    if len(prefixed) == 1:
-        return prefixed[0]
-    close = difflib.get_close_matches(value.casefold(), list(folded), n=1, cutoff=0.6)
-    return folded[close[0]] if close else None
-
-
 def _unknown_command(word: str) -> str:
-    message = f"unknown command {_quote('/' + word)}"
-    suggestion = _suggest(word, COMMAND_NAMES)
+    message = f"unknown command {quote('/' + word)}"
+    suggestion = suggest(word, COMMAND_NAMES)
     return f"{message}; did you mean /{suggestion}?" if suggestion else message
-
-
-def _unknown(kind: str, plural: str, value: str, choices: Sequence[str]) -> str:
-    if not choices:
-        return f"unknown {kind} {_quote(value)}; no {plural} are configured"
-    message = f"unknown {kind} {_quote(value)}; {plural} are: {', '.join(choices)}"
-    suggestion = _suggest(value, choices)
-    return f"{message}; did you mean {_quote(suggestion)}?" if suggestion else message
-
-
-def _check_environment(value: str, environments: Sequence[str]) -> str | None:
-    if value in environments:
-        return None
-    return _unknown("environment", "environments", value, environments)
-
-
-def _check_service(
-    value: str, services: Sequence[str], groups: Sequence[str] = ()
-) -> str | None:
-    if value in services:
-        return None
-    if groups:
-        return _unknown("service or group", "services and groups", value, [*services, *groups])
-    return _unknown("service", "services", value, services)
-
-
-def _check_ref(value: str) -> str | None:
-    if _DIGEST_RE.fullmatch(value) or _TAG_RE.fullmatch(value):
-        return None
-    return (
-        f"{_quote(value)} is not a tag or a digest: a tag is 1 to 128 letters, digits, "
-        "'_', '.' or '-' (not starting with '.' or '-'); a digest is sha256:<64 hex digits>"
-    )
-
-
-def _normal_ref(value: str) -> str:
-    return value.lower() if _DIGEST_RE.fullmatch(value) else value

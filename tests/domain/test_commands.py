@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from bot.domain.command_lines import MAX_BODY_BYTES
 from bot.domain.commands import (
     COMMAND_NAMES,
     HELP_TEXT,
-    MAX_BODY_BYTES,
     MAX_COMMANDS,
     MAX_REASON,
     Command,
