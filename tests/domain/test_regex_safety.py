@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.domain.policy import PolicyError, load_policy
-from bot.domain.tags import check_regex_safety
+from bot.domain.regex_safety import check_regex_safety
 from tests.domain.test_policy_errors import HEAD
 
 NESTED = "nested quantifiers (such as (a+)+ or (a*)*)"

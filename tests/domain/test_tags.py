@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.domain.regex_safety import check_regex_safety
 from bot.domain.tags import (
     TagPolicy,
-    check_regex_safety,
     compare_versions,
     is_newer,
     sort_key,
