@@ -43,3 +43,16 @@ async def test_a_failing_rollback_is_marked_and_not_rolled_back_again(world: Wor
     [comment] = bot_comments(world, rollback["number"])
     assert ("No rollback is opened (the failing promotion is itself a rollback; going back "
             "again would return to the digest that failed before it)") in comment["body"]
+
+
+async def test_a_failure_of_a_digest_no_longer_live_rolls_nothing_back(world: World) -> None:
+    _old, _new, staging = await two_releases(world)
+    await world.release("web", "1.2.0")  # staging moves on before the report arrives
+    assert world.pull("Promote web 1.2.0 to staging")["merged"]
+    world.clock.advance(minutes=10)
+    await argo_reports(world, staging["merge_commit_sha"], "failure")
+    assert rollbacks(world) == []
+    [mark] = marks(world, staging)
+    assert mark["conclusion"] == "failure"
+    [comment] = bot_comments(world, staging["number"])
+    assert "No rollback is opened (the digest is no longer live)" in comment["body"]
