@@ -7,8 +7,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from bot.report import collect
+from tests.flows.gitops import ArgoCD
 from tests.flows.test_delivery_report import settings_of
-from tests.harness import World, hand_pr
+from tests.flows.test_watch import policy, started
+from tests.harness import World, close_world, hand_pr
 
 STAGING = "apps/web/overlays/staging/kustomization.yaml"
 
@@ -45,3 +47,23 @@ async def test_deployments_api_reports_and_pulls_that_do_not_count(world: World)
     assert staging.lead_time_merged == timedelta(hours=1)
     assert staging.lead_time_deployed == timedelta(hours=1, minutes=10)
     assert figures["web", "production"].deployments == 0
+
+
+async def test_a_failure_not_yet_restored_has_no_time_to_restore() -> None:
+    world = await started(policy(on_failure="hold"))
+    try:
+        await world.release("web", "1.0.0")
+        promotion = world.pull("Promote web 1.0.0 to staging")
+        world.clock.advance(minutes=10)
+        await ArgoCD(world, app_slug="argocd").status("web-staging",
+                                                       promotion["merge_commit_sha"], "failure")
+        await world.settle()
+        found, _, _ = await collect(settings_of(world), world.repo, timedelta(days=30),
+                                    now=world.clock)
+    finally:
+        await close_world(world)
+    staging = next(f for f in found if (f.service, f.environment) == ("web", "staging"))
+    assert (staging.deployments, staging.failures) == (1, 1)
+    assert staging.change_failure_rate == 1.0
+    assert staging.time_to_restore is None  # still failing at the end of the window
+    assert staging.lead_time_deployed is None  # never reported deployed
