@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.flows.test_gate import PROD, staged
-from tests.harness import World, hand_pr
+from tests.harness import World, hand_pr, pinned_kustomization
 
 UNPINNED = """\
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -30,3 +30,16 @@ async def test_a_reference_without_a_digest_fails_the_gate(world: World, pin: st
     run = world.gate(pr)
     assert run["conclusion"] == "failure"
     assert reason in run["output"]["summary"], run["output"]["summary"]
+
+
+async def test_a_fix_of_a_file_that_did_not_parse_judges_every_reference(world: World) -> None:
+    digest = await staged(world)
+    await world.emulator.push_files(world.repo, {PROD: "images: [\n"}, author="bob",
+                                    message="A broken overlay")
+    await world.settle()
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest), title="Fix prod")
+    run = world.gate(pr)
+    # the base does not parse: the pinned reference counts as a change and is judged
+    assert run["conclusion"] == "failure"
+    assert "deployed" in run["output"]["summary"], run["output"]["summary"]
+    assert run["output"]["title"] != "No gated environment changed"
