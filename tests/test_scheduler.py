@@ -1,0 +1,46 @@
+"""The in-memory timers (bot/scheduler.py): a later timer with the same key replaces the
+earlier one, a due timer becomes one internal job, and a full queue drops the job with a
+warning (the resync sets the timer again)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.queue import MemoryQueue
+from bot.scheduler import Scheduler
+
+NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+
+
+async def test_a_timer_set_again_replaces_the_first() -> None:
+    queue = MemoryQueue(maxsize=10)
+    scheduler = Scheduler(queue, lambda: NOW)
+    scheduler.at("soak:acme/deploy#7", NOW + timedelta(hours=1), "gate", {"pull": 7})
+    scheduler.at("soak:acme/deploy#7", NOW - timedelta(seconds=1), "gate", {"pull": 7, "n": 2})
+    assert scheduler.pending() == {"soak:acme/deploy#7": NOW - timedelta(seconds=1)}
+    assert scheduler.fire_due() == 1
+    job = await asyncio.wait_for(queue.take(), 1)
+    assert (job.event, job.payload) == ("conveyor.gate", {"pull": 7, "n": 2})
+    assert job.delivery_id.startswith("internal-")
+    assert scheduler.pending() == {} and queue.depth() == 0
+
+
+async def test_a_full_queue_drops_the_job_with_a_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    queue = MemoryQueue(maxsize=1)
+    scheduler = Scheduler(queue, lambda: NOW)
+    caplog.set_level(logging.WARNING, logger="bot.scheduler")
+    scheduler.enqueue("gate", {"pull": 1})
+    scheduler.enqueue("gate", {"pull": 2})
+    for _ in range(20):
+        if not scheduler.offering:
+            break
+        await asyncio.sleep(0)
+    assert queue.depth() == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "queue full, internal job dropped until the next resync"]
+    scheduler.cancel_all()
