@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class GateService:
-    """Coalesces evaluations: one running per PR, at most one more queued behind it."""
+    """The gate of every PR: the facts read by its parts (the changes, the reviews, the
+    evidence, the hold), the verdict asked of `evaluate_gate`, the check run posted by `runs`.
+    Coalesces evaluations: one running per PR, at most one more queued behind it."""
 
     ctx: Context
     changes: ChangeReader = field(init=False)
