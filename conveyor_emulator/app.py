@@ -219,7 +219,7 @@ class Dispatcher:
 
 
 def build_app(emulator: EmulatorCore) -> web.Application:
-    from . import control, registry, web_views
+    from . import control, graphql_api, registry, web_views
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     control.register(app, emulator)
@@ -231,6 +231,7 @@ def build_app(emulator: EmulatorCore) -> web.Application:
         return await dispatcher(request)
 
     app.router.add_route("*", PREFIX + "/{tail:.*}", api)
+    graphql_api.register(app, emulator)
     routes_archive.register_downloads(app, emulator.world)
     app.router.add_route("GET", "/", _home)
     return app

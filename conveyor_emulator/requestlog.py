@@ -15,6 +15,8 @@ class RequestEntry:
     was_304: bool
     url_path: str = ""
     at: float = 0.0  # the emulator's `timer` when the request was answered
+    # the budget it is counted against: "core" (REST, 5,000 an hour) or "graphql" (points)
+    resource: str = "core"
 
 
 @dataclass
