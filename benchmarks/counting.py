@@ -21,10 +21,19 @@ REPOSITORIES: Need = ("GET", "/installation/repositories",
                       "the repositories of the installation (one page per 100)")
 
 
-def policy_reads(repositories: int) -> list[Need]:
+# GraphQL's budget, not REST's: in no REST minimum, but a round trip all the same
+HOLDING_POLICY: Need = ("POST", "/graphql",
+                        "which installed repositories hold .github/conveyor.yml (one query per "
+                        "100 repositories)")
+
+
+def policy_reads(deployment_repositories: int = 1) -> list[Need]:
+    """The policy of each deployment repository. Which installed repositories hold one is
+    asked of GraphQL (one query per 100 repositories, GraphQL's budget), not of REST, which
+    can only ask them one by one."""
     return [("GET", "/repos/{owner}/{repo}/contents/{path}",
-             ".github/conveyor.yml of each installed repository: a deployment repository is "
-             "any that holds one")] * repositories
+             ".github/conveyor.yml of each deployment repository (any repository that holds "
+             "one)")] * deployment_repositories
 
 
 RELEASE_TO_PR: list[Need] = [
@@ -92,9 +101,13 @@ GATE_RERUN: list[Need] = [
 
 @dataclass(frozen=True)
 class Tally:
+    """REST requests (GitHub's 5,000 an hour), and GraphQL queries apart: GraphQL has its own
+    budget of points (5,000 an hour for an installation; each query here costs 1)."""
+
     total: int
     not_modified: int
     requests: tuple[tuple[str, str, int], ...]  # (method, template, status) in order
+    graphql: int = 0
 
     @property
     def full(self) -> int:
@@ -103,18 +116,23 @@ class Tally:
         return self.total - self.not_modified
 
     def split(self) -> str:
-        return f"{self.total} ({self.full} + {self.not_modified}×304)"
+        rest = f"{self.total} ({self.full} + {self.not_modified}×304)"
+        return f"{rest}; GraphQL {self.graphql} points, a budget of its own" if self.graphql \
+            else rest
 
     def as_dict(self) -> dict[str, object]:
         return {"total": self.total, "not_304": self.full, "status_304": self.not_modified,
+                "graphql_points": self.graphql,
                 "requests": [f"{m} {p} {s}" for m, p, s in self.requests]}
 
 
 def tally(entries: Sequence[RequestEntry]) -> Tally:
+    rest = [e for e in entries if e.resource == "core"]
     return Tally(
-        total=len(entries),
-        not_modified=sum(1 for e in entries if e.was_304),
-        requests=tuple((e.method, e.path, e.status) for e in entries),
+        total=len(rest),
+        not_modified=sum(1 for e in rest if e.was_304),
+        requests=tuple((e.method, e.path, e.status) for e in rest),
+        graphql=len(entries) - len(rest),
     )
 
 

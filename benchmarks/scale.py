@@ -255,7 +255,7 @@ async def release_costs(count: int) -> Costs:
         await stage.replay_held(since)
         tallies["warm_caused"] = await measure_quiet(stage)
         left["warm_caused"] = stage.emulator.rate_limits.remaining(key)
-        minimums = {"cold": cold_minimum(stage), "warm": [*RELEASE_TO_PR, *AFTER_PR]}
+        minimums = {"cold": cold_minimum(), "warm": [*RELEASE_TO_PR, *AFTER_PR]}
     finally:
         await stage.stop()
     return Costs(tallies, left, stage.emulator.rate_limits.limit, minimums)

@@ -18,6 +18,12 @@ NOW = 1_000_000.0
     (200, {"x-ratelimit-remaining": "0"}, b"", BARE_SECONDARY_WAIT),
     (200, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "soon"}, b"", BARE_SECONDARY_WAIT),
     (200, {"x-ratelimit-remaining": "12"}, b"", None),
+    (200, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(NOW + 30),
+           "x-ratelimit-resource": "core"}, b"", 31.0),
+    # GraphQL's points are another budget: spending them holds no REST request
+    (200, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(NOW + 30),
+           "x-ratelimit-resource": "graphql"}, b"", None),
+    (403, {"retry-after": "7", "x-ratelimit-resource": "graphql"}, b"", 7.0),
     # refused: retry-after first, then the reset, then the secondary limit's minute
     (429, {"retry-after": "7"}, b"", 7.0),
     (403, {"retry-after": "-3"}, b"", 0.0),

@@ -97,7 +97,9 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         while True:
             attempt += 1
             try:
-                if method in _MUTATING:
+                # A GraphQL query is a POST that writes nothing (the bot sends no mutations):
+                # it is not paced as content creation.
+                if method in _MUTATING and not _path(url).endswith("/graphql"):
                     async with self._mutation_lock:
                         await self._wait_turn(write=True)
                         result = await self._send(method, url, headers, body)
@@ -187,11 +189,13 @@ def wait_asked(status: int, headers: Mapping[str, str], body: bytes, now: float
 
     GitHub ("Rate limits for the REST API"): honour `retry-after`; with
     `x-ratelimit-remaining: 0` wait until `x-ratelimit-reset`; a secondary-limit 403/429 with
-    neither waits at least one minute. A 403 that names no limit is a permission error.
+    neither waits at least one minute. A 403 that names no limit is a permission error. The
+    REST budget (`x-ratelimit-resource: core`) is the only one every request draws on: a spent
+    GraphQL budget holds nothing (its one query falls back to REST).
     """
     remaining = headers.get("x-ratelimit-remaining")
     until_reset: float | None = None
-    if remaining == "0":
+    if remaining == "0" and headers.get("x-ratelimit-resource", "core") == "core":
         try:
             until_reset = max(0.0, float(headers["x-ratelimit-reset"]) - now) + 1
         except (KeyError, ValueError):

@@ -21,6 +21,7 @@ from gidgethub.abc import GitHubAPI
 
 from ..domain.images import canonical_image_name
 from ..domain.policy import Policy, PolicyError, PolicyIssue, load_policy
+from ..github.graphql import holds_path
 from ..github.refusals import or_none
 from ..github.repos import FileTooLarge, branch_head, get_file, get_repository
 from ..names import POLICY_PATH
@@ -66,6 +67,17 @@ class _NoPolicy:
     pushed_at: str
 
 
+@dataclass(frozen=True)
+class _Listed:
+    """A repository as the installation's list shows it."""
+
+    name: str
+    default_branch: str
+    pushed_at: str
+    settled_pushed_at: str  # `pushed_at` when old enough to stand for the head, else ""
+    node_id: str
+
+
 @dataclass
 class _Installation:
     repos: dict[str, IndexedRepo] = field(default_factory=dict)  # lower-case name → repo
@@ -94,16 +106,24 @@ class PolicyIndex:
         entry = self._installation(installation_id)
         if entry.loaded and not force:
             return _usable(entry)
-        listed: list[tuple[str, str, str]] = []
+        listed: list[_Listed] = []
         async for repo in gh.getiter("/installation/repositories?per_page=100",
                                      iterable_key="repositories"):
             if not repo.get("archived"):
-                listed.append((str(repo["full_name"]), str(repo.get("default_branch") or "main"),
-                               str(repo.get("pushed_at") or "")))
-        entry.installed = {name.lower(): pushed_at for name, _, pushed_at in listed}
-        for name, default_branch, pushed_at in listed:
-            await self.refresh(gh, installation_id, name, default_branch,
-                               pushed_at=settled(pushed_at, now))
+                pushed_at = str(repo.get("pushed_at") or "")
+                listed.append(_Listed(str(repo["full_name"]),
+                                      str(repo.get("default_branch") or "main"), pushed_at,
+                                      settled(pushed_at, now), str(repo.get("node_id") or "")))
+        entry.installed = {repo.name.lower(): repo.pushed_at for repo in listed}
+        unread = [repo.node_id for repo in listed if repo.node_id and _unread(entry, repo)]
+        # One GraphQL query answers for 100 repositories that REST would ask one by one (a
+        # `404` each for those without a policy); those it shows a file for, or does not
+        # answer for, are read over REST as before (conditional from then on).
+        holding = await holds_path(gh, unread, POLICY_PATH) if unread else {}
+        for repo in listed:
+            await self.refresh(gh, installation_id, repo.name, repo.default_branch,
+                               pushed_at=repo.settled_pushed_at,
+                               absent=holding.get(repo.name.lower()) is False)
         for stale in set(entry.repos) - set(entry.installed):
             del entry.repos[stale]
         for stale in set(entry.without_policy) - set(entry.installed):
@@ -131,13 +151,15 @@ class PolicyIndex:
 
     async def refresh(self, gh: GitHubAPI, installation_id: int, full_name: str,
                       default_branch: str | None = None, *, force: bool = False,
-                      pushed_at: str = "") -> IndexedRepo | None:
+                      pushed_at: str = "", absent: bool = False) -> IndexedRepo | None:
         """Re-read one repository's policy from its default branch.
 
         A repository without a policy is not asked again (a 404 is never conditional) while
         the installation's list shows the same `pushed_at` (given when older than
         `SETTLED_AFTER`: no request at all), or else while its branch head, read after the
         404, stays there (a `304`). `force` (a push that touched the policy) skips that memory.
+        `absent`: the default branch was just seen without the file (GraphQL), standing for
+        the 404.
         """
         entry = self._installation(installation_id)
         key = full_name.lower()
@@ -155,7 +177,7 @@ class PolicyIndex:
                     return None
         entry.without_policy.pop(key, None)
         try:
-            policy_file = await get_file(gh, full_name, POLICY_PATH)
+            policy_file = None if absent else await get_file(gh, full_name, POLICY_PATH)
         except FileTooLarge as exc:
             return _broken(entry, key, full_name, [PolicyIssue(POLICY_PATH, 1, 1, str(exc))])
         if policy_file is None:
@@ -235,6 +257,20 @@ class PolicyIndex:
                 if canonical_image_name(service.image) == wanted:
                     found.append((repo, service.name))
         return found
+
+
+def _unread(entry: _Installation, repo: _Listed) -> bool:
+    """Whether `refresh` would read the repository's policy file with nothing to stand for
+    it: not indexed, and no `404` remembered that the list's `pushed_at` or a branch head read
+    can answer for."""
+    key = repo.name.lower()
+    if key in entry.repos:
+        return False
+    remembered = entry.without_policy.get(key)
+    if remembered is None:
+        return True
+    listed_stands = bool(repo.settled_pushed_at) and remembered.pushed_at == repo.settled_pushed_at
+    return not listed_stands and not remembered.head
 
 
 def _usable(entry: _Installation) -> list[DeploymentRepo]:

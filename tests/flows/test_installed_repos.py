@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from benchmarks.scale import install_repositories
+from bot.promotion.policies import PolicyIndex
 from bot.promotion.resync import resync_all
 from conveyor_emulator.requestlog import RequestEntry
 from tests.harness import World
@@ -75,7 +77,11 @@ async def test_a_repository_added_to_the_installation_is_read_alone(world: World
     await world.settle()
     docs = [(e.path, e.status) for e in world.emulator.requests.entries
             if "/repos/acme/docs/" in e.url_path]
-    assert docs == [(R + "/contents/{path}", 404)], docs  # then remembered with pushed_at
+    # not remembered yet (the event names no `pushed_at`): one GraphQL query shows it still
+    # holds no policy, in place of a 404; then remembered with the list's `pushed_at`
+    assert docs == [], docs
+    assert [(e.path, e.status) for e in world.emulator.requests.entries
+            if e.resource == "graphql"] == [("/graphql", 200)]
     world.emulator.requests.reset()
     world.clock.advance(minutes=10)
     await resync_all(world.runtime.services)
@@ -91,3 +97,39 @@ async def test_a_repository_removed_from_the_installation_is_forgotten_without_a
     await world.settle()
     assert counted(world.emulator.requests.entries) == {}
     assert "acme/api" not in world.runtime.services.policies.installed(world.demo.installation_id)
+
+
+async def discover(world: World) -> list[RequestEntry]:
+    """A fresh index's discovery ten minutes after the repositories were last pushed (their
+    `pushed_at` stands for their heads): the requests it made."""
+    world.clock.advance(minutes=10)
+    gh = await world.runtime.services.ctx.clients.installation(world.demo.installation_id)
+    world.emulator.requests.reset()
+    repos = await PolicyIndex().load(gh, world.demo.installation_id, now=world.clock.now)
+    assert [repo.full_name for repo in repos] == [world.repo]
+    return list(world.emulator.requests.entries)
+
+
+async def test_discovery_asks_graphql_which_of_100_repositories_hold_a_policy(
+        world: World) -> None:
+    names = [f"acme/tool-{index:03d}" for index in range(247)]
+    await install_repositories(world.emulator, world.demo.installation_id, names)
+    made = await discover(world)
+    # 250 repositories: the list in three pages, three GraphQL queries (100, 100, 50) and the
+    # deployment repository's policy over REST; not one 404
+    assert counted(made) == {("GET", "/installation/repositories", 200): 3,
+                             ("POST", "/graphql", 200): 3,
+                             ("GET", R + "/contents/{path}", 200): 1}, counted(made)
+    assert [e.resource for e in made if e.path == "/graphql"] == ["graphql"] * 3
+
+
+async def test_discovery_reads_over_rest_what_graphql_does_not_answer(world: World) -> None:
+    key = f"graphql:installation:{world.demo.installation_id}"
+    while world.emulator.rate_limits.remaining(key):  # GraphQL's own budget is spent
+        world.emulator.rate_limits.spend(key)
+    made = await discover(world)
+    # GraphQL answers RATE_LIMITED: each repository's policy is read as without GraphQL
+    assert counted(made) == {("GET", "/installation/repositories", 200): 1,
+                             ("POST", "/graphql", 200): 1,
+                             ("GET", R + "/contents/{path}", 200): 1,
+                             ("GET", R + "/contents/{path}", 404): 2}, counted(made)

@@ -33,8 +33,14 @@ async def scale() -> AsyncIterator[World]:
 
 
 def counted(entries: list[RequestEntry]) -> Counter[tuple[str, str, int]]:
-    """Requests of the installation by route and status."""
-    return Counter((e.method, e.path, e.status) for e in entries if e.installation_id)
+    """REST requests of the installation by route and status."""
+    return Counter((e.method, e.path, e.status) for e in entries
+                   if e.installation_id and e.resource == "core")
+
+
+def graphql_queries(entries: list[RequestEntry]) -> int:
+    """GraphQL queries of the installation (1 point each: their own budget, not REST's)."""
+    return sum(1 for e in entries if e.installation_id and e.resource == "graphql")
 
 
 R = "/repos/{owner}/{repo}"
@@ -58,14 +64,17 @@ async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resy
     assert sum(n for (_, path, _), n in cold.items() if path == R + "/git/blobs/{file_sha}") == 0
     assert cold[("GET", R + "/commits/{ref}", 200)] == 7  # the import's files, 300 a page
     assert cold[("POST", R + "/issues", 201)] == 1  # the dashboard
-    # The rest: the repository list, the policy (and a 404 with a head read for each of the
-    # two source repositories without one), the branch head, the open and the recently
+    # The rest: the repository list, the policy (one GraphQL query shows that the two source
+    # repositories hold none: a head read for each, their `pushed_at` too young to stand for
+    # it), the branch head, the open and the recently
     # closed pull requests, the file history walk and its PR, web's releases, the stray
     # branch listing and the dashboard issue list. The dashboard of 500 services × 4
     # environments is more than one body holds: it continues in six comments (and their list
     # is read once).
     assert cold[("POST", R + "/issues/{issue_number}/comments", 201)] == 6
-    assert rate_limited == 24 + 1 + 6, "\n".join(map(str, sorted(cold.items())))
+    assert rate_limited == 22 + 1 + 6, "\n".join(map(str, sorted(cold.items())))
+    assert cold[("GET", R + "/contents/{path}", 404)] == 0
+    assert graphql_queries(world.emulator.requests.entries) == 1
 
     assert len(world.emulator.issues(world.repo, labels=["conveyor-dashboard"])) == 1
 
@@ -110,6 +119,7 @@ async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resy
     await world.settle()
     idle = counted(world.emulator.requests.entries)
     assert {status for _, _, status in idle} == {304}, idle
+    assert graphql_queries(world.emulator.requests.entries) == 0
     assert sum(idle.values()) <= 50
     # 13, and the dashboard's continuation comments (a 304 as well)
     assert sum(idle.values()) == 14, sorted(idle.items())
@@ -133,17 +143,21 @@ async def test_two_hundred_installed_repositories_cost_one_policy_read_each_once
     await resync_all(services)
     await world.settle()
     cold = counted(world.emulator.requests.entries)
-    # Discovery: the list (two pages of 100) and one policy read per repository, a 404 for
-    # each of the 199 without one, and no branch head: their `pushed_at` is settled. Releases
-    # of the first 30 of the 148 installed sources of services (the rest in the next passes).
+    # Discovery: the list (two pages of 100) and two GraphQL queries of 100 repositories,
+    # which show the policy file of the deployment repository only (read over REST) and no
+    # `404` at all; no branch head: their `pushed_at` is settled. Releases of the first 30 of
+    # the 148 installed sources of services (the rest in the next passes).
     assert cold[("GET", "/installation/repositories", 200)] == 2
-    assert cold[("GET", R + "/contents/{path}", 404)] == INSTALLED - 1
+    assert cold[("GET", R + "/contents/{path}", 404)] == 0
+    assert cold[("GET", R + "/contents/{path}", 200)] == 1
+    assert graphql_queries(world.emulator.requests.entries) == 2
     assert cold[("GET", R + "/releases", 200)] == 30
     assert sum(n for (_, path, _), n in cold.items() if path == R + "/git/ref/{ref}") == 1
     rate_limited = sum(n for (_, _, status), n in cold.items() if status != 304)
-    # 29 as with 3 repositories (31 above, less the two branch heads a settled `pushed_at`
-    # stands for), the list's second page, 197 more 404s and 29 more release lists
-    assert rate_limited == 29 + 1 + 197 + 29, sorted(cold.items())
+    # 27 as with 3 repositories (29 above, less the two branch heads a settled `pushed_at`
+    # stands for), the list's second page and 29 more release lists
+    assert rate_limited == 27 + 1 + 29, sorted(cold.items())
+    assert rate_limited < 100
 
     passes = 0
     while True:  # until every source was read once: 148 / 30 passes
@@ -161,6 +175,7 @@ async def test_two_hundred_installed_repositories_cost_one_policy_read_each_once
     await world.settle()
     idle = counted(world.emulator.requests.entries)
     assert {status for _, _, status in idle} == {304}, idle
+    assert graphql_queries(world.emulator.requests.entries) == 0
     # The list's two pages answer for the 199 repositories without a policy, five sources'
     # releases are read in rotation, the rest is the deployment repository's: 12 as with 3
     # repositories (14 above, less the two branch heads), a page and 4 release lists more.
