@@ -117,8 +117,10 @@ class Tally:
 
     def split(self) -> str:
         rest = f"{self.total} ({self.full} + {self.not_modified}×304)"
-        return f"{rest}; GraphQL {self.graphql} points, a budget of its own" if self.graphql \
-            else rest
+        if not self.graphql:
+            return rest
+        points = "1 GraphQL point" if self.graphql == 1 else f"{self.graphql} GraphQL points"
+        return f"{rest} + {points} (a budget of its own)"
 
     def as_dict(self) -> dict[str, object]:
         return {"total": self.total, "not_304": self.full, "status_304": self.not_modified,

@@ -18,6 +18,7 @@ WINDOW = 3600
 class Faults:
     latency: float = 0.0               # seconds added to every API request
     error_rate: float = 0.0            # fraction answered 502
+    graphql_error_rate: float = 0.0    # fraction of GraphQL queries answered 502
     timeout_rate: float = 0.0          # fraction answered only after `timeout_seconds`
     timeout_seconds: float = 30.0
     secondary_rate_limit_rate: float = 0.0   # fraction answered 403 + Retry-After

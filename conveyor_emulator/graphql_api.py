@@ -26,7 +26,7 @@ from graphql import (
     assert_interface_type,
     assert_object_type,
     build_schema,
-    execute,
+    execute_sync,
     parse,
     validate,
 )
@@ -43,8 +43,9 @@ if TYPE_CHECKING:
 PATH = "/api/graphql"
 SCHEMA_FILE = "github-graphql.trimmed.graphql"
 DOCS = "https://docs.github.com/graphql"
-# GitHub, "Rate limits and node limits for the GraphQL API": a query costs the requests its connections
-# need divided by 100, at least 1 point. The served schema has no connection: 1 point a query.
+# GitHub, "Rate limits and node limits for the GraphQL API": a query costs the requests its
+# connections need divided by 100, at least 1 point; an installation has 5,000 points an hour,
+# apart from REST's 5,000 requests. The served schema has no connection: 1 point a query.
 QUERY_COST = 1
 # `nodes(ids:)` takes at most 100 ids. GitHub's documentation does not state it (its node
 # limits cover connections); its answer to 101 ids, an `ARGUMENT_LIMIT` error with no data, is
@@ -126,27 +127,19 @@ def _object(parent: dict[str, Any], _info: GraphQLResolveInfo, expression: str |
     with an optional `:path`. Null when there is none, as on GitHub."""
     repo: Repo = parent["repo"]
     store = repo.store
+    sha: str | None = None
     if oid is not None:
-        sha: str | None = oid if store.get(oid) is not None else None
-        kind = "commit" if sha and store.commit(sha) else "tree" if sha and store.tree(sha) \
-            else "blob"
+        sha = oid
     elif expression is not None:
         revision, has_path, path = expression.partition(":")
-        commit_sha = repo.resolve(repo.default_branch if revision in ("", "HEAD") else revision)
-        commit = store.commit(commit_sha) if commit_sha else None
-        if commit is None:
-            return None
-        if not has_path:
-            sha, kind = commit_sha, "commit"
-        else:
+        sha = repo.resolve(repo.default_branch if revision in ("", "HEAD") else revision)
+        commit = store.commit(sha) if sha else None
+        if commit is not None and has_path:
             entry = store.lookup(commit.tree, path)
-            sha, kind = (entry.sha, entry.type) if entry is not None else (None, "")
-    else:
-        return None
-    if sha is None:
-        return None
-    type_name = {"blob": "Blob", "tree": "Tree", "commit": "Commit"}.get(kind)
-    if type_name is None:
+            sha = entry.sha if entry is not None else None
+    type_name = None if sha is None else "Commit" if store.commit(sha) else \
+        "Tree" if store.tree(sha) else "Blob" if store.blob(sha) else None
+    if sha is None or type_name is None:
         return None
     value: dict[str, Any] = {"__typename": type_name, "id": shapes.node_id(type_name, sha),
                              "oid": sha, "abbreviatedOid": sha[:7]}
@@ -160,15 +153,13 @@ def _object(parent: dict[str, Any], _info: GraphQLResolveInfo, expression: str |
     return value
 
 
-def _error(exc: TypedError, path: list[str | int], info: GraphQLResolveInfo | None
+def _error(exc: TypedError, path: list[str | int], info: GraphQLResolveInfo
            ) -> dict[str, Any]:
-    located: dict[str, Any] = {"type": exc.kind, "path": path}
-    if info is not None:
-        located["locations"] = [{"line": n.loc.source.get_location(n.loc.start).line,
-                                 "column": n.loc.source.get_location(n.loc.start).column}
-                                for n in info.field_nodes if n.loc is not None]
-    located["message"] = str(exc)
-    return located
+    """GitHub's shape of an error at one place of the answer."""
+    where = [n.loc.source.get_location(n.loc.start) for n in info.field_nodes if n.loc]
+    return {"type": exc.kind, "path": path,
+            "locations": [{"line": at.line, "column": at.column} for at in where],
+            "message": str(exc)}
 
 
 def _formatted(error: GraphQLError) -> dict[str, Any]:
@@ -192,12 +183,11 @@ def run(em: EmulatorCore, token: Token, body: Any) -> dict[str, Any]:
     if refused:
         return {"errors": [dict(e.formatted) for e in refused]}
     context: dict[str, Any] = {"emulator": em, "token": token, "errors": []}
-    result = execute(schema(), document, variable_values=variables if isinstance(
-        variables, dict) else None, operation_name=body.get("operationName"),
-        context_value=context)
-    assert not isinstance(result, type(None))
-    errors = context["errors"] + [_formatted(e) for e in result.errors or ()]  # type: ignore[union-attr]
-    answer: dict[str, Any] = {"data": result.data}  # type: ignore[union-attr]
+    result = execute_sync(schema(), document, context_value=context,
+                          variable_values=variables if isinstance(variables, dict) else None,
+                          operation_name=body.get("operationName"))
+    errors = context["errors"] + [_formatted(e) for e in result.errors or ()]
+    answer: dict[str, Any] = {"data": result.data}
     if errors:
         answer["errors"] = errors
     return answer
@@ -216,6 +206,8 @@ async def handle(em: EmulatorCore, request: web.Request) -> web.Response:
             raise ApiError(401, "Bad credentials")
         token = lookup_token(em.world, credential.strip())
         installation_id = token.installation_id
+        if em.dice.roll(em.faults.graphql_error_rate):
+            raise ApiError(502, "Server Error")
         rate_key = f"graphql:installation:{installation_id}"
         # GitHub: a spent budget is still answered 200, with an error and
         # `x-ratelimit-remaining: 0` ("Rate limits and node limits for the GraphQL API")

@@ -149,3 +149,37 @@ async def test_points_are_their_own_budget(emulator: Emulator,
                            headers={"Authorization": f"token {token}"}) as rest:
         assert rest.status == 200  # REST's requests are counted apart
         assert rest.headers["x-ratelimit-resource"] == "core"
+
+
+async def test_objects_by_revision_path_or_oid(emulator: Emulator, gh: GitHubAPI) -> None:
+    endpoint = graphql_url(emulator.base_url)
+    query = """query($id: ID!, $expression: String, $oid: GitObjectID) {
+      node(id: $id) { ... on Repository { object(expression: $expression, oid: $oid) {
+        __typename oid abbreviatedOid } } } }"""
+    deploy = repo_id(emulator, "acme/deploy")
+    head = emulator.world.repo_by_name("acme/deploy").branch_sha("main")
+    assert head is not None
+
+    async def object_at(**where: str) -> Any:
+        return (await gh.graphql(query, endpoint=endpoint, id=deploy, **where))["node"]["object"]
+
+    assert await object_at(expression="HEAD") == {"__typename": "Commit", "oid": head,
+                                                  "abbreviatedOid": head[:7]}
+    assert (await object_at(expression="main:apps"))["__typename"] == "Tree"
+    readme = await object_at(expression=f"{head}:README.md")
+    assert readme["__typename"] == "Blob"
+    assert await object_at(oid=readme["oid"]) == readme
+    assert await object_at(oid=head) == await object_at(expression="HEAD")
+    assert await object_at(oid="0" * 40) is None
+    assert await object_at(expression="nowhere:README.md") is None
+    assert await object_at(expression="HEAD:missing.txt") is None
+
+
+async def test_a_server_error_is_a_502(emulator: Emulator,
+                                       session: aiohttp.ClientSession) -> None:
+    inst = emulator.install("acme")
+    token = await token_for(emulator, session, inst)
+    emulator.faults.graphql_error_rate = 1.0
+    status, answer = await post(session, emulator, {"query": "{ __typename }"},
+                                f"token {token}")
+    assert status == 502 and answer["message"] == "Server Error"

@@ -133,3 +133,12 @@ async def test_discovery_reads_over_rest_what_graphql_does_not_answer(world: Wor
                              ("POST", "/graphql", 200): 1,
                              ("GET", R + "/contents/{path}", 200): 1,
                              ("GET", R + "/contents/{path}", 404): 2}, counted(made)
+
+
+async def test_discovery_reads_over_rest_when_graphql_fails(world: World) -> None:
+    world.emulator.faults.graphql_error_rate = 1.0
+    made = await discover(world)
+    assert counted(made) == {("GET", "/installation/repositories", 200): 1,
+                             ("POST", "/graphql", 502): 1,
+                             ("GET", R + "/contents/{path}", 200): 1,
+                             ("GET", R + "/contents/{path}", 404): 2}, counted(made)
