@@ -51,9 +51,11 @@ async def holds_path(gh: GitHubAPI, node_ids: list[str], path: str) -> dict[str,
         try:
             data: Any = await gh.graphql(_PATHS_PRESENT, endpoint=endpoint, ids=batch,
                                          expression=f"HEAD:{path}")
-        except gidgethub.QueryError as exc:  # some ids did not resolve: the rest did
+        except gidgethub.QueryError as exc:  # errors, with the data of what did resolve
             data = exc.response.get("data") if isinstance(exc.response, Mapping) else None
-            log.info("graphql answered errors", extra={"errors": _summary(exc.response)})
+            log.log(logging.INFO if data else logging.WARNING,
+                    "graphql answered errors; the rest is asked over REST",
+                    extra={"errors": _summary(exc.response), "repositories": len(batch)})
         except (gidgethub.GitHubException, TransientError, ValueError) as exc:
             log.warning("graphql request failed; asking over REST",
                         extra={"error": type(exc).__name__, "repositories": len(batch)})
