@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -177,14 +179,26 @@ async def learn_bot_login(runtime: Runtime) -> None:
     runtime.ctx.bot_login = f"{app_info['slug']}[bot]"
 
 
-def _answer(status: int, message: str, **extra: Any) -> web.Response:
-    return web.json_response({"message": message, **extra}, status=status)
+@functools.cache
+def _message_body(message: str) -> bytes:
+    """The JSON body of an answer; its messages are a handful of constants, encoded once."""
+    return json.dumps({"message": message}).encode()
+
+
+def _answer(status: int, message: str) -> web.Response:
+    return web.Response(body=_message_body(message), status=status,
+                        content_type="application/json", charset="utf-8")
 
 
 async def webhook(request: web.Request) -> web.Response:
     """Answer GitHub within its timeout: the delivery is verified, stored in the queue and
     acknowledged (``202``); the handlers run later, in the workers."""
     runtime = runtime_of(request.app)
+    with runtime.pool.intake.answering():
+        return await _acknowledge(runtime, request)
+
+
+async def _acknowledge(runtime: Runtime, request: web.Request) -> web.Response:
     settings = runtime.settings
     limit = settings.max_body_bytes
     too_long = request.content_length is not None and request.content_length > limit
