@@ -7,12 +7,12 @@ once the queue took it or not. Every answer names the outcome the delivery metri
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import gidgethub
+import orjson
 from gidgethub import sansio
 
 from .queue import Offered
@@ -68,8 +68,8 @@ def admit(headers: Mapping[str, str], body: bytes, *, secret: str,
             or len(event_name) > MAX_HEADER_LENGTH:
         return Answer(400, "missing X-GitHub-Event or X-GitHub-Delivery", "bad_headers")
     try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError:  # also invalid UTF-8, NaN, lone surrogates: not RFC 8259
         return Answer(400, "body is not valid JSON", "malformed", event_name)
     if not isinstance(payload, dict):
         return Answer(400, "body must be a JSON object", "malformed", event_name)
