@@ -221,7 +221,7 @@ async def run(quick: bool) -> Section:
         for _ in range(repeats):
             for concurrency, (rounds, per_round) in levels.items():
                 results[str(concurrency)].append(
-                    await _level(targets, concurrency, rounds, per_round))
+                    await _level(targets, concurrency, rounds, per_round, bot))
         github_requests = len(stage.emulator.requests.entries)
         peak_kb = bot.memory().get("VmHWM", 0)
         stage.emulator.webhook_url = bot.url  # the releases below are promoted
@@ -233,7 +233,7 @@ async def run(quick: bool) -> Section:
             for _ in range(repeats):
                 for concurrency, (rounds, per_round) in levels.items():
                     busy[str(concurrency)].append(
-                        await _level(targets[:2], concurrency, rounds, per_round))
+                        await _level(targets[:2], concurrency, rounds, per_round, bot))
             busy_promotions = len(promoted)
         finally:
             stop.set()
@@ -294,13 +294,27 @@ def _ratio_row(section: Section, label: str, runs: list[dict[str, Any]], name: s
              + (f"; {failures} not 2xx" if failures else ""))
 
 
-async def _level(targets: list[Target], concurrency: int, rounds: int, per_round: int
-                 ) -> dict[str, Any]:
+async def drained(session: aiohttp.ClientSession, bot: ChildServer, within: float = 10.0
+                  ) -> None:
+    """Until Conveyor's queue is empty (its `/healthz` says), so that a batch, of either
+    target, does not run beside the jobs of Conveyor's batch before it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while loop.time() < deadline:
+        async with session.get(f"http://127.0.0.1:{bot.port}/healthz") as response:
+            if (await response.json()).get("queue_depth", 0) == 0:
+                return
+        await asyncio.sleep(0.01)
+
+
+async def _level(targets: list[Target], concurrency: int, rounds: int, per_round: int,
+                 bot: ChildServer) -> dict[str, Any]:
     sessions = {t.name: aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
                 for t in targets}
     latencies: dict[str, list[float]] = {t.name: [] for t in targets}
     busy = dict.fromkeys(sessions, 0.0)
     failures = dict.fromkeys(sessions, 0)
+    probe = aiohttp.ClientSession()
     try:
         for target in targets:  # open the connections before timing
             await send_batch(sessions[target.name], target.url, target.signed, concurrency,
@@ -309,6 +323,7 @@ async def _level(targets: list[Target], concurrency: int, rounds: int, per_round
             # the order rotates every round, so that each target runs first equally often
             round_number, slot = divmod(index, len(targets))
             target = targets[(slot + round_number) % len(targets)]
+            await drained(probe, bot)
             started = time.perf_counter()
             got, failed = await send_batch(sessions[target.name], target.url, target.signed,
                                            per_round, concurrency)
@@ -316,7 +331,7 @@ async def _level(targets: list[Target], concurrency: int, rounds: int, per_round
             latencies[target.name] += got
             failures[target.name] += failed
     finally:
-        for session in sessions.values():
+        for session in [*sessions.values(), probe]:
             await session.close()
     return {name: {
         "count": len(values),
