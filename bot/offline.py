@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .domain.images import parse_image_ref, same_image
 from .domain.policy import check_config_file
+from .github.repos import MAX_FILE_BYTES
 from .localrepo import not_utf8, repository_root
 from .manifests import ManifestError, promote_image
 from .names import POLICY_PATH
@@ -107,9 +108,13 @@ def bump(repo_dir: str, service: str, env: str, image: str, *, write: bool) -> i
         return 1
     try:
         with open(target, "rb") as handle:
-            data = handle.read()
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         print(f"{relative}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    if len(data) > MAX_FILE_BYTES:
+        print(f"{relative}: larger than {MAX_FILE_BYTES} bytes, the most Conveyor reads of one "
+              "file", file=sys.stderr)
         return 1
     try:
         text = data.decode("utf-8")

@@ -129,6 +129,17 @@ def test_refused_bumps_say_why_and_write_nothing(
     assert (repo / STAGING).read_text() == before
 
 
+def test_a_manifest_over_the_size_limit_is_refused_unread(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    oversized = (repo / STAGING).read_text() + "#" * (1024 * 1024) + "\n"
+    (repo / STAGING).write_text(oversized)
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 1
+    assert refusal(capsys) == (f"{STAGING}: larger than 1048576 bytes, the most Conveyor "
+                               "reads of one file")
+    assert (repo / STAGING).read_text() == oversized
+
+
 def test_a_missing_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = demo_repo(tmp_path / "deploy")
     (repo / STAGING).unlink()
