@@ -10,7 +10,16 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from . import shapes
+from . import (
+    node_ids,
+    shapes_accounts,
+    shapes_apps,
+    shapes_checks,
+    shapes_deployments,
+    shapes_git,
+    shapes_issues,
+    shapes_releases,
+)
 from .auth import generate_private_key
 from .faults import Dice, Faults, RateLimits, SecondaryLimits, Transients
 from .gitstore import Commit, Tag
@@ -143,7 +152,7 @@ class EmulatorCore:
         acct = self.world.account(login)
         acct.type = type
         acct.name = name
-        return shapes.user(self.world, acct)
+        return shapes_accounts.user(self.world, acct)
 
     def add_org(self, login: str) -> dict[str, Any]:
         return self.add_user(login, type="Organization")
@@ -195,12 +204,12 @@ class EmulatorCore:
     async def notify_installation(self, installation_id: int, *, sender: str = "alice") -> int:
         """Send `installation.created` for an installation made with `install`."""
         inst = self.world.installations[installation_id]
-        repos = [{"id": r.id, "node_id": shapes.node_id("Repository", r.id), "name": r.name,
+        repos = [{"id": r.id, "node_id": node_ids.node_id("Repository", r.id), "name": r.name,
                   "full_name": r.full_name, "private": r.private}
                  for r in self.world.installation_repos(inst)]
-        payload = {"action": "created", "installation": shapes.installation(self.world, inst),
+        payload = {"action": "created", "installation": shapes_apps.installation(self.world, inst),
                    "repositories": repos, "requester": None,
-                   "sender": shapes.user(self.world, sender)}
+                   "sender": shapes_accounts.user(self.world, sender)}
         return await self._send("installation", payload, installation_id)
 
     async def add_installation_repos(self, installation_id: int, repos: Sequence[str], *,
@@ -212,13 +221,13 @@ class EmulatorCore:
         if inst.repo_ids is not None:
             inst.repo_ids.update(r.id for r in added)
         payload = {
-            "action": "added", "installation": shapes.installation(self.world, inst),
+            "action": "added", "installation": shapes_apps.installation(self.world, inst),
             "repository_selection": "all" if inst.repo_ids is None else "selected",
-            "repositories_added": [{"id": r.id, "node_id": shapes.node_id("Repository", r.id),
+            "repositories_added": [{"id": r.id, "node_id": node_ids.node_id("Repository", r.id),
                                     "name": r.name, "full_name": r.full_name,
                                     "private": r.private} for r in added],
             "repositories_removed": [], "requester": None,
-            "sender": shapes.user(self.world, sender),
+            "sender": shapes_accounts.user(self.world, sender),
         }
         return await self._send("installation_repositories", payload, installation_id)
 
@@ -233,12 +242,12 @@ class EmulatorCore:
         removed = [self.world.repo_by_name(r) for r in repos]
         inst.repo_ids.difference_update(r.id for r in removed)
         payload = {
-            "action": "removed", "installation": shapes.installation(self.world, inst),
+            "action": "removed", "installation": shapes_apps.installation(self.world, inst),
             "repository_selection": "selected", "repositories_added": [],
-            "repositories_removed": [{"id": r.id, "node_id": shapes.node_id("Repository", r.id),
+            "repositories_removed": [{"id": r.id, "node_id": node_ids.node_id("Repository", r.id),
                                       "name": r.name, "full_name": r.full_name,
                                       "private": r.private} for r in removed],
-            "requester": None, "sender": shapes.user(self.world, sender),
+            "requester": None, "sender": shapes_accounts.user(self.world, sender),
         }
         return await self._send("installation_repositories", payload, installation_id)
 
@@ -304,7 +313,7 @@ class EmulatorCore:
         rel = await self._act(lambda: self.ops.publish_release(
             r, tag, author=author, prerelease=prerelease, draft=draft, target=target, name=name,
             body=body))
-        return shapes.release(self.world, r, rel)
+        return shapes_releases.release(self.world, r, rel)
 
     def build_image(self, text: str, *, labels: Mapping[str, str] | None = None) -> str:
         """A multi-arch image with real content standing for `text`: its index digest, ready
@@ -349,7 +358,7 @@ class EmulatorCore:
                                       owner=owner)
 
             await self._act(fire)
-        return shapes.package_version(world, pkg, ver)
+        return shapes_releases.package_version(world, pkg, ver)
 
     def add_attestation(self, repo: str, digest: str, *, source_repo: str, commit: str,
                         workflow_path: str = ".github/workflows/release.yml",
@@ -371,7 +380,7 @@ class EmulatorCore:
                           conclusion, len(r.workflow_runs) + 1, self.world.now(),
                           "github-actions[bot]")
         r.workflow_runs.append(run)
-        return shapes.workflow_run(self.world, r, run)
+        return shapes_checks.workflow_run(self.world, r, run)
 
     async def open_pull(self, repo: str, head: str, *, base: str | None = None, title: str,
                         body: str = "", author: str, draft: bool = False) -> dict[str, Any]:
@@ -387,17 +396,17 @@ class EmulatorCore:
         def run() -> Issue:
             item = self.ops.new_issue(r, title, body, author, list(labels))
             self.ops.emit("issues", r, author, {
-                "action": "opened", "issue": shapes.issue(self.world, r, item)})
+                "action": "opened", "issue": shapes_issues.issue(self.world, r, item)})
             return item
 
         item: Issue = await self._act(run)
-        return shapes.issue(self.world, r, item)
+        return shapes_issues.issue(self.world, r, item)
 
     async def comment(self, repo: str, number: int, user: str, body: str) -> dict[str, Any]:
         r = self._repo(repo)
         item = self._issue(r, number)
         com = await self._act(lambda: self.ops.add_comment(r, item, user, body))
-        return shapes.comment(self.world, r, com)
+        return shapes_issues.comment(self.world, r, com)
 
     async def edit_pull(self, repo: str, number: int, *, body: str, user: str
                         ) -> dict[str, Any]:
@@ -412,7 +421,7 @@ class EmulatorCore:
         r = self._repo(repo)
         com = self.world.comments[comment_id]
         await self._act(lambda: self.ops.edit_comment(r, com, body, user))
-        return shapes.comment(self.world, r, com)
+        return shapes_issues.comment(self.world, r, com)
 
     async def review(self, repo: str, number: int, user: str, state: str, *, body: str = "",
                      commit_id: str | None = None) -> dict[str, Any]:
@@ -420,7 +429,7 @@ class EmulatorCore:
         item = self._issue(r, number)
         rev = await self._act(lambda: self.ops.submit_review(r, item, user, state, body,
                                                              commit_id))
-        return shapes.review(self.world, r, number, rev)
+        return shapes_issues.review(self.world, r, number, rev)
 
     async def dismiss_review(self, repo: str, number: int, review_id: int, *, user: str,
                              message: str = "Dismissed") -> dict[str, Any]:
@@ -428,7 +437,7 @@ class EmulatorCore:
         item = self._issue(r, number)
         rev = await self._act(lambda: self.ops.dismiss_review(r, item, review_id, user,
                                                               message))
-        return shapes.review(self.world, r, number, rev)
+        return shapes_issues.review(self.world, r, number, rev)
 
     async def merge_pull(self, repo: str, number: int, *, user: str,
                          method: str = "squash") -> dict[str, Any]:
@@ -481,7 +490,7 @@ class EmulatorCore:
             return dep
 
         dep = await self._act(run)
-        return shapes.deployment(self.world, r, dep)
+        return shapes_deployments.deployment(self.world, r, dep)
 
     async def set_deployment_status(self, repo: str, deployment_id: int, state: str, *,
                                     user: str = "argocd[bot]") -> dict[str, Any]:
@@ -490,7 +499,7 @@ class EmulatorCore:
         st = await self._act(lambda: self.ops.add_deployment_status(
             r, dep, state=state, actor=user, description="", log_url="", environment_url="",
             environment=None))
-        return shapes.deployment_status(self.world, r, dep, st)
+        return shapes_deployments.deployment_status(self.world, r, dep, st)
 
     async def set_status(self, repo: str, sha: str, context: str, state: str, *,
                          user: str = "argocd[bot]", description: str | None = None,
@@ -533,7 +542,7 @@ class EmulatorCore:
                 self.ops.check_run_event(r, check, "completed", f"{app}[bot]")
             return check
 
-        return shapes.check_run(self.world, r, await self._act(run))
+        return shapes_checks.check_run(self.world, r, await self._act(run))
 
     def _check_run(self, repo: Repo, check_run_id: int) -> CheckRun:
         run = next((c for c in repo.check_runs if c.id == check_run_id), None)
@@ -630,7 +639,7 @@ class EmulatorCore:
         sha = r.resolve(ref)
         if sha is None:
             raise KeyError(ref)
-        return shapes.commit(self.world, r, sha, files=True)
+        return shapes_git.commit(self.world, r, sha, files=True)
 
     def check_runs(self, repo: str, sha: str, name: str | None = None) -> list[dict[str, Any]]:
         r = self._repo(repo)
@@ -638,7 +647,7 @@ class EmulatorCore:
         out = []
         for run in r.check_runs:
             if run.head_sha == resolved and (name is None or run.name == name):
-                data = shapes.check_run(self.world, r, run)
+                data = shapes_checks.check_run(self.world, r, run)
                 data["output"]["annotations"] = list(run.annotations)
                 data["actions"] = list(run.actions)
                 out.append(data)
@@ -647,25 +656,26 @@ class EmulatorCore:
     def comments(self, repo: str, number: int) -> list[dict[str, Any]]:
         r = self._repo(repo)
         item = self._issue(r, number)
-        return [shapes.comment(self.world, r, self.world.comments[c])
+        return [shapes_issues.comment(self.world, r, self.world.comments[c])
                 for c in item.comment_ids if c in self.world.comments]
 
     def reactions(self, repo: str, comment_id: int) -> list[dict[str, Any]]:
-        return [shapes.reaction(self.world, x) for x in self.world.comments[comment_id].reactions]
+        reactions = self.world.comments[comment_id].reactions
+        return [shapes_issues.reaction(self.world, x) for x in reactions]
 
     def issues(self, repo: str, *, labels: Sequence[str] = ()) -> list[dict[str, Any]]:
         r = self._repo(repo)
         wanted = {label.lower() for label in labels}
-        return [shapes.issue(self.world, r, i) for i in sorted(r.issues.values(),
-                                                                key=lambda i: i.number)
+        ordered = sorted(r.issues.values(), key=lambda i: i.number)
+        return [shapes_issues.issue(self.world, r, i) for i in ordered
                 if wanted <= {n.lower() for n in i.labels}]
 
     def deployments(self, repo: str) -> list[dict[str, Any]]:
         r = self._repo(repo)
         out = []
         for dep in r.deployments:
-            data = shapes.deployment(self.world, r, dep)
-            data["statuses"] = [shapes.deployment_status(self.world, r, dep, s)
+            data = shapes_deployments.deployment(self.world, r, dep)
+            data["statuses"] = [shapes_deployments.deployment_status(self.world, r, dep, s)
                                 for s in dep.statuses]
             out.append(data)
         return out
@@ -673,11 +683,11 @@ class EmulatorCore:
     def statuses(self, repo: str, sha: str) -> list[dict[str, Any]]:
         r = self._repo(repo)
         resolved = r.resolve(sha) or sha
-        return [shapes.status(self.world, s) for s in r.statuses if s.sha == resolved]
+        return [shapes_checks.status(self.world, s) for s in r.statuses if s.sha == resolved]
 
     def releases(self, repo: str) -> list[dict[str, Any]]:
         r = self._repo(repo)
-        return [shapes.release(self.world, r, rel) for rel in r.releases]
+        return [shapes_releases.release(self.world, r, rel) for rel in r.releases]
 
     def account(self, login: str) -> Account | None:
         return self.world.find_account(login)

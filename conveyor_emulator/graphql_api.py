@@ -31,7 +31,7 @@ from graphql import (
     validate,
 )
 
-from . import shapes
+from . import node_ids
 from .auth import lookup_token
 from .ops import ApiError
 from .requestlog import RequestEntry
@@ -141,7 +141,7 @@ def _object(parent: dict[str, Any], _info: GraphQLResolveInfo, expression: str |
         "Tree" if store.tree(sha) else "Blob" if store.blob(sha) else None
     if sha is None or type_name is None:
         return None
-    value: dict[str, Any] = {"__typename": type_name, "id": shapes.node_id(type_name, sha),
+    value: dict[str, Any] = {"__typename": type_name, "id": node_ids.node_id(type_name, sha),
                              "oid": sha, "abbreviatedOid": sha[:7]}
     blob = store.blob(sha) if type_name == "Blob" else None
     if blob is not None:

@@ -6,7 +6,16 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from . import shapes
+from . import (
+    node_ids,
+    shapes_accounts,
+    shapes_checks,
+    shapes_deployments,
+    shapes_git,
+    shapes_issues,
+    shapes_releases,
+    shapes_repos,
+)
 from .gitstore import FILE_MODE, Commit, MergeConflict, Signature
 from .state import (
     JSON,
@@ -65,13 +74,13 @@ class Ops:
              if account and i.account.lower() == account.lower()), None)
         if inst is None:
             return None
-        out: JSON = {"sender": shapes.user(world, sender),
-                     "installation": {"id": inst.id, "node_id": shapes.node_id("Inst", inst.id)}}
+        out: JSON = {"sender": shapes_accounts.user(world, sender),
+                     "installation": {"id": inst.id, "node_id": node_ids.node_id("Inst", inst.id)}}
         if repo is not None:
-            out["repository"] = shapes.repository(world, repo)
+            out["repository"] = shapes_repos.repository(world, repo)
         org = world.find_account(account) if account else None
         if org is not None and org.type == "Organization":
-            out["organization"] = shapes.organization(world, org)
+            out["organization"] = shapes_accounts.organization(world, org)
         return out
 
     def emit(self, event: str, repo: Repo | None, sender: str, body: JSON,
@@ -151,7 +160,7 @@ class Ops:
 
     def _suite_json(self, repo: Repo, sha: str) -> JSON:
         suite = self.world.suite_for(repo, sha, self.world.app_id)
-        return shapes.check_suite(self.world, repo, suite.id)
+        return shapes_checks.check_suite(self.world, repo, suite.id)
 
     def push_body(self, repo: Repo, ref: str, old: str | None, new: str | None, actor: str,
                   forced: bool) -> JSON:
@@ -166,13 +175,13 @@ class Ops:
             commits = [self.push_commit(repo, s) for s in shas[-20:]]
         head = self.push_commit(repo, target) if target and repo.store.commit(target) else None
         acct = world.account(actor)
-        repo_json = shapes.repository(world, repo)
+        repo_json = shapes_repos.repository(world, repo)
         repo_json["pushed_at"] = int(world.now().timestamp())
         repo_json["created_at"] = int(repo.created_at.timestamp())
         repo_json["stargazers"] = 0
         repo_json["master_branch"] = repo.default_branch
-        repo_json["owner"] = {**shapes.user(world, repo.owner), "name": repo.owner,
-                              "email": None}
+        owner = shapes_accounts.user(world, repo.owner)
+        repo_json["owner"] = {**owner, "name": repo.owner, "email": None}
         return {
             "ref": ref,
             "before": old or zero,
@@ -313,8 +322,8 @@ class Ops:
 
     def pull_json(self, repo: Repo, item: Issue) -> JSON:
         mergeable, state, _ = self.merge_info(repo, item)
-        return shapes.pull(self.world, repo, item, mergeable=mergeable, mergeable_state=state,
-                           stats=self.pull_stats(repo, item))
+        return shapes_issues.pull(self.world, repo, item, mergeable=mergeable,
+                                  mergeable_state=state, stats=self.pull_stats(repo, item))
 
     def new_issue(self, repo: Repo, title: str, body: str | None, user: str,
                   labels: list[str] | None = None, pull: Pull | None = None) -> Issue:
@@ -382,7 +391,7 @@ class Ops:
                 "pull_request": self.pull_json(repo, item)})
         else:
             self.emit("issues", repo, actor, {
-                "action": action, "issue": shapes.issue(self.world, repo, item)})
+                "action": action, "issue": shapes_issues.issue(self.world, repo, item)})
 
     def edit_issue(self, repo: Repo, item: Issue, actor: str, *, title: str | None = None,
                    body: str | None = None, body_set: bool = False) -> None:
@@ -403,7 +412,7 @@ class Ops:
         else:
             self.emit("issues", repo, actor, {
                 "action": "edited", "changes": changes,
-                "issue": shapes.issue(self.world, repo, item)})
+                "issue": shapes_issues.issue(self.world, repo, item)})
 
     def merge(self, repo: Repo, item: Issue, *, method: str, sha: str | None, actor: str,
               title: str | None, message: str | None) -> str:
@@ -505,7 +514,7 @@ class Ops:
 
     def review_payload(self, repo: Repo, number: int, rev: Review) -> JSON:
         """Webhook payloads spell review states in lower case, unlike the REST API."""
-        data = shapes.review(self.world, repo, number, rev)
+        data = shapes_issues.review(self.world, repo, number, rev)
         data["state"] = rev.state.lower()
         return data
 
@@ -542,7 +551,7 @@ class Ops:
             if item.pull:
                 self.emit("pull_request", repo, actor, {
                     "action": "labeled", "number": item.number,
-                    "label": shapes.label(self.world, repo, lab),
+                    "label": shapes_issues.label(self.world, repo, lab),
                     "pull_request": self.pull_json(repo, item)})
 
     def remove_label(self, repo: Repo, item: Issue, name: str, actor: str) -> None:
@@ -554,11 +563,11 @@ class Ops:
         if item.pull and match in repo.labels:
             self.emit("pull_request", repo, actor, {
                 "action": "unlabeled", "number": item.number,
-                "label": shapes.label(self.world, repo, repo.labels[match]),
+                "label": shapes_issues.label(self.world, repo, repo.labels[match]),
                 "pull_request": self.pull_json(repo, item)})
 
     def issue_payload(self, repo: Repo, item: Issue) -> JSON:
-        data = shapes.issue(self.world, repo, item)
+        data = shapes_issues.issue(self.world, repo, item)
         return data
 
     def add_comment(self, repo: Repo, item: Issue, user: str, body: str) -> Comment:
@@ -569,7 +578,7 @@ class Ops:
         item.updated_at = now
         self.emit("issue_comment", repo, user, {
             "action": "created", "issue": self.issue_payload(repo, item),
-            "comment": shapes.comment(self.world, repo, com)})
+            "comment": shapes_issues.comment(self.world, repo, com)})
         return com
 
     def edit_comment(self, repo: Repo, com: Comment, body: str, actor: str) -> None:
@@ -580,12 +589,12 @@ class Ops:
         self.emit("issue_comment", repo, actor, {
             "action": "edited", "changes": {"body": {"from": old}},
             "issue": self.issue_payload(repo, item),
-            "comment": shapes.comment(self.world, repo, com)})
+            "comment": shapes_issues.comment(self.world, repo, com)})
 
     # -- checks and statuses ---------------------------------------------------------------------
     def check_run_event(self, repo: Repo, run: CheckRun, action: str, actor: str,
                         extra: JSON | None = None) -> None:
-        data = shapes.check_run(self.world, repo, run)
+        data = shapes_checks.check_run(self.world, repo, run)
         data["check_suite"] = self._suite_json(repo, run.head_sha)
         self.emit("check_run", repo, actor, {"action": action, "check_run": data,
                                              **(extra or {})})
@@ -596,7 +605,7 @@ class Ops:
         st = Status(self.world.next_id(), sha, state, context, description, target_url, actor,
                     now, now)
         repo.statuses.append(st)
-        commit = shapes.commit(self.world, repo, sha)
+        commit = shapes_git.commit(self.world, repo, sha)
         branches = [
             {"name": r[len("refs/heads/"):],
              "commit": {"sha": s, "url": f"{self.world.api_url}/repos/{repo.full_name}"
@@ -621,7 +630,7 @@ class Ops:
         repo.deployments.append(dep)
         self.emit("deployment", repo, actor, {
             "action": "created",
-            "deployment": shapes.deployment(self.world, repo, dep),
+            "deployment": shapes_deployments.deployment(self.world, repo, dep),
             "workflow": None, "workflow_run": None})
         return dep
 
@@ -637,8 +646,8 @@ class Ops:
         dep.updated_at = now
         self.emit("deployment_status", repo, actor, {
             "action": "created",
-            "deployment_status": shapes.deployment_status(self.world, repo, dep, st),
-            "deployment": shapes.deployment(self.world, repo, dep)})
+            "deployment_status": shapes_deployments.deployment_status(self.world, repo, dep, st),
+            "deployment": shapes_deployments.deployment(self.world, repo, dep)})
         return st
 
     # -- releases --------------------------------------------------------------------------------
@@ -660,5 +669,5 @@ class Ops:
             ["created", "published", "prereleased" if prerelease else "released"]
         for action in actions:
             self.emit("release", repo, author, {
-                "action": action, "release": shapes.release(self.world, repo, rel)})
+                "action": action, "release": shapes_releases.release(self.world, repo, rel)})
         return rel

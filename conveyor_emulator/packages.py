@@ -6,7 +6,7 @@ import base64
 import json
 from collections.abc import Sequence
 
-from . import shapes
+from . import shapes_accounts
 from .state import JSON, Attestation, Package, PackageVersion, Repo, World, iso
 
 
@@ -38,7 +38,7 @@ def event_body(world: World, pkg: Package, ver: PackageVersion, tag: str, *,
                revision: str | None, event: str) -> JSON:
     """The `registry_package` / `package` object of a published container version."""
     owner = world.account(pkg.owner)
-    owner_json = shapes.user(world, owner)
+    owner_json = shapes_accounts.user(world, owner)
     html = f"{world.web_url}/{pkg.owner}/{pkg.name}/pkgs/container/{pkg.name}"
     source_url = f"{world.web_url}/{pkg.source_repo}" if pkg.source_repo else ""
     all_labels = {"org.opencontainers.image.source": source_url}
@@ -78,7 +78,7 @@ def event_body(world: World, pkg: Package, ver: PackageVersion, tag: str, *,
         "installation_command": f"docker pull ghcr.io/{pkg.owner.lower()}/{pkg.name}"
                                 + (f":{tag}" if tag else f"@{ver.name}"),
         "package_url": f"ghcr.io/{pkg.owner.lower()}/{pkg.name}" + (f":{tag}" if tag else ""),
-        "author": shapes.user(world, ver.author),
+        "author": shapes_accounts.user(world, ver.author),
     }
     namespace = pkg.source_repo or pkg.owner
     registry = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from . import manifests, shapes
+from . import manifests, node_ids, shapes_accounts, shapes_apps, shapes_repos
 from .auth import generate_private_key
 from .ops import ApiError, not_found
 from .routing import Ctx, Reply, Router
@@ -18,13 +18,13 @@ TOKEN_TTL = 3600.0
 
 @router.add("GET", "/app", auth="jwt")
 async def get_app(ctx: Ctx) -> Reply:
-    return Reply(200, shapes.app(ctx.world))
+    return Reply(200, shapes_apps.app(ctx.world))
 
 
 @router.add("GET", "/app/installations", auth="jwt")
 async def list_installations(ctx: Ctx) -> Reply:
     items = sorted(ctx.world.installations.values(), key=lambda i: i.id)
-    return ctx.page([shapes.installation(ctx.world, i) for i in items])
+    return ctx.page([shapes_apps.installation(ctx.world, i) for i in items])
 
 
 @router.add("GET", "/app/installations/{installation_id}", auth="jwt")
@@ -32,7 +32,7 @@ async def get_installation(ctx: Ctx) -> Reply:
     inst = ctx.world.installations.get(ctx.int_param("installation_id"))
     if inst is None:
         raise not_found()
-    return Reply(200, shapes.installation(ctx.world, inst))
+    return Reply(200, shapes_apps.installation(ctx.world, inst))
 
 
 @router.add("POST", "/app/installations/{installation_id}/access_tokens", auth="jwt")
@@ -80,7 +80,7 @@ async def create_token(ctx: Ctx) -> Reply:
         else "selected",
     }
     if repo_ids is not None:
-        out["repositories"] = [shapes.repository(world, r) for r in repos]
+        out["repositories"] = [shapes_repos.repository(world, r) for r in repos]
     return Reply(201, out)
 
 
@@ -90,7 +90,7 @@ async def repo_installation(ctx: Ctx) -> Reply:
     inst = ctx.world.installation_for(repo) if repo else None
     if inst is None:
         raise not_found()
-    return Reply(200, shapes.installation(ctx.world, inst))
+    return Reply(200, shapes_apps.installation(ctx.world, inst))
 
 
 @router.add("GET", "/installation/repositories")
@@ -105,7 +105,7 @@ async def installation_repositories(ctx: Ctx) -> Reply:
 
 
 def _repo_with_permissions(ctx: Ctx, repo: Repo) -> JSON:
-    out = shapes.repository(ctx.world, repo)
+    out = shapes_repos.repository(ctx.world, repo)
     out["permissions"] = {"admin": False, "maintain": False, "push": True, "triage": True,
                           "pull": True}
     return out
@@ -193,10 +193,10 @@ async def manifest_conversion(ctx: Ctx) -> Reply:
     perms = manifest.get("default_permissions") or {}
     events = manifest.get("default_events") or []
     return Reply(201, {
-        "id": app_id, "slug": slug, "node_id": shapes.node_id("App", app_id),
+        "id": app_id, "slug": slug, "node_id": node_ids.node_id("App", app_id),
         "client_id": created.client_id, "client_secret": created.client_secret,
         "webhook_secret": created.webhook_secret, "pem": pem, "name": name,
-        "owner": shapes.user(world, owner), "description": manifest.get("description"),
+        "owner": shapes_accounts.user(world, owner), "description": manifest.get("description"),
         "external_url": manifest.get("url") or world.web_url,
         "html_url": f"{world.web_url}/apps/{slug}", "created_at": now, "updated_at": now,
         "permissions": perms, "events": events,

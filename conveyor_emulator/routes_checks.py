@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from . import shapes
+from . import shapes_checks, shapes_repos
 from .ops import ApiError, not_found
 from .routes_repos import resolve_or_404
 from .routing import Ctx, Reply, Router
@@ -94,7 +94,7 @@ async def create_check_run(ctx: Ctx) -> Reply:
     ctx.ops.check_run_event(repo, run, "created", ctx.actor)
     if run.status == "completed":
         ctx.ops.check_run_event(repo, run, "completed", ctx.actor)
-    return Reply(201, shapes.check_run(ctx.world, repo, run))
+    return Reply(201, shapes_checks.check_run(ctx.world, repo, run))
 
 
 @router.add("PATCH", R + "/check-runs/{check_run_id}")
@@ -104,12 +104,12 @@ async def update_check_run(ctx: Ctx) -> Reply:
     _apply(ctx, run, ctx.json())
     if run.status == "completed" and not was_completed:
         ctx.ops.check_run_event(ctx.repo, run, "completed", ctx.actor)
-    return Reply(200, shapes.check_run(ctx.world, ctx.repo, run))
+    return Reply(200, shapes_checks.check_run(ctx.world, ctx.repo, run))
 
 
 @router.add("GET", R + "/check-runs/{check_run_id}")
 async def get_check_run(ctx: Ctx) -> Reply:
-    return Reply(200, shapes.check_run(ctx.world, ctx.repo, run_or_404(ctx)))
+    return Reply(200, shapes_checks.check_run(ctx.world, ctx.repo, run_or_404(ctx)))
 
 
 @router.add("GET", R + "/check-runs/{check_run_id}/annotations")
@@ -148,7 +148,7 @@ async def list_check_runs(ctx: Ctx) -> Reply:
             latest[run.name] = run
         runs = list(latest.values())
     runs.sort(key=lambda r: r.id, reverse=True)
-    return ctx.page([shapes.check_run(ctx.world, repo, r) for r in runs], wrap="check_runs")
+    return ctx.page([shapes_checks.check_run(ctx.world, repo, r) for r in runs], wrap="check_runs")
 
 
 @router.add("POST", R + "/statuses/{sha}")
@@ -170,7 +170,7 @@ async def create_status(ctx: Ctx) -> Reply:
             "message": "This SHA and context has reached the maximum number of statuses."}])
     st = ctx.ops.add_status(repo, sha, str(state), context,
                             body.get("description"), body.get("target_url"), ctx.actor)
-    return Reply(201, shapes.status(ctx.world, st))
+    return Reply(201, shapes_checks.status(ctx.world, st))
 
 
 @router.add("GET", R + "/commits/{ref}/statuses")
@@ -178,7 +178,7 @@ async def list_statuses(ctx: Ctx) -> Reply:
     repo = ctx.repo
     sha = resolve_or_404(repo, ctx.params["ref"])
     items = [s for s in reversed(repo.statuses) if s.sha == sha]
-    return ctx.page([shapes.status(ctx.world, s) for s in items])
+    return ctx.page([shapes_checks.status(ctx.world, s) for s in items])
 
 
 @router.add("GET", R + "/commits/{ref}/status")
@@ -196,8 +196,8 @@ async def combined_status(ctx: Ctx) -> Reply:
     else:
         state = "success"
     api = f"{ctx.world.api_url}/repos/{repo.full_name}"
-    reply = ctx.page([shapes.status(ctx.world, s) for s in latest], wrap="statuses", extra={
+    reply = ctx.page([shapes_checks.status(ctx.world, s) for s in latest], wrap="statuses", extra={
         "state": state, "sha": sha,
-        "repository": shapes.minimal_repository(ctx.world, repo),
+        "repository": shapes_repos.minimal_repository(ctx.world, repo),
         "commit_url": f"{api}/commits/{sha}", "url": f"{api}/commits/{sha}/status"})
     return reply

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import shapes
+from . import shapes_deployments
 from .ops import ApiError, not_found
 from .routing import Ctx, Reply, Router
 from .state import Deployment, Repo
@@ -50,7 +50,7 @@ async def create_deployment(ctx: Ctx) -> Reply:
         task=str(body.get("task") or "deploy"),
         transient=bool(body.get("transient_environment", False)),
         production=bool(body.get("production_environment", env == "production")))
-    return Reply(201, shapes.deployment(ctx.world, repo, dep))
+    return Reply(201, shapes_deployments.deployment(ctx.world, repo, dep))
 
 
 def auto_merge_conflict(repo: Repo, ref: str, sha: str) -> str | None:
@@ -85,12 +85,12 @@ async def list_deployments(ctx: Ctx) -> Reply:
         value = ctx.query.get(key)
         if value:
             items = [d for d in items if getattr(d, key) == value]
-    return ctx.page([shapes.deployment(ctx.world, ctx.repo, d) for d in items])
+    return ctx.page([shapes_deployments.deployment(ctx.world, ctx.repo, d) for d in items])
 
 
 @router.add("GET", R + "/{deployment_id}")
 async def get_deployment(ctx: Ctx) -> Reply:
-    return Reply(200, shapes.deployment(ctx.world, ctx.repo, deployment_or_404(ctx)))
+    return Reply(200, shapes_deployments.deployment(ctx.world, ctx.repo, deployment_or_404(ctx)))
 
 
 @router.add("POST", R + "/{deployment_id}/statuses")
@@ -107,11 +107,11 @@ async def create_status(ctx: Ctx) -> Reply:
         log_url=str(body.get("log_url") or body.get("target_url") or ""),
         environment_url=str(body.get("environment_url") or ""),
         environment=body.get("environment"))
-    return Reply(201, shapes.deployment_status(ctx.world, ctx.repo, dep, st))
+    return Reply(201, shapes_deployments.deployment_status(ctx.world, ctx.repo, dep, st))
 
 
 @router.add("GET", R + "/{deployment_id}/statuses")
 async def list_statuses(ctx: Ctx) -> Reply:
     dep = deployment_or_404(ctx)
-    return ctx.page([shapes.deployment_status(ctx.world, ctx.repo, dep, s)
+    return ctx.page([shapes_deployments.deployment_status(ctx.world, ctx.repo, dep, s)
                      for s in reversed(dep.statuses)])

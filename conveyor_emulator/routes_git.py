@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from . import shapes
+from . import node_ids, shapes_git
 from .gitstore import FILE_MODE, Commit
 from .ops import ApiError, not_found
 from .routes_repos import _signature, decode_content
@@ -26,14 +26,14 @@ async def get_ref(ctx: Ctx) -> Reply:
     sha = ctx.repo.refs.get(ref)
     if sha is None:
         raise not_found()
-    return Reply(200, shapes.git_ref(ctx.world, ctx.repo, ref, sha))
+    return Reply(200, shapes_git.git_ref(ctx.world, ctx.repo, ref, sha))
 
 
 @router.add("GET", R + "/matching-refs/{ref}")
 async def matching_refs(ctx: Ctx) -> Reply:
     prefix = _full_ref(ctx.params["ref"])
     refs = sorted((r, s) for r, s in ctx.repo.refs.items() if r.startswith(prefix))
-    return ctx.page([shapes.git_ref(ctx.world, ctx.repo, r, s) for r, s in refs])
+    return ctx.page([shapes_git.git_ref(ctx.world, ctx.repo, r, s) for r, s in refs])
 
 
 @router.add("POST", R + "/refs")
@@ -48,7 +48,7 @@ async def create_ref(ctx: Ctx) -> Reply:
     if ref in ctx.repo.refs:
         raise ApiError(422, "Reference already exists")
     ctx.ops.update_ref(ctx.repo, ref, sha, ctx.actor)
-    return Reply(201, shapes.git_ref(ctx.world, ctx.repo, ref, sha))
+    return Reply(201, shapes_git.git_ref(ctx.world, ctx.repo, ref, sha))
 
 
 @router.add("PATCH", R + "/refs/{ref}")
@@ -67,7 +67,7 @@ async def update_ref(ctx: Ctx) -> Reply:
     if not force and not fast_forward:
         raise ApiError(422, "Update is not a fast forward")
     ctx.ops.update_ref(repo, ref, sha, ctx.actor, forced=not fast_forward)
-    return Reply(200, shapes.git_ref(ctx.world, repo, ref, sha))
+    return Reply(200, shapes_git.git_ref(ctx.world, repo, ref, sha))
 
 
 @router.add("DELETE", R + "/refs/{ref}")
@@ -84,7 +84,7 @@ async def get_git_commit(ctx: Ctx) -> Reply:
     sha = ctx.params["commit_sha"]
     if ctx.repo.store.commit(sha) is None:
         raise not_found()
-    return Reply(200, shapes.git_commit(ctx.world, ctx.repo, sha))
+    return Reply(200, shapes_git.git_commit(ctx.world, ctx.repo, sha))
 
 
 @router.add("POST", R + "/commits")
@@ -106,7 +106,7 @@ async def create_git_commit(ctx: Ctx) -> Reply:
     committer = _signature(body.get("committer"), author) if custom else ops.web_flow()
     sha = repo.store.put_commit(Commit(tree, tuple(parents), message, author, committer,
                                        not custom))
-    return Reply(201, shapes.git_commit(ctx.world, repo, sha))
+    return Reply(201, shapes_git.git_commit(ctx.world, repo, sha))
 
 
 def tree_json(ctx: Ctx, sha: str, recursive: bool) -> JSON:
@@ -194,7 +194,7 @@ async def get_blob(ctx: Ctx) -> Reply:
         raise not_found()
     encoded = base64.b64encode(blob.data).decode()
     return Reply(200, {
-        "sha": sha, "node_id": shapes.node_id("Blob", sha), "size": len(blob.data),
+        "sha": sha, "node_id": node_ids.node_id("Blob", sha), "size": len(blob.data),
         "url": f"{ctx.world.api_url}/repos/{repo.full_name}/git/blobs/{sha}",
         "content": encoded, "encoding": "base64"})
 
@@ -222,9 +222,9 @@ async def get_tag(ctx: Ctx) -> Reply:
     api = f"{ctx.world.api_url}/repos/{repo.full_name}"
     plural = "commits" if tag.object_type == "commit" else "tags"
     return Reply(200, {
-        "sha": sha, "node_id": shapes.node_id("Tag", sha), "tag": tag.tag,
+        "sha": sha, "node_id": node_ids.node_id("Tag", sha), "tag": tag.tag,
         "message": tag.message, "url": f"{api}/git/tags/{sha}",
-        "tagger": shapes.git_person(tag.tagger),
+        "tagger": shapes_git.git_person(tag.tagger),
         "object": {"type": tag.object_type, "sha": tag.object,
                    "url": f"{api}/git/{plural}/{tag.object}"},
         "verification": {"verified": False, "reason": "unsigned", "signature": None,

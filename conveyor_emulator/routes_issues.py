@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from . import shapes
+from . import shapes_issues
 from .ops import ApiError, not_found
 from .routing import Ctx, Reply, Router
 from .state import Comment, Issue, Label, Reaction
 
 router = Router()
 R = "/repos/{owner}/{repo}"
-REACTIONS = set(shapes.REACTION_KEYS)
+REACTIONS = set(shapes_issues.REACTION_KEYS)
 
 
 def issue_or_404(ctx: Ctx) -> Issue:
@@ -40,8 +40,8 @@ async def create_issue(ctx: Ctx) -> Reply:
     item = ctx.ops.new_issue(ctx.repo, title, body.get("body"), ctx.actor, labels)
     item.assignees = [str(a) for a in body.get("assignees") or []]
     ctx.ops.emit("issues", ctx.repo, ctx.actor, {
-        "action": "opened", "issue": shapes.issue(ctx.world, ctx.repo, item)})
-    return Reply(201, shapes.issue(ctx.world, ctx.repo, item))
+        "action": "opened", "issue": shapes_issues.issue(ctx.world, ctx.repo, item)})
+    return Reply(201, shapes_issues.issue(ctx.world, ctx.repo, item))
 
 
 @router.add("GET", R + "/issues")
@@ -65,12 +65,12 @@ async def list_issues(ctx: Ctx) -> Reply:
     direction = ctx.query.get("direction", "desc")
     items.sort(key=lambda i: (i.updated_at if sort == "updated" else i.created_at, i.number),
                reverse=direction == "desc")
-    return ctx.page([shapes.issue(ctx.world, repo, i) for i in items])
+    return ctx.page([shapes_issues.issue(ctx.world, repo, i) for i in items])
 
 
 @router.add("GET", R + "/issues/{issue_number}")
 async def get_issue(ctx: Ctx) -> Reply:
-    return Reply(200, shapes.issue(ctx.world, ctx.repo, issue_or_404(ctx)))
+    return Reply(200, shapes_issues.issue(ctx.world, ctx.repo, issue_or_404(ctx)))
 
 
 @router.add("PATCH", R + "/issues/{issue_number}")
@@ -88,7 +88,7 @@ async def update_issue(ctx: Ctx) -> Reply:
     state = body.get("state")
     if state in ("open", "closed"):
         ops.set_issue_state(ctx.repo, item, state, ctx.actor, body.get("state_reason"))
-    return Reply(200, shapes.issue(ctx.world, ctx.repo, item))
+    return Reply(200, shapes_issues.issue(ctx.world, ctx.repo, item))
 
 
 @router.add("GET", R + "/issues/{issue_number}/comments")
@@ -99,7 +99,7 @@ async def list_comments(ctx: Ctx) -> Reply:
     if since:
         when = datetime.fromisoformat(since.replace("Z", "+00:00"))
         comments = [c for c in comments if c.updated_at >= when]
-    return ctx.page([shapes.comment(ctx.world, ctx.repo, c) for c in comments])
+    return ctx.page([shapes_issues.comment(ctx.world, ctx.repo, c) for c in comments])
 
 
 @router.add("POST", R + "/issues/{issue_number}/comments")
@@ -110,12 +110,12 @@ async def create_comment(ctx: Ctx) -> Reply:
         raise ApiError(422, "Validation Failed", [
             {"resource": "IssueComment", "field": "body", "code": "missing_field"}])
     com = ctx.ops.add_comment(ctx.repo, item, ctx.actor, body)
-    return Reply(201, shapes.comment(ctx.world, ctx.repo, com))
+    return Reply(201, shapes_issues.comment(ctx.world, ctx.repo, com))
 
 
 @router.add("GET", R + "/issues/comments/{comment_id}")
 async def get_comment(ctx: Ctx) -> Reply:
-    return Reply(200, shapes.comment(ctx.world, ctx.repo, comment_or_404(ctx)))
+    return Reply(200, shapes_issues.comment(ctx.world, ctx.repo, comment_or_404(ctx)))
 
 
 @router.add("PATCH", R + "/issues/comments/{comment_id}")
@@ -126,7 +126,7 @@ async def update_comment(ctx: Ctx) -> Reply:
         raise ApiError(422, "Validation Failed", [
             {"resource": "IssueComment", "field": "body", "code": "missing_field"}])
     ctx.ops.edit_comment(ctx.repo, com, body, ctx.actor)
-    return Reply(200, shapes.comment(ctx.world, ctx.repo, com))
+    return Reply(200, shapes_issues.comment(ctx.world, ctx.repo, com))
 
 
 @router.add("DELETE", R + "/issues/comments/{comment_id}")
@@ -148,10 +148,10 @@ async def create_reaction(ctx: Ctx) -> Reply:
             {"resource": "Reaction", "field": "content", "code": "invalid"}])
     for existing in com.reactions:
         if existing.user == ctx.actor and existing.content == content:
-            return Reply(200, shapes.reaction(ctx.world, existing))
+            return Reply(200, shapes_issues.reaction(ctx.world, existing))
     reaction = Reaction(ctx.world.next_id(), ctx.actor, str(content), ctx.world.now())
     com.reactions.append(reaction)
-    return Reply(201, shapes.reaction(ctx.world, reaction))
+    return Reply(201, shapes_issues.reaction(ctx.world, reaction))
 
 
 @router.add("GET", R + "/issues/comments/{comment_id}/reactions")
@@ -159,13 +159,13 @@ async def list_reactions(ctx: Ctx) -> Reply:
     com = comment_or_404(ctx)
     content = ctx.query.get("content")
     items = [r for r in com.reactions if content is None or r.content == content]
-    return ctx.page([shapes.reaction(ctx.world, r) for r in items])
+    return ctx.page([shapes_issues.reaction(ctx.world, r) for r in items])
 
 
 @router.add("GET", R + "/issues/{issue_number}/labels")
 async def list_issue_labels(ctx: Ctx) -> Reply:
     item = issue_or_404(ctx)
-    return ctx.page([shapes.label(ctx.world, ctx.repo, ctx.repo.labels[n])
+    return ctx.page([shapes_issues.label(ctx.world, ctx.repo, ctx.repo.labels[n])
                      for n in item.labels if n in ctx.repo.labels])
 
 
@@ -178,7 +178,7 @@ async def add_labels(ctx: Ctx) -> Reply:
         raise ApiError(422, "Invalid request.\n\nNo subschema in \"anyOf\" matched.")
     ctx.ops.add_labels(ctx.repo, item, [n if isinstance(n, str) else str(n.get("name"))
                                         for n in names], ctx.actor)
-    return Reply(200, [shapes.label(ctx.world, ctx.repo, ctx.repo.labels[n])
+    return Reply(200, [shapes_issues.label(ctx.world, ctx.repo, ctx.repo.labels[n])
                        for n in item.labels if n in ctx.repo.labels])
 
 
@@ -186,13 +186,13 @@ async def add_labels(ctx: Ctx) -> Reply:
 async def remove_label(ctx: Ctx) -> Reply:
     item = issue_or_404(ctx)
     ctx.ops.remove_label(ctx.repo, item, ctx.params["name"], ctx.actor)
-    return Reply(200, [shapes.label(ctx.world, ctx.repo, ctx.repo.labels[n])
+    return Reply(200, [shapes_issues.label(ctx.world, ctx.repo, ctx.repo.labels[n])
                        for n in item.labels if n in ctx.repo.labels])
 
 
 @router.add("GET", R + "/labels")
 async def list_labels(ctx: Ctx) -> Reply:
-    return ctx.page([shapes.label(ctx.world, ctx.repo, lab)
+    return ctx.page([shapes_issues.label(ctx.world, ctx.repo, lab)
                      for lab in sorted(ctx.repo.labels.values(), key=lambda x: x.name.lower())])
 
 
@@ -209,7 +209,7 @@ async def create_label(ctx: Ctx) -> Reply:
     lab = Label(ctx.world.next_id(), name, str(body.get("color", "ededed")).lstrip("#"),
                 str(body.get("description") or ""))
     ctx.repo.labels[name] = lab
-    return Reply(201, shapes.label(ctx.world, ctx.repo, lab))
+    return Reply(201, shapes_issues.label(ctx.world, ctx.repo, lab))
 
 
 @router.add("GET", R + "/labels/{name}")
@@ -218,4 +218,4 @@ async def get_label(ctx: Ctx) -> Reply:
     lab = next((x for n, x in ctx.repo.labels.items() if n.lower() == name), None)
     if lab is None:
         raise not_found()
-    return Reply(200, shapes.label(ctx.world, ctx.repo, lab))
+    return Reply(200, shapes_issues.label(ctx.world, ctx.repo, lab))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import shapes
+from . import shapes_accounts
 from .ops import not_found
 from .routing import Ctx, Reply, Router
 
@@ -18,7 +18,7 @@ async def get_user(ctx: Ctx) -> Reply:
     acct = ctx.world.find_account(ctx.params["username"])
     if acct is None:
         raise not_found()
-    return Reply(200, shapes.public_user(ctx.world, acct))
+    return Reply(200, shapes_accounts.public_user(ctx.world, acct))
 
 
 @router.add("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission")
@@ -28,7 +28,7 @@ async def permission(ctx: Ctx) -> Reply:
     if acct is None:
         raise not_found()
     perm = ctx.world.permission(ctx.repo, acct.login)
-    user = shapes.user(ctx.world, acct)
+    user = shapes_accounts.user(ctx.world, acct)
     level = ["read", "triage", "write", "maintain", "admin"]
     idx = level.index(perm) if perm in level else -1
     user["permissions"] = {"admin": idx >= 4, "maintain": idx >= 3, "push": idx >= 2,

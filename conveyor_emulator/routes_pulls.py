@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import shapes
+from . import shapes_git, shapes_issues
 from .ops import ApiError, not_found
 from .routing import Ctx, Reply, Router
 from .state import Issue
@@ -42,7 +42,7 @@ async def list_pulls(ctx: Ctx) -> Reply:
                                                                                 i.number))
     items.sort(key=key, reverse=direction == "desc")
     return ctx.page([
-        shapes.pull(ctx.world, repo, i, mergeable=None, mergeable_state="unknown")
+        shapes_issues.pull(ctx.world, repo, i, mergeable=None, mergeable_state="unknown")
         for i in items])
 
 
@@ -119,7 +119,7 @@ async def pull_files(ctx: Ctx) -> Reply:
     item = pull_or_404(ctx)
     assert item.pull is not None
     changes, _ = ctx.ops.pull_changes(ctx.repo, item)
-    return ctx.page([shapes.diff_entry(ctx.world, ctx.repo, item.pull.head_sha, c)
+    return ctx.page([shapes_git.diff_entry(ctx.world, ctx.repo, item.pull.head_sha, c)
                      for c in changes[:3000]])
 
 
@@ -127,14 +127,14 @@ async def pull_files(ctx: Ctx) -> Reply:
 async def pull_commits(ctx: Ctx) -> Reply:
     item = pull_or_404(ctx)
     _, commits = ctx.ops.pull_changes(ctx.repo, item)
-    return ctx.page([shapes.commit(ctx.world, ctx.repo, s) for s in commits[:250]])
+    return ctx.page([shapes_git.commit(ctx.world, ctx.repo, s) for s in commits[:250]])
 
 
 @router.add("GET", R + "/{pull_number}/reviews")
 async def list_reviews(ctx: Ctx) -> Reply:
     item = pull_or_404(ctx)
     assert item.pull is not None
-    return ctx.page([shapes.review(ctx.world, ctx.repo, item.number, r)
+    return ctx.page([shapes_issues.review(ctx.world, ctx.repo, item.number, r)
                      for r in item.pull.reviews])
 
 
@@ -145,4 +145,4 @@ async def create_review(ctx: Ctx) -> Reply:
     event = body.get("event", "COMMENT")
     rev = ctx.ops.submit_review(ctx.repo, item, ctx.actor, str(event), body.get("body") or "",
                                 body.get("commit_id"))
-    return Reply(200, shapes.review(ctx.world, ctx.repo, item.number, rev))
+    return Reply(200, shapes_issues.review(ctx.world, ctx.repo, item.number, rev))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import shapes
+from . import shapes_checks, shapes_releases
 from .ops import ApiError, not_found
 from .routing import Ctx, Reply, Router
 from .state import JSON, Attestation, Package
@@ -14,7 +14,7 @@ R = "/repos/{owner}/{repo}"
 @router.add("GET", R + "/releases")
 async def list_releases(ctx: Ctx) -> Reply:
     items = sorted(ctx.repo.releases, key=lambda r: (r.created_at, r.id), reverse=True)
-    return ctx.page([shapes.release(ctx.world, ctx.repo, r) for r in items])
+    return ctx.page([shapes_releases.release(ctx.world, ctx.repo, r) for r in items])
 
 
 @router.add("GET", R + "/releases/tags/{tag}")
@@ -24,7 +24,7 @@ async def release_by_tag(ctx: Ctx) -> Reply:
                None)
     if rel is None:
         raise not_found()
-    return Reply(200, shapes.release(ctx.world, ctx.repo, rel))
+    return Reply(200, shapes_releases.release(ctx.world, ctx.repo, rel))
 
 
 @router.add("GET", R + "/releases/{release_id}")
@@ -33,7 +33,7 @@ async def get_release(ctx: Ctx) -> Reply:
     rel = next((r for r in ctx.repo.releases if r.id == rid), None)
     if rel is None:
         raise not_found()
-    return Reply(200, shapes.release(ctx.world, ctx.repo, rel))
+    return Reply(200, shapes_releases.release(ctx.world, ctx.repo, rel))
 
 
 def _package(ctx: Ctx, owner: str) -> Package:
@@ -55,7 +55,7 @@ def _package(ctx: Ctx, owner: str) -> Package:
 async def _versions(ctx: Ctx, owner: str) -> Reply:
     pkg = _package(ctx, owner)
     versions = sorted(pkg.versions, key=lambda v: (v.created_at, v.id), reverse=True)
-    return ctx.page([shapes.package_version(ctx.world, pkg, v) for v in versions])
+    return ctx.page([shapes_releases.package_version(ctx.world, pkg, v) for v in versions])
 
 
 async def _version(ctx: Ctx, owner: str) -> Reply:
@@ -64,7 +64,7 @@ async def _version(ctx: Ctx, owner: str) -> Reply:
     ver = next((v for v in pkg.versions if v.id == vid), None)
     if ver is None:
         raise not_found()
-    return Reply(200, shapes.package_version(ctx.world, pkg, ver))
+    return Reply(200, shapes_releases.package_version(ctx.world, pkg, ver))
 
 
 @router.add("GET", "/orgs/{org}/packages/{package_type}/{package_name}/versions")
@@ -135,7 +135,7 @@ async def list_runs(ctx: Ctx) -> Reply:
     branch = ctx.query.get("branch")
     if branch:
         runs = [r for r in runs if r.head_branch == branch]
-    return ctx.page([shapes.workflow_run(ctx.world, ctx.repo, r) for r in runs],
+    return ctx.page([shapes_checks.workflow_run(ctx.world, ctx.repo, r) for r in runs],
                     wrap="workflow_runs")
 
 
@@ -145,4 +145,4 @@ async def get_run(ctx: Ctx) -> Reply:
     run = next((r for r in ctx.repo.workflow_runs if r.id == rid), None)
     if run is None:
         raise not_found()
-    return Reply(200, shapes.workflow_run(ctx.world, ctx.repo, run))
+    return Reply(200, shapes_checks.workflow_run(ctx.world, ctx.repo, run))

@@ -6,7 +6,7 @@ import base64
 import binascii
 from datetime import datetime
 
-from . import shapes
+from . import shapes_git, shapes_issues, shapes_repos
 from .gitstore import Commit, Signature
 from .ops import ApiError, not_found
 from .routing import Ctx, Reply, Router
@@ -29,7 +29,7 @@ def ref_param(ctx: Ctx) -> str:
 
 @router.add("GET", R)
 async def get_repo(ctx: Ctx) -> Reply:
-    return Reply(200, shapes.full_repository(ctx.world, ctx.repo))
+    return Reply(200, shapes_repos.full_repository(ctx.world, ctx.repo))
 
 
 CONTENTS_LIMIT = 1024 * 1024
@@ -57,11 +57,13 @@ async def get_contents(ctx: Ctx) -> Reply:
                            "is too large to fetch via the API, but you can use the raw media "
                            "type or the git/blobs endpoint to get it.",
                            [{"resource": "Blob", "field": "data", "code": "too_large"}])
-        return Reply(200, shapes.content_file(ctx.world, repo, path, entry.sha, ref))
+        return Reply(200, shapes_repos.content_file(ctx.world, repo, path, entry.sha, ref))
     tree = repo.store.tree(entry.sha)
     assert tree is not None
     listing = [
-        shapes.dir_entry(ctx.world, repo, f"{path}/{name}" if path else name, e.type, e.sha, ref)
+        shapes_repos.dir_entry(
+            ctx.world, repo, f"{path}/{name}" if path else name, e.type, e.sha, ref
+        )
         for name, e in sorted(tree.entries.items())
     ]
     return Reply(200, listing)
@@ -125,8 +127,10 @@ async def put_contents(ctx: Ctx) -> Reply:
     assert new_commit is not None
     entry = repo.store.lookup(new_commit.tree, path)
     assert entry is not None
-    content = shapes.content_file(ctx.world, repo, path, entry.sha, branch, with_content=False)
-    git = shapes.git_commit(ctx.world, repo, sha)
+    content = shapes_repos.content_file(
+        ctx.world, repo, path, entry.sha, branch, with_content=False
+    )
+    git = shapes_git.git_commit(ctx.world, repo, sha)
     return Reply(201 if existing is None else 200, {"content": content, "commit": git})
 
 
@@ -140,7 +144,7 @@ async def get_commit(ctx: Ctx) -> Reply:
     pagination link headers for the remaining files, up to a limit of 3000 files. Each page
     contains the static commit information" (GitHub's description of this operation)."""
     sha = resolve_or_404(ctx.repo, ctx.params["ref"])
-    body = shapes.commit(ctx.world, ctx.repo, sha, files=True)
+    body = shapes_git.commit(ctx.world, ctx.repo, sha, files=True)
     files = body["files"][:COMMIT_FILES_LIMIT]
     if len(files) <= COMMIT_FILES_PER_PAGE:
         return Reply(200, body)
@@ -191,7 +195,7 @@ async def list_commits(ctx: Ctx) -> Reply:
         history = [s for s in history
                    if author.lower() in repo.store.commit(s).author.email.lower()  # type: ignore[union-attr]
                    ]
-    return ctx.page([shapes.commit(ctx.world, repo, s) for s in history])
+    return ctx.page([shapes_git.commit(ctx.world, repo, s) for s in history])
 
 
 @router.add("GET", R + "/compare/{basehead}")
@@ -230,14 +234,14 @@ async def compare(ctx: Ctx) -> Reply:
         "permalink_url": f"{ctx.world.web_url}/{repo.full_name}/compare/{base}...{head}",
         "diff_url": html + ".diff",
         "patch_url": html + ".patch",
-        "base_commit": shapes.commit(ctx.world, repo, base),
-        "merge_base_commit": shapes.commit(ctx.world, repo, merge_base or base),
+        "base_commit": shapes_git.commit(ctx.world, repo, base),
+        "merge_base_commit": shapes_git.commit(ctx.world, repo, merge_base or base),
         "status": status,
         "ahead_by": len(ahead),
         "behind_by": len(behind),
         "total_commits": len(ahead),
-        "commits": [shapes.commit(ctx.world, repo, s) for s in ahead[:250]],
-        "files": [shapes.diff_entry(ctx.world, repo, head, c) for c in changes[:300]],
+        "commits": [shapes_git.commit(ctx.world, repo, s) for s in ahead[:250]],
+        "files": [shapes_git.diff_entry(ctx.world, repo, head, c) for c in changes[:300]],
     }
     return Reply(200, body)
 
@@ -255,7 +259,7 @@ async def commit_pulls(ctx: Ctx) -> Reply:
             repo.store.commit(pr.head_sha) and repo.store.is_ancestor(sha, pr.head_sha)
             and not repo.store.is_ancestor(sha, pr.base_sha)
         ):
-            found.append(shapes.pull(ctx.world, repo, item, mergeable=None,
+            found.append(shapes_issues.pull(ctx.world, repo, item, mergeable=None,
                                      mergeable_state="unknown"))
     return ctx.page(found)
 
@@ -265,7 +269,7 @@ def branch_json(ctx: Ctx, repo: Repo, name: str, sha: str) -> JSON:
     contexts = list(repo.required_checks) if name == repo.default_branch else []
     return {
         "name": name,
-        "commit": shapes.commit(ctx.world, repo, sha),
+        "commit": shapes_git.commit(ctx.world, repo, sha),
         "_links": {"self": f"{api}/branches/{name}",
                    "html": f"{ctx.world.web_url}/{repo.full_name}/tree/{name}"},
         "protected": bool(repo.required_checks) and name == repo.default_branch,
@@ -298,7 +302,7 @@ async def list_tags(ctx: Ctx) -> Reply:
         ((ref[len("refs/tags/"):], repo.peel(sha)) for ref, sha in repo.refs.items()
          if ref.startswith("refs/tags/")),
         key=lambda t: _commit_date(repo, t[1]), reverse=True)
-    return ctx.page([shapes.tag_entry(ctx.world, repo, n, s) for n, s in tags])
+    return ctx.page([shapes_git.tag_entry(ctx.world, repo, n, s) for n, s in tags])
 
 
 def _commit_date(repo: Repo, sha: str) -> float:
