@@ -27,8 +27,8 @@ from . import (
     routes_repos,
 )
 from .auth import lookup_token, unverified_issuer, verify_jwt
+from .errors import ApiError
 from .faults import SECONDARY_DOCS, SECONDARY_MESSAGE
-from .ops import ApiError
 from .requestlog import RequestEntry
 from .routing import DOCS, Ctx, Reply, Route, Router
 

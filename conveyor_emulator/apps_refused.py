@@ -13,7 +13,7 @@ import json
 from functools import cache
 from importlib.resources import files
 
-from .ops import ApiError
+from .errors import ApiError
 
 _FILE = files(__package__) / "not-for-apps.json"
 MESSAGE = "Resource not accessible by integration"

@@ -8,7 +8,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from .ops import ApiError
+from .errors import ApiError
 from .state import Token, World
 
 MAX_JWT_LIFETIME = 600

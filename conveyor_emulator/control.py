@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .ops import ApiError
+from .errors import ApiError
 
 if TYPE_CHECKING:
     from .emulator import EmulatorCore

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import (
     node_ids,
+    pull_merge,
     shapes_accounts,
     shapes_apps,
     shapes_checks,
@@ -21,10 +22,11 @@ from . import (
     shapes_releases,
 )
 from .auth import generate_private_key
+from .errors import ApiError
 from .faults import Dice, Faults, RateLimits, SecondaryLimits, Transients
 from .gitstore import Commit, Tag
 from .images import build_image, image_for
-from .ops import ApiError, Ops
+from .ops import Ops
 from .packages import add_version, attestation_bundle, event_body
 from .registry import RegistryState
 from .requestlog import RequestLog
@@ -577,7 +579,7 @@ class EmulatorCore:
         item = self._issue(r, number)
         pr = item.pull
         assert pr is not None
-        mergeable, _, tree = self.ops.merge_info(r, item)
+        mergeable, _, tree = pull_merge.merge_info(r, item)
         if not mergeable or tree is None:
             raise ApiError(405, "Pull Request is not mergeable")
         base_sha = r.branch_sha(pr.base_ref)

@@ -33,7 +33,7 @@ from graphql import (
 
 from . import node_ids
 from .auth import lookup_token
-from .ops import ApiError
+from .errors import ApiError
 from .requestlog import RequestEntry
 from .state import Repo, Token
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ops import ApiError
+from .errors import ApiError
 
 BODY_LIMIT = 65_536
 OUTPUT_LIMIT = 65_535

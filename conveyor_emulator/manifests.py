@@ -13,7 +13,7 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from .ops import ApiError
+from .errors import ApiError
 
 TABLE = files(__package__) / "event_permissions.json"
 _LEVEL = {"read": 1, "write": 2, "admin": 3}

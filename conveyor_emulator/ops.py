@@ -16,7 +16,11 @@ from . import (
     shapes_releases,
     shapes_repos,
 )
+from .errors import ApiError, not_found
 from .gitstore import FILE_MODE, Commit, MergeConflict, Signature
+from .pull_merge import merge_info, pull_changes, pull_stats
+from .push_payloads import push_body
+from .required_checks import missing_required
 from .state import (
     JSON,
     CheckRun,
@@ -34,20 +38,6 @@ from .state import (
     iso,
 )
 from .webhooks import Delivery, Webhooks
-
-PASSING = {"success", "neutral", "skipped"}
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str, errors: list[JSON] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.errors = errors
-
-
-def not_found() -> ApiError:
-    return ApiError(404, "Not Found")
 
 
 class Ops:
@@ -137,7 +127,7 @@ class Ops:
         repo.pushed_at = self.world.now()
         if not emit or old == new:
             return
-        self.emit("push", repo, actor, self.push_body(repo, ref, old, new, actor, forced))
+        self.emit("push", repo, actor, push_body(self.world, repo, ref, old, new, actor, forced))
         if not ref.startswith("refs/heads/") or new is None:
             return
         branch = ref[len("refs/heads/"):]
@@ -162,168 +152,11 @@ class Ops:
         suite = self.world.suite_for(repo, sha, self.world.app_id)
         return shapes_checks.check_suite(self.world, repo, suite.id)
 
-    def push_body(self, repo: Repo, ref: str, old: str | None, new: str | None, actor: str,
-                  forced: bool) -> JSON:
-        world = self.world
-        zero = "0" * 40
-        commits: list[JSON] = []
-        target = repo.peel(new) if new is not None else None
-        if target is not None and repo.store.commit(target) is not None:
-            shas = (repo.store.commits_between(old, target)
-                    if old and repo.store.commit(old) and ref.startswith("refs/heads/")
-                    else [target] if ref.startswith("refs/heads/") else [])
-            commits = [self.push_commit(repo, s) for s in shas[-20:]]
-        head = self.push_commit(repo, target) if target and repo.store.commit(target) else None
-        acct = world.account(actor)
-        repo_json = shapes_repos.repository(world, repo)
-        repo_json["pushed_at"] = int(world.now().timestamp())
-        repo_json["created_at"] = int(repo.created_at.timestamp())
-        repo_json["stargazers"] = 0
-        repo_json["master_branch"] = repo.default_branch
-        owner = shapes_accounts.user(world, repo.owner)
-        repo_json["owner"] = {**owner, "name": repo.owner, "email": None}
-        return {
-            "ref": ref,
-            "before": old or zero,
-            "after": new or zero,
-            "created": old is None,
-            "deleted": new is None,
-            "forced": forced,
-            "base_ref": None,
-            "compare": f"{world.web_url}/{repo.full_name}/compare/"
-                       f"{(old or zero)[:12]}...{(new or zero)[:12]}",
-            "commits": commits,
-            "head_commit": head,
-            "pusher": {"name": acct.login, "email": f"{acct.login}@users.noreply.github.com"},
-            "repository": repo_json,
-        }
-
-    def push_commit(self, repo: Repo, sha: str) -> JSON:
-        commit = repo.store.commit(sha)
-        assert commit is not None
-        parent = repo.store.commit(commit.parents[0]) if commit.parents else None
-        changes = repo.store.diff(parent.tree if parent else None, commit.tree)
-
-        def person(sig: Signature) -> JSON:
-            out: JSON = {"name": sig.name, "email": sig.email}
-            login = sig.email.split("@", 1)[0].split("+", 1)[-1]
-            if self.world.find_account(login):
-                out["username"] = login
-            if sig.name == "GitHub":
-                out["username"] = "web-flow"
-            return out
-
-        return {
-            "id": sha,
-            "tree_id": commit.tree,
-            "distinct": True,
-            "message": commit.message,
-            "timestamp": iso(commit.committer.date),
-            "url": f"{self.world.web_url}/{repo.full_name}/commit/{sha}",
-            "author": person(commit.author),
-            "committer": person(commit.committer),
-            "added": [c.filename for c in changes if c.status == "added"],
-            "removed": [c.filename for c in changes if c.status == "removed"],
-            "modified": [c.filename for c in changes if c.status in ("modified", "renamed")],
-        }
-
     # -- pulls -----------------------------------------------------------------------------------
-    def merge_info(self, repo: Repo, item: Issue) -> tuple[bool | None, str, str | None]:
-        """(mergeable, mergeable_state, merged tree sha) for a pull request right now."""
-        pr = item.pull
-        assert pr is not None
-        if pr.merged:
-            return None, "unknown", None
-        base_tip = repo.branch_sha(pr.base_ref)
-        if base_tip is None or repo.store.commit(pr.head_sha) is None:
-            return False, "dirty", None
-        if item.state == "open":
-            pr.base_sha = base_tip
-        store = repo.store
-        merge_base = store.merge_base(base_tip, pr.head_sha)
-        base_commit = store.commit(merge_base) if merge_base else None
-        ours = store.commit(base_tip)
-        theirs = store.commit(pr.head_sha)
-        assert ours is not None and theirs is not None
-        try:
-            tree = store.three_way(base_commit.tree if base_commit else None, ours.tree,
-                                   theirs.tree)
-        except MergeConflict:
-            return False, "dirty", None
-        if pr.draft:
-            return True, "draft", tree
-        if self.missing_required(repo, pr.head_sha):
-            return True, "blocked", tree
-        if self.failing_checks(repo, pr.head_sha):
-            return True, "unstable", tree
-        return True, "clean", tree
-
-    def latest_runs(self, repo: Repo, sha: str) -> dict[str, CheckRun]:
-        latest: dict[str, CheckRun] = {}
-        for run in repo.check_runs:
-            if run.head_sha == sha:
-                latest[run.name] = run
-        return latest
-
-    def latest_statuses(self, repo: Repo, sha: str) -> dict[str, Status]:
-        latest: dict[str, Status] = {}
-        for st in repo.statuses:
-            if st.sha == sha:
-                latest[st.context] = st
-        return latest
-
-    def missing_required(self, repo: Repo, sha: str) -> list[str]:
-        runs = self.latest_runs(repo, sha)
-        statuses = self.latest_statuses(repo, sha)
-        missing = []
-        for context in repo.required_checks:
-            run = runs.get(context)
-            st = statuses.get(context)
-            ok = (run is not None and run.status == "completed" and run.conclusion in PASSING) \
-                or (st is not None and st.state == "success")
-            if not ok:
-                missing.append(context)
-        return missing
-
-    def failing_checks(self, repo: Repo, sha: str) -> bool:
-        runs = self.latest_runs(repo, sha).values()
-        statuses = self.latest_statuses(repo, sha).values()
-        return any(r.status == "completed" and r.conclusion not in PASSING for r in runs) or \
-            any(s.state in ("failure", "error") for s in statuses)
-
-    def pull_stats(self, repo: Repo, item: Issue) -> tuple[int, int, int, int]:
-        pr = item.pull
-        assert pr is not None
-        changes, commits = self.pull_changes(repo, item)
-        return (len(commits), sum(c.additions for c in changes),
-                sum(c.deletions for c in changes), len(changes))
-
-    def pull_changes(self, repo: Repo, item: Issue) -> tuple[list[Any], list[str]]:
-        pr = item.pull
-        assert pr is not None
-        store = repo.store
-        base = pr.base_sha if pr.merged else (repo.branch_sha(pr.base_ref) or pr.base_sha)
-        merge_base = store.merge_base(base, pr.head_sha) if store.commit(pr.head_sha) else None
-        head = store.commit(pr.head_sha)
-        if head is None:
-            return [], []
-        mb = store.commit(merge_base) if merge_base else None
-        if pr.merged and pr.merge_commit_sha:
-            # after a merge GitHub keeps showing the diff against the base at merge time
-            merged = store.commit(pr.merge_commit_sha)
-            first_parent = merged.parents[0] if merged and merged.parents else None
-            if first_parent:
-                merge_base = store.merge_base(first_parent, pr.head_sha)
-                mb = store.commit(merge_base) if merge_base else None
-        changes = store.diff(mb.tree if mb else None, head.tree)
-        commits = store.commits_between(merge_base, pr.head_sha) if merge_base else \
-            list(reversed(store.ancestors(pr.head_sha)))
-        return changes, commits
-
     def pull_json(self, repo: Repo, item: Issue) -> JSON:
-        mergeable, state, _ = self.merge_info(repo, item)
+        mergeable, state, _ = merge_info(repo, item)
         return shapes_issues.pull(self.world, repo, item, mergeable=mergeable,
-                                  mergeable_state=state, stats=self.pull_stats(repo, item))
+                                  mergeable_state=state, stats=pull_stats(repo, item))
 
     def new_issue(self, repo: Repo, title: str, body: str | None, user: str,
                   labels: list[str] | None = None, pull: Pull | None = None) -> Issue:
@@ -422,10 +255,10 @@ class Ops:
             raise ApiError(405, "Pull Request is not mergeable")
         if sha is not None and sha != pr.head_sha:
             raise ApiError(409, "Head branch was modified. Review and try the merge again.")
-        mergeable, _, tree = self.merge_info(repo, item)
+        mergeable, _, tree = merge_info(repo, item)
         if not mergeable or tree is None:
             raise ApiError(405, "Pull Request is not mergeable")
-        missing = self.missing_required(repo, pr.head_sha)
+        missing = missing_required(repo, pr.head_sha)
         if missing:
             raise ApiError(405, f"Repository rule violations found\n\nRequired status check "
                                 f"\"{missing[0]}\" is expected.")
@@ -435,7 +268,7 @@ class Ops:
         store = repo.store
         base_tip = repo.branch_sha(pr.base_ref)
         assert base_tip is not None
-        _, commits = self.pull_changes(repo, item)
+        _, commits = pull_changes(repo, item)
         committer = self.web_flow()
         if method == "merge":
             msg = (title or f"Merge pull request #{item.number} from "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .ops import ApiError
+from .errors import ApiError
 from .state import Token
 
 # (fragment of the path template, permission); the first match wins

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from . import manifests, node_ids, shapes_accounts, shapes_apps, shapes_repos
 from .auth import generate_private_key
-from .ops import ApiError, not_found
+from .errors import ApiError, not_found
 from .routing import Ctx, Reply, Router
 from .state import JSON, ManifestApp, Repo, Token
 from .webhooks import Delivery

@@ -19,7 +19,7 @@ import time
 
 from aiohttp import web
 
-from .ops import not_found
+from .errors import not_found
 from .routing import Ctx, Reply, Router
 from .state import ArchiveLink, Repo, World
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from . import shapes_checks, shapes_repos
-from .ops import ApiError, not_found
+from . import required_checks, shapes_checks, shapes_repos
+from .errors import ApiError, not_found
 from .routes_repos import resolve_or_404
 from .routing import Ctx, Reply, Router
 from .state import JSON, CheckRun
@@ -185,7 +185,7 @@ async def list_statuses(ctx: Ctx) -> Reply:
 async def combined_status(ctx: Ctx) -> Reply:
     repo = ctx.repo
     sha = resolve_or_404(repo, ctx.params["ref"])
-    latest = list(ctx.ops.latest_statuses(repo, sha).values())
+    latest = list(required_checks.latest_statuses(repo, sha).values())
     states = {s.state for s in latest}
     if not latest:
         state = "pending"

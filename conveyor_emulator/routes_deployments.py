@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import shapes_deployments
-from .ops import ApiError, not_found
+from . import required_checks, shapes_deployments
+from .errors import ApiError, not_found
 from .routing import Ctx, Reply, Router
 from .state import Deployment, Repo
 
@@ -72,8 +72,8 @@ def auto_merge_conflict(repo: Repo, ref: str, sha: str) -> str | None:
 
 
 def _context_ok(ctx: Ctx, sha: str, context: str) -> bool:
-    st = ctx.ops.latest_statuses(ctx.repo, sha).get(context)
-    run = ctx.ops.latest_runs(ctx.repo, sha).get(context)
+    st = required_checks.latest_statuses(ctx.repo, sha).get(context)
+    run = required_checks.latest_runs(ctx.repo, sha).get(context)
     return (st is not None and st.state == "success") or (
         run is not None and run.conclusion in ("success", "neutral", "skipped"))
 

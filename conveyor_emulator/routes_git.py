@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 
 from . import node_ids, shapes_git
+from .errors import ApiError, not_found
 from .gitstore import FILE_MODE, Commit
-from .ops import ApiError, not_found
 from .routes_repos import _signature, decode_content
 from .routing import Ctx, Reply, Router
 from .state import JSON

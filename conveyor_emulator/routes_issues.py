@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from . import shapes_issues
-from .ops import ApiError, not_found
+from .errors import ApiError, not_found
 from .routing import Ctx, Reply, Router
 from .state import Comment, Issue, Label, Reaction
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import shapes_accounts
-from .ops import not_found
+from .errors import not_found
 from .routing import Ctx, Reply, Router
 
 router = Router()

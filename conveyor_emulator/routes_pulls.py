@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from . import shapes_git, shapes_issues
-from .ops import ApiError, not_found
+from . import pull_merge, shapes_git, shapes_issues
+from .errors import ApiError, not_found
 from .routing import Ctx, Reply, Router
 from .state import Issue
 
@@ -118,7 +118,7 @@ async def check_merged(ctx: Ctx) -> Reply:
 async def pull_files(ctx: Ctx) -> Reply:
     item = pull_or_404(ctx)
     assert item.pull is not None
-    changes, _ = ctx.ops.pull_changes(ctx.repo, item)
+    changes, _ = pull_merge.pull_changes(ctx.repo, item)
     return ctx.page([shapes_git.diff_entry(ctx.world, ctx.repo, item.pull.head_sha, c)
                      for c in changes[:3000]])
 
@@ -126,7 +126,7 @@ async def pull_files(ctx: Ctx) -> Reply:
 @router.add("GET", R + "/{pull_number}/commits")
 async def pull_commits(ctx: Ctx) -> Reply:
     item = pull_or_404(ctx)
-    _, commits = ctx.ops.pull_changes(ctx.repo, item)
+    _, commits = pull_merge.pull_changes(ctx.repo, item)
     return ctx.page([shapes_git.commit(ctx.world, ctx.repo, s) for s in commits[:250]])
 
 

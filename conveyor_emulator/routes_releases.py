@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import shapes_checks, shapes_releases
-from .ops import ApiError, not_found
+from .errors import ApiError, not_found
 from .routing import Ctx, Reply, Router
 from .state import JSON, Attestation, Package
 

@@ -7,8 +7,8 @@ import binascii
 from datetime import datetime
 
 from . import shapes_git, shapes_issues, shapes_repos
+from .errors import ApiError, not_found
 from .gitstore import Commit, Signature
-from .ops import ApiError, not_found
 from .routing import Ctx, Reply, Router
 from .state import JSON, Repo
 

@@ -10,7 +10,8 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from .ops import ApiError, Ops
+from .errors import ApiError
+from .ops import Ops
 from .state import JSON, Installation, Repo, Token, World
 
 DOCS = "https://docs.github.com/rest"

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conveyor_emulator.ops import ApiError
+from conveyor_emulator.errors import ApiError
 
 from ..domain.deployed import fill_context
 from ..domain.durations import parse_duration

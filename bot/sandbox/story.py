@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from conveyor_emulator.ops import ApiError
+from conveyor_emulator.errors import ApiError
 
 from ..domain.policy import PolicyError
 from ..text import short_digest

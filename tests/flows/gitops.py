@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conveyor_emulator.ops import ApiError
+from conveyor_emulator.errors import ApiError
 from tests.harness import World
 
 ARGOCD_URL = "https://argocd.example.com"
