@@ -349,7 +349,7 @@ def test_the_manifest_asks_for_no_more_than_the_bot_uses() -> None:
     """Commit statuses are read (evidence), never written: `statuses: read`; and the
     emulator's installations grant exactly what the manifest asks for, so a write the manifest
     does not allow answers 403 in every behaviour test."""
-    from conveyor_emulator.emulator import DEFAULT_PERMISSIONS
+    from conveyor_emulator.emulator_seeding import DEFAULT_PERMISSIONS
 
     assert MANIFEST["default_permissions"]["statuses"] == "read"
     assert MANIFEST["default_permissions"]["merge_queues"] == "read"
