@@ -9,7 +9,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from .errors import ApiError
-from .state import Token, World
+from .state import Token
+from .world import World
 
 MAX_JWT_LIFETIME = 600
 CLOCK_SKEW = 60

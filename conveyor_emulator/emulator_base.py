@@ -14,8 +14,9 @@ from .faults import Dice, Faults, RateLimits, SecondaryLimits, Transients
 from .ops import Ops
 from .registry import RegistryState
 from .requestlog import RequestLog
-from .state import JSON, Issue, Repo, World
+from .state import JSON, Issue, Repo
 from .webhooks import Delivery, Webhooks, collect
+from .world import World
 
 
 class EmulatorBase:

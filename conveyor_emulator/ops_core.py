@@ -8,8 +8,9 @@ import asyncio
 from . import node_ids, shapes_accounts, shapes_checks, shapes_issues, shapes_repos
 from .gitstore import Signature
 from .pull_merge import merge_info, pull_stats
-from .state import JSON, Issue, Repo, World
+from .state import JSON, Issue, Repo
 from .webhooks import Delivery, Webhooks
+from .world import World
 
 
 class OpsCore:

@@ -7,7 +7,8 @@ import json
 from collections.abc import Sequence
 
 from . import shapes_accounts
-from .state import JSON, Attestation, Package, PackageVersion, Repo, World, iso
+from .state import JSON, Attestation, Package, PackageVersion, Repo, iso
+from .world import World
 
 
 def add_version(world: World, owner: str, name: str, digest: str, tags: Sequence[str],

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from . import shapes_accounts, shapes_repos
 from .gitstore import Signature
-from .state import JSON, Repo, World, iso
+from .state import JSON, Repo, iso
+from .world import World
 
 
 def push_body(world: World, repo: Repo, ref: str, old: str | None, new: str | None,

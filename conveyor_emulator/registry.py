@@ -23,7 +23,8 @@ from .images import OCI_INDEX, Blob, Image
 from .requestlog import RequestEntry, RequestLog
 
 if TYPE_CHECKING:
-    from .state import Package, World
+    from .state import Package
+    from .world import World
 
 SERVICE = "ghcr.io"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"

@@ -21,7 +21,8 @@ from aiohttp import web
 
 from .errors import not_found
 from .routing import Ctx, Reply, Router
-from .state import ArchiveLink, Repo, World
+from .state import ArchiveLink, Repo
+from .world import World
 
 router = Router()
 R = "/repos/{owner}/{repo}"

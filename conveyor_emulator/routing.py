@@ -12,7 +12,8 @@ from aiohttp import web
 
 from .errors import ApiError
 from .ops import Ops
-from .state import JSON, Installation, Repo, Token, World
+from .state import JSON, Installation, Repo, Token
+from .world import World
 
 DOCS = "https://docs.github.com/rest"
 # parameters whose values may contain slashes

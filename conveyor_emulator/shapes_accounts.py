@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .state import JSON, Account, World, iso
+from .state import JSON, Account, iso
+from .world import World
 
 
 def user(world: World, login: str | Account) -> JSON:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .node_ids import node_id
 from .shapes_accounts import user
-from .state import JSON, Installation, World, iso
+from .state import JSON, Installation, iso
+from .world import World
 
 
 def app(world: World, app_id: int | None = None) -> JSON:

@@ -9,7 +9,8 @@ from .shapes_accounts import user
 from .shapes_apps import app
 from .shapes_issues import pull_ref
 from .shapes_repos import minimal_repository
-from .state import JSON, CheckRun, Repo, Status, WorkflowRun, World, iso
+from .state import JSON, CheckRun, Repo, Status, WorkflowRun, iso
+from .world import World
 
 
 def check_run(world: World, repo: Repo, run: CheckRun) -> JSON:

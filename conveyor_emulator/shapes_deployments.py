@@ -5,7 +5,8 @@ from __future__ import annotations
 from .node_ids import node_id
 from .shapes_accounts import user
 from .shapes_apps import app
-from .state import JSON, Deployment, DeploymentStatus, Repo, World, iso
+from .state import JSON, Deployment, DeploymentStatus, Repo, iso
+from .world import World
 
 
 def deployment(world: World, repo: Repo, dep: Deployment) -> JSON:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from .gitstore import Commit, FileChange, Signature
 from .node_ids import node_id
 from .shapes_accounts import user
-from .state import JSON, Repo, World, iso
+from .state import JSON, Repo, iso
+from .world import World
 
 
 def git_person(sig: Signature) -> JSON:

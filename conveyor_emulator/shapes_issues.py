@@ -5,7 +5,8 @@ from __future__ import annotations
 from .node_ids import node_id
 from .shapes_accounts import user
 from .shapes_repos import repository
-from .state import JSON, Comment, Issue, Label, Reaction, Repo, Review, World, iso
+from .state import JSON, Comment, Issue, Label, Reaction, Repo, Review, iso
+from .world import World
 
 REACTION_KEYS = ["+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket"]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from .node_ids import node_id
 from .shapes_accounts import user
 from .shapes_repos import repository
-from .state import JSON, Package, PackageVersion, Release, Repo, World, iso
+from .state import JSON, Package, PackageVersion, Release, Repo, iso
+from .world import World
 
 
 def release(world: World, repo: Repo, rel: Release) -> JSON:

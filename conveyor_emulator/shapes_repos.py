@@ -6,7 +6,8 @@ import base64
 
 from .node_ids import node_id
 from .shapes_accounts import user
-from .state import JSON, Repo, World, iso
+from .state import JSON, Repo, iso
+from .world import World
 
 
 def repository(world: World, repo: Repo) -> JSON:

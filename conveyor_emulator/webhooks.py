@@ -16,7 +16,8 @@ from datetime import datetime
 
 import aiohttp
 
-from .state import JSON, World
+from .state import JSON
+from .world import World
 
 DELIVERY_TIMEOUT = 10.0
 
