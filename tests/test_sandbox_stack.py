@@ -57,3 +57,16 @@ async def test_the_wait_gives_up_once_the_bot_process_has_ended() -> None:
 
 async def test_the_wait_gives_up_after_its_time() -> None:
     assert not await wait_healthy(f"http://127.0.0.1:{free_port()}", lambda: True, within=0)
+
+
+async def test_a_server_that_cannot_bind_is_cleaned_up_and_the_error_kept() -> None:
+    cleaned: list[str] = []
+
+    async def on_cleanup(app: web.Application) -> None:
+        cleaned.append("cleaned")
+
+    app = web.Application()
+    app.on_cleanup.append(on_cleanup)
+    with pytest.raises(OSError):
+        await serve(app, host="192.0.2.1")  # TEST-NET-1: no interface of this machine has it
+    assert cleaned == ["cleaned"]
