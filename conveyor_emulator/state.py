@@ -9,7 +9,6 @@ from typing import Any
 from .gitstore import GitStore
 
 JSON = dict[str, Any]
-PERMISSION_ORDER = ["none", "read", "triage", "write", "maintain", "admin"]
 
 
 def iso(value: datetime | None) -> str | None:
