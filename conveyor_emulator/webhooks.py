@@ -144,7 +144,8 @@ class Webhooks:
         await self._post(delivery)
         return delivery
 
-    async def redeliver(self, delivery_id: int) -> Delivery:
+    def _redelivery_of(self, delivery_id: int) -> Delivery:
+        """A recorded copy of delivery `delivery_id` (same guid), marked as a redelivery."""
         original = next((d for d in self.deliveries if d.id == delivery_id), None)
         if original is None:
             raise KeyError(delivery_id)
@@ -155,21 +156,16 @@ class Webhooks:
             redelivery=True, delivered_at=self.world.now(),
         )
         self.deliveries.append(copy)
+        return copy
+
+    async def redeliver(self, delivery_id: int) -> Delivery:
+        copy = self._redelivery_of(delivery_id)
         await self._post(copy)
         return copy
 
     def redeliver_later(self, delivery_id: int) -> Delivery:
         """Queue a redelivery (used by the REST endpoint, which must not wait for the bot)."""
-        original = next((d for d in self.deliveries if d.id == delivery_id), None)
-        if original is None:
-            raise KeyError(delivery_id)
-        copy = Delivery(
-            id=self.world.next_id(), guid=original.guid, event=original.event,
-            action=original.action, payload=original.payload,
-            installation_id=original.installation_id, repository_id=original.repository_id,
-            redelivery=True, delivered_at=self.world.now(),
-        )
-        self.deliveries.append(copy)
+        copy = self._redelivery_of(delivery_id)
         if self._queue is not None and self._idle is not None:
             loop = asyncio.get_running_loop()
             self._in_flight += 1
