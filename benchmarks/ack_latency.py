@@ -7,11 +7,12 @@ noisy neighbour slows both alike; such a run gives the ratio of the p99s, and ea
 `REPEATS` times: the median ratio is reported, with every run's.
 
 Two events Conveyor accepts (202), each padded to 25 KB and signed:
-- a `release` from a repository of the installation that feeds no service: verified, parsed,
-  routed and queued like any release; the worker then finds no service in the policy it already
-  knows and logs one line, without a GitHub request (the emulator's count during the
-  measurement is reported). A release that did promote would add ~13 GitHub requests of
-  background work per delivery, which is what sections 2-4 measure, not the acknowledgement;
+- a `release` from a repository of the installation that feeds no service: verified, routed
+  on its leading action and queued like any release; the worker parses it, finds no service
+  in the policy it already knows and logs one line, without a GitHub request (the emulator's
+  count during the measurement is reported). A release that did promote would add ~13 GitHub
+  requests of background work per delivery, which is what sections 2-4 measure, not the
+  acknowledgement;
 - an `issue_comment` written by a bot: the same intake, and a job that ends at the handler's
   first line: the intake's own cost.
 
@@ -160,10 +161,12 @@ class Target:
 
 def per_delivery_costs(signed: Signed) -> dict[str, float]:
     """Microseconds of CPU, on this machine, for the steps Conveyor adds to the bare
-    handler: verifying the signature, parsing the JSON, writing one JSON log line."""
+    handler: verifying the signature and reading the leading action (the intake), parsing the
+    JSON and writing one JSON log line (the worker)."""
     import orjson
     from gidgethub import sansio
 
+    from bot.intake import leading_action
     from bot.logs import JsonFormatter
 
     rounds = 300
@@ -171,6 +174,11 @@ def per_delivery_costs(signed: Signed) -> dict[str, float]:
     for _ in range(rounds):
         sansio.validate_event(signed.body, signature=signed.signature, secret=SECRET)
     verify = (time.perf_counter() - started) / rounds
+    started = time.perf_counter()
+    for _ in range(rounds):
+        leading_action(signed.body)
+        signed.body.decode()
+    route = (time.perf_counter() - started) / rounds
     started = time.perf_counter()
     for _ in range(rounds):
         orjson.loads(signed.body)
@@ -188,7 +196,8 @@ def per_delivery_costs(signed: Signed) -> dict[str, float]:
                         extra={"repository": QUIET_REPO})
         line = (time.perf_counter() - started) / rounds
         logger.handlers.clear()
-    return {"verify_us": verify * 1e6, "parse_us": parse * 1e6, "log_line_us": line * 1e6}
+    return {"verify_us": verify * 1e6, "route_us": route * 1e6, "parse_us": parse * 1e6,
+            "log_line_us": line * 1e6}
 
 
 async def run(quick: bool) -> Section:
@@ -255,7 +264,8 @@ async def run(quick: bool) -> Section:
                 "merge, dashboard")
     costs = per_delivery_costs(release)
     section.add("CPU per delivery for what Conveyor adds",
-                f"verify {costs['verify_us']:.0f} µs, parse {costs['parse_us']:.0f} µs, "
+                f"intake: verify {costs['verify_us']:.0f} µs, UTF-8 and leading action "
+                f"{costs['route_us']:.0f} µs; worker: parse {costs['parse_us']:.0f} µs, "
                 f"one JSON log line {costs['log_line_us']:.0f} µs")
     section.add("GitHub requests by Conveyor during the measurement", str(github_requests),
                 target="0", ok=github_requests == 0,

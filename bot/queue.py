@@ -16,6 +16,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+import orjson
+
 from .metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -25,13 +27,28 @@ log = logging.getLogger(__name__)
 class Job:
     delivery_id: str
     event: str
-    payload: dict[str, Any]
+    # The payload as JSON: a delivery's body exactly as it was signed (parsed by the worker,
+    # not by the intake), or an internal job's payload encoded.
+    body: bytes
     # The queue's own handle for the job (a durable queue's entry id); empty in memory.
     receipt: str = ""
     # 1 for the delivery itself, then one more for each retry after a transient failure; a
     # retry runs only the handlers that failed (`only`, their qualified names).
     attempt: int = 1
     only: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, delivery_id: str, event: str, payload: dict[str, Any]) -> Job:
+        """A job of a payload at hand (an internal event's)."""
+        return cls(delivery_id, event, orjson.dumps(payload))
+
+    def payload(self) -> dict[str, Any] | None:
+        """The body as a JSON object; None when it is not one."""
+        try:
+            payload = orjson.loads(self.body)
+        except orjson.JSONDecodeError:
+            return None
+        return payload if isinstance(payload, dict) else None
 
 
 class RetryJob(Exception):
@@ -152,32 +169,47 @@ class KeyedLocks:
 
 
 class IntakeFirst:
-    """Deliveries being answered go before the jobs they queued: a worker that took a job
-    waits, for at most `patience` seconds, until no delivery is being answered. A burst is
-    acknowledged first and its work runs after it, instead of both sharing the event loop
-    (each job's CPU would otherwise lengthen the answers still being written)."""
+    """Deliveries go before the jobs they queued. While deliveries keep arriving (each less
+    than `gap` seconds after the one before), a worker that took a job waits until they pause,
+    for at most `patience` seconds. A burst is acknowledged first and its work runs in the
+    pauses, instead of each job's CPU lengthening the answers still to be written; under a
+    sustained flood the jobs still run, `patience` apart per worker."""
 
-    def __init__(self, patience: float = 0.5) -> None:
+    def __init__(self, patience: float = 0.5, gap: float = 0.002) -> None:
         self.patience = patience
-        self._answering = 0
+        self.gap = gap
+        self._last = 0.0
         self._quiet = asyncio.Event()
         self._quiet.set()
+        self._look: asyncio.TimerHandle | None = None
 
     @contextlib.contextmanager
     def answering(self) -> Iterator[None]:
         """Around the answer to one delivery."""
-        self._answering += 1
-        self._quiet.clear()
+        loop = asyncio.get_running_loop()
+        self._arrived(loop)
         try:
             yield
         finally:
-            self._answering -= 1
-            if self._answering == 0:
-                self._quiet.set()
+            self._arrived(loop)  # an answer that waited (on Redis) ends later
+
+    def _arrived(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._last = loop.time()
+        self._quiet.clear()
+        if self._look is None:  # one timer at a time, not one per delivery
+            self._look = loop.call_at(self._last + self.gap, self._looked, loop)
+
+    def _looked(self, loop: asyncio.AbstractEventLoop) -> None:
+        due = self._last + self.gap
+        if loop.time() < due:
+            self._look = loop.call_at(due, self._looked, loop)
+            return
+        self._look = None
+        self._quiet.set()
 
     async def wait(self) -> None:
-        """Until no delivery is being answered, or `patience` seconds passed."""
-        if self._answering:
+        """Until deliveries pause, or `patience` seconds passed."""
+        if not self._quiet.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._quiet.wait(), self.patience)
 
@@ -250,7 +282,7 @@ class WorkerPool:
         log.warning("job failed for a transient reason, retrying",
                     extra={**fields, "delay": round(delay, 2)})
         await self.queue.retry(
-            Job(job.delivery_id, job.event, job.payload, receipt=job.receipt,
+            Job(job.delivery_id, job.event, job.body, receipt=job.receipt,
                 attempt=job.attempt + 1, only=handlers), delay)
 
     @property

@@ -28,8 +28,7 @@ class Scheduler:
 
     def enqueue(self, event: str, payload: dict[str, Any]) -> None:
         """Offer an internal job to the queue (from a timer callback, so in a task)."""
-        job = Job(delivery_id=f"internal-{uuid.uuid4()}", event=INTERNAL_PREFIX + event,
-                  payload=payload)
+        job = Job.of(f"internal-{uuid.uuid4()}", INTERNAL_PREFIX + event, payload)
         task = asyncio.get_running_loop().create_task(self._offer(job))
         self._offers.add(task)
         task.add_done_callback(self._offers.discard)

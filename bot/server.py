@@ -203,7 +203,7 @@ async def _acknowledge(runtime: Runtime, request: web.Request) -> web.Response:
     limit = settings.max_body_bytes
     too_long = request.content_length is not None and request.content_length > limit
     body = None if too_long else await _read_bounded(request, limit)
-    if body is None:
+    if body is None or len(body) > limit:
         answer = replace(TOO_LARGE, event=request.headers.get("X-GitHub-Event") or "unknown")
     else:
         admitted = admit(request.headers, body, secret=settings.webhook_secret,
@@ -218,7 +218,7 @@ async def _acknowledge(runtime: Runtime, request: web.Request) -> web.Response:
 
 async def _enqueue(runtime: Runtime, delivery: Delivery) -> Answer:
     offered = await runtime.queue.offer(Job(delivery.delivery_id, delivery.event,
-                                            delivery.payload))
+                                            delivery.body))
     answer = answer_offer(delivery, offered)
     if answer.warning:
         log.warning(answer.warning, extra={"delivery_id": delivery.delivery_id})
@@ -230,14 +230,12 @@ async def _enqueue(runtime: Runtime, delivery: Delivery) -> Answer:
 
 
 async def _read_bounded(request: web.Request, limit: int) -> bytes | None:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.content.iter_chunked(65536):
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+    """The body, or None when it is longer than `limit` (the application's `client_max_size`
+    is one byte more, so that aiohttp stops reading soon after)."""
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return None
 
 
 async def process_job(runtime: Runtime, job: Job) -> None:
@@ -247,9 +245,15 @@ async def process_job(runtime: Runtime, job: Job) -> None:
     started = time.monotonic()
     try:
         ctx.metrics.queue_depth.set(runtime.queue.depth())
-        event = sansio.Event(job.payload, event=job.event, delivery_id=job.delivery_id)
+        payload = job.payload()
+        if payload is None:  # signed, routed on its leading action, yet not a JSON object
+            ctx.metrics.handler_errors.labels(job.event).inc()
+            log.error("delivery body is not a JSON object, nothing done",
+                      extra={"event": job.event})
+            return
+        event = sansio.Event(payload, event=job.event, delivery_id=job.delivery_id)
         callbacks = runtime.router.fetch(event)
-        installation = job.payload.get("installation")
+        installation = payload.get("installation")
         installation_id = installation.get("id") if isinstance(installation, dict) else None
         if not isinstance(installation_id, int):
             log.debug("event without an installation, nothing to do", extra={"event": job.event})
@@ -277,7 +281,7 @@ async def process_job(runtime: Runtime, job: Job) -> None:
                 log.exception(
                     "handler failed",
                     extra={"handler": name, "event": job.event,
-                           "action": job.payload.get("action"), "attempt": job.attempt},
+                           "action": payload.get("action"), "attempt": job.attempt},
                 )
         if transient:
             raise RetryJob(tuple(transient))

@@ -24,7 +24,7 @@ async def test_a_timer_set_again_replaces_the_first() -> None:
     assert scheduler.pending() == {"soak:acme/deploy#7": NOW - timedelta(seconds=1)}
     assert scheduler.fire_due() == 1
     job = await asyncio.wait_for(queue.take(), 1)
-    assert (job.event, job.payload) == ("conveyor.gate", {"pull": 7, "n": 2})
+    assert (job.event, job.payload()) == ("conveyor.gate", {"pull": 7, "n": 2})
     assert job.delivery_id.startswith("internal-")
     assert scheduler.pending() == {} and queue.depth() == 0
 

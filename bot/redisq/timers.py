@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -18,9 +17,10 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from ..queue import Job
 from ..scheduler import INTERNAL_PREFIX, Scheduler
 from .client import REDIS_ERRORS, stop_requested, wait
-from .stream import RedisQueue
+from .stream import RedisQueue, encode
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,7 @@ class RedisScheduler(Scheduler):
         self._spawn(self.store(key, when, event, payload))
 
     async def store(self, key: str, when: datetime, event: str, payload: dict[str, Any]) -> bool:
-        job = json.dumps({"event": INTERNAL_PREFIX + event, "payload": payload},
-                         separators=(",", ":"))
+        job = encode(Job.of("", INTERNAL_PREFIX + event, payload))
         try:
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.zadd(self.keys.timers, {key: when.timestamp()})

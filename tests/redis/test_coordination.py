@@ -25,7 +25,7 @@ def replica(client: Any, name: str, **options: Any) -> RedisQueue:
 
 
 def job(delivery_id: str, **payload: Any) -> Job:
-    return Job(delivery_id, "push", {"n": delivery_id, **payload})
+    return Job.of(delivery_id, "push", {"n": delivery_id, **payload})
 
 
 async def test_offer_take_done_and_dedupe_across_replicas(redis_client: Any) -> None:
@@ -35,7 +35,7 @@ async def test_offer_take_done_and_dedupe_across_replicas(redis_client: Any) -> 
     assert await second.offer(job("d-2")) == "accepted"
     taken = [await first.take(), await second.take()]
     assert sorted(j.delivery_id for j in taken) == ["d-1", "d-2"]
-    assert taken[0].payload["n"] == taken[0].delivery_id
+    assert taken[0].payload()["n"] == taken[0].delivery_id
     for queue, item in zip((first, second), taken, strict=True):
         await queue.done(item)
     assert await redis_client.xlen(first.keys.stream) == 0  # acknowledged and deleted
@@ -181,7 +181,7 @@ async def test_timers_fire_once_across_replicas(redis_client: Any) -> None:
         assert await redis_client.xlen(queues[0].keys.stream) == 4
         assert sorted(j.event for j in fired) == ["conveyor.gate", "conveyor.merge",
                                                   "conveyor.merge", "conveyor.merge"]
-        assert sorted(j.payload.get("n", -1) for j in fired) == [-1, 0, 1, 2]
+        assert sorted(j.payload().get("n", -1) for j in fired) == [-1, 0, 1, 2]
         assert all(j.delivery_id.startswith("internal-") for j in fired)
         assert await schedulers[1].timers() == {}
     finally:

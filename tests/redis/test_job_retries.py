@@ -40,7 +40,7 @@ async def test_a_transient_failure_is_retried_through_redis_by_any_replica(
     for pool in pools:
         pool.start()
     try:
-        assert await first.offer(Job("d-7", "push", {"n": 7})) == "accepted"
+        assert await first.offer(Job.of("d-7", "push", {"n": 7})) == "accepted"
         for _ in range(200):
             if len(runs) >= 3:
                 break

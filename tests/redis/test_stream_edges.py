@@ -24,20 +24,39 @@ from tests.redis.support import RedisServer
     {"job": '{"event": 7, "payload": {}}'}, {"job": '{"event": "push", "payload": []}'},
     {"job": '{"event": "push", "payload": {}, "attempt": "2"}'},
     {"job": '{"event": "push", "payload": {}, "only": "bot.handlers.x"}'},
+    {"job": '{"event": "push"'}, {"job": '["push"]\n{}'}, {"job": '{"id": "d-1"}\n{}'},
 ])
 def test_entries_that_are_no_job(fields: dict[str, str] | None) -> None:
     assert decode("1-0", fields) is None
 
 
 def test_a_job_survives_the_stream_and_an_entry_without_id_gets_one() -> None:
-    job = Job("d-1", "push", {"ref": "refs/heads/main"}, attempt=3, only=("bot.handlers.x.y",))
+    job = Job("d-1", "push", b'{"ref":"refs/heads/main"}', attempt=3,
+              only=("bot.handlers.x.y",))
     back = decode("5-1", {"job": encode(job)})
     assert back is not None
-    assert (back.delivery_id, back.event, back.payload, back.attempt, back.only, back.receipt) \
-        == ("d-1", "push", {"ref": "refs/heads/main"}, 3, ("bot.handlers.x.y",), "5-1")
-    internal = decode("6-0", {"job": '{"event": "resync", "payload": {}}'})
+    assert (back.delivery_id, back.event, back.body, back.attempt, back.only, back.receipt) \
+        == ("d-1", "push", job.body, 3, ("bot.handlers.x.y",), "5-1")
+    internal = decode("6-0", {"job": encode(Job.of("", "conveyor.resync", {}))})
     assert internal is not None and internal.delivery_id == "internal-6-0"
-    assert encode(Job("d-2", "push", {})) == '{"id":"d-2","event":"push","payload":{}}'
+
+
+def test_the_body_is_stored_as_it_came_after_one_line_about_the_job() -> None:
+    body = b'{"action":"published",\n  "release": {"body": "line\\nline \xc3\xa9"}}'
+    assert encode(Job("d-2", "release", body)) == \
+        '{"event":"release","id":"d-2"}\n' + body.decode()
+    back = decode("7-0", {"job": encode(Job("d-2", "release", body))})
+    assert back is not None and back.body == body
+
+
+def test_an_entry_of_the_earlier_format_is_still_read() -> None:
+    """Entries and timers stored before bodies were kept as they came hold the payload in
+    their JSON; a replica of this version reads them during a rolling upgrade."""
+    back = decode("8-0", {"job": '{"id":"d-3","event":"push","payload":{"ref":"refs/x"}}'})
+    assert back is not None and (back.delivery_id, back.payload()) == ("d-3", {"ref": "refs/x"})
+    timer = decode("9-0", {"job": '{"event":"conveyor.gate","payload":{"pull":7}}'})
+    assert timer is not None and (timer.delivery_id, timer.payload()) == (
+        "internal-9-0", {"pull": 7})
 
 
 def queue(redis_client: Any, keys: Keys, **options: Any) -> RedisQueue:
@@ -50,7 +69,7 @@ async def test_an_undecodable_entry_goes_to_the_dead_letters_and_the_next_is_tak
     keys = Keys("{conveyor-test-undecodable}")
     stream = queue(redis_client, keys)
     await redis_client.xadd(keys.stream, {"job": "{truncated"})
-    assert await stream.offer(Job("d-ok", "push", {"n": 1})) == "accepted"
+    assert await stream.offer(Job.of("d-ok", "push", {"n": 1})) == "accepted"
     taken = await asyncio.wait_for(stream.take(), 5)
     assert taken.delivery_id == "d-ok"
     dead = await redis_client.xrange(keys.dead_letters)
@@ -64,22 +83,22 @@ async def test_an_undecodable_entry_goes_to_the_dead_letters_and_the_next_is_tak
 
 async def test_a_full_backlog_refuses_and_a_duplicate_is_named(redis_client: Any) -> None:
     stream = queue(redis_client, Keys("{conveyor-test-full}"), maxsize=2)
-    assert await stream.offer(Job("d-1", "push", {})) == "accepted"
-    assert await stream.offer(Job("d-1", "push", {})) == "duplicate"
-    assert await stream.offer(Job("d-2", "push", {})) == "accepted"
-    assert await stream.offer(Job("d-3", "push", {})) == "full"
+    assert await stream.offer(Job.of("d-1", "push", {})) == "accepted"
+    assert await stream.offer(Job.of("d-1", "push", {})) == "duplicate"
+    assert await stream.offer(Job.of("d-2", "push", {})) == "accepted"
+    assert await stream.offer(Job.of("d-3", "push", {})) == "full"
 
 
 async def test_a_stream_deleted_under_the_group_is_recreated(redis_client: Any) -> None:
     keys = Keys("{conveyor-test-nogroup}")
     stream = queue(redis_client, keys)
-    assert await stream.offer(Job("d-1", "push", {})) == "accepted"
+    assert await stream.offer(Job.of("d-1", "push", {})) == "accepted"
     first = await asyncio.wait_for(stream.take(), 5)
     await stream.done(first)
     await redis_client.delete(keys.stream)  # the group goes with it: XREADGROUP says NOGROUP
     reader = asyncio.create_task(stream.take())
     await asyncio.sleep(0.2)
-    assert await stream.offer(Job("d-2", "push", {})) == "accepted"
+    assert await stream.offer(Job.of("d-2", "push", {})) == "accepted"
     second = await asyncio.wait_for(reader, 5)
     assert second.delivery_id == "d-2"
     groups = await redis_client.xinfo_groups(keys.stream)
@@ -88,7 +107,7 @@ async def test_a_stream_deleted_under_the_group_is_recreated(redis_client: Any) 
 
 async def test_join_waits_for_the_deliveries_in_work(redis_client: Any) -> None:
     stream = queue(redis_client, Keys("{conveyor-test-join}"))
-    assert await stream.offer(Job("d-1", "push", {})) == "accepted"
+    assert await stream.offer(Job.of("d-1", "push", {})) == "accepted"
     job = await asyncio.wait_for(stream.take(), 5)
     joined = asyncio.create_task(stream.join())
     await asyncio.sleep(0.05)
@@ -101,13 +120,13 @@ async def test_redis_going_away_refuses_deliveries_and_loses_none(
         redis_server: RedisServer, redis_client: Any) -> None:
     keys = Keys("{conveyor-test-away}")
     stream = queue(redis_client, keys)
-    assert await stream.offer(Job("d-1", "push", {})) == "accepted"
-    assert await stream.offer(Job("d-2", "push", {})) == "accepted"
+    assert await stream.offer(Job.of("d-1", "push", {})) == "accepted"
+    assert await stream.offer(Job.of("d-2", "push", {})) == "accepted"
     first = await asyncio.wait_for(stream.take(), 5)
     second = await asyncio.wait_for(stream.take(), 5)
     assert await stream.writable() is None
     redis_server.stop()
-    assert await stream.offer(Job("d-3", "push", {})) == "unavailable"
+    assert await stream.offer(Job.of("d-3", "push", {})) == "unavailable"
     why = await stream.writable()
     assert why is not None and why.startswith("ConnectionError")
     await stream.done(first)  # the acknowledgement fails: the entry stays pending
