@@ -4,7 +4,9 @@ Parsing and editing YAML is pure Python. Small inputs run inline: a thread hop c
 parsing a thirty-line overlay. Larger ones run in a worker thread, and the event loop gets the
 interpreter back at every switch interval. Very large ones (a multi-thousand-line manifest,
 whose verified edit is hundreds of milliseconds of parsing) run in a separate process, because
-a thread would still hold the interpreter for most of that time.
+a thread would still hold the interpreter for most of that time. That process runs at a
+lower CPU priority than the server, so that where every core is busy the kernel runs the
+server, which answers webhooks, before the edit.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, TypeVar
 
 INLINE_BELOW = 4 * 1024  # characters
 PROCESS_FROM = 64 * 1024
+WORKER_NICENESS = 10  # added to the server's: a share of about a tenth against the server
 
 T = TypeVar("T")
 _pool: ProcessPoolExecutor | None = None
@@ -33,13 +36,19 @@ def _process_pool() -> ProcessPoolExecutor:
         # forkserver: a fork of a process running an event loop and threads is unsafe.
         _pool = ProcessPoolExecutor(max_workers=1,
                                     mp_context=multiprocessing.get_context("forkserver"),
-                                    initializer=_leave_with, initargs=(os.getpid(),))
+                                    initializer=_in_worker, initargs=(os.getpid(),))
     return _pool
 
 
+def _in_worker(bot: int) -> None:
+    """The worker's start: it yields the CPU to the server, and leaves with it."""
+    os.nice(WORKER_NICENESS)
+    _leave_with(bot)
+
+
 def _leave_with(bot: int) -> None:
-    """In the worker: exit once the bot process is gone. A bot killed without a shutdown
-    (SIGKILL, the OOM killer) leaves its worker waiting on a queue it holds both ends of."""
+    """Exit once the bot process is gone. A bot killed without a shutdown (SIGKILL, the OOM
+    killer) leaves its worker waiting on a queue it holds both ends of."""
     threading.Thread(target=_wait_for_exit, args=(bot,), name="conveyor-bot-watch",
                      daemon=True).start()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import socket
 from urllib.parse import urlsplit
@@ -42,6 +43,15 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+async def freeze_startup_heap(_app: web.Application) -> None:
+    """What start-up made (modules, the app, its settings) lives as long as the process:
+    frozen, a full collection no longer walks it. A full collection over those ~60,000 objects
+    held the event loop for 25-40 ms, in the middle of a burst of deliveries. Reference counts
+    still free what is let go of; a cycle made before this point and dropped later is kept."""
+    gc.collect()
+    gc.freeze()
+
+
 def run_server() -> int:
     settings = load_settings()
     configure_logging(settings.log_level)
@@ -54,6 +64,7 @@ def run_server() -> int:
     worker = offload.start()
     app = create_app(settings, build_router(), background=background_tasks,
                      serve_while_starting=True)
+    app.on_startup.append(freeze_startup_heap)
     log.info(
         "conveyor listening",
         extra={"host": settings.host, "port": sock.getsockname()[1], "api_url": settings.api_url,

@@ -132,3 +132,10 @@ async def test_the_worker_process_leaves_when_the_bot_is_killed(tmp_path: Path) 
     if alive:
         os.kill(worker, signal.SIGKILL)
     assert not alive
+
+
+async def test_the_worker_process_runs_at_a_lower_cpu_priority() -> None:
+    mine = os.nice(0)
+    theirs = await asyncio.get_running_loop().run_in_executor(
+        offload._process_pool(), os.nice, 0)
+    assert theirs == min(19, mine + offload.WORKER_NICENESS)
