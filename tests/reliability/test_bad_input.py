@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from bot.sandbox.demo import DEPLOY_REPO
 from tests.harness import SECRET, World, close_world
-from tests.reliability.support import build_world, metric_samples, post_signed
+from tests.reliability.support import build_world, metric_samples, post_signed, signed_headers
 
 EXAMPLES = Path(__file__).parent / "data" / "octokit-webhook-examples.json.gz"
 
@@ -306,3 +306,24 @@ async def test_a_broken_manifest_is_refused_clearly_without_a_crash(rworld: Worl
     assert world.runtime.ctx.metrics.handler_errors._metrics == {}
     assert world.emulator.file(DEPLOY_REPO, "apps/web/overlays/staging/kustomization.yaml") \
         == broken
+
+
+async def test_a_signed_body_that_is_not_json_after_its_action_is_dropped_by_the_worker(
+        rworld: World, caplog: pytest.LogCaptureFixture) -> None:
+    """Routed on its leading action, unparsed (only a holder of the secret can sign one): the
+    worker finds it is not JSON, logs it, counts it and does nothing; the next is worked on."""
+    world = rworld
+    at_start = len(world.emulator.requests.entries)
+    body = b'{"action":"released","release": {"tag_name": "v9.9.9"'
+    async with aiohttp.ClientSession() as session:
+        async with session.post(world.webhook_url, data=body,
+                                headers=signed_headers("release", body, "cut-1")) as response:
+            assert response.status == 202
+        await world.runtime.pool.wait_idle()
+        errors = metric_samples(await metrics_text(session, world),
+                                "conveyor_handler_errors_total")
+    assert errors == {(("event", "release"),): 1.0}
+    assert len(world.emulator.requests.entries) == at_start
+    assert "delivery body is not a JSON object, nothing done" in caplog.text
+    await world.release("web", "1.0.0")
+    assert world.pull("Promote web 1.0.0 to staging")
