@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -214,6 +214,17 @@ class IntakeFirst:
                 await asyncio.wait_for(self._quiet.wait(), self.patience)
 
 
+async def cancel_until_done(tasks: Iterable[asyncio.Task[Any]], every: float = 1.0) -> None:
+    """Cancel the tasks, again every `every` seconds until they have ended: a cancellation
+    can be lost (Python 3.11's `asyncio.timeout` turns one that lands as its deadline passes,
+    inside redis-py's socket read, into the timeout, which the caller then retries)."""
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _done, pending = await asyncio.wait(pending, timeout=every)
+
+
 class WorkerPool:
     """Runs jobs with bounded concurrency; `drain` finishes in-flight work before shutdown."""
 
@@ -305,8 +316,6 @@ class WorkerPool:
             finished = True
         except TimeoutError:
             finished = False
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_until_done(self._tasks)
         self._tasks = []
         return finished

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
 
 from bot.metrics import Metrics
-from bot.queue import Job
+from bot.queue import Job, cancel_until_done
 from bot.redisq import RedisLocks, RedisQueue, RedisScheduler
 from bot.redisq.client import connect
 from tests.harness import Clock
@@ -81,12 +81,7 @@ async def test_work_in_progress_is_kept_alive_and_not_claimed(redis_client: Any)
         await asyncio.sleep(1.0)  # three claim timeouts while the job runs
         assert not stolen.done()
         await slow.done(taken)
-        # A cancellation that lands as redis-py's socket timeout expires is turned into that
-        # timeout by Python 3.11's asyncio.timeout (and then retried): cancel until it ends.
-        while not stolen.done():
-            stolen.cancel()
-            await asyncio.sleep(0.05)
-        await asyncio.gather(stolen, return_exceptions=True)
+        await cancel_until_done([stolen], every=0.05)  # as the worker pool stops its workers
     finally:
         await slow.close()
 
