@@ -49,7 +49,7 @@ BODY_BYTES = 25 * 1024
 QUIET_REPO = "acme/docs"
 CI_BOT = "github-actions[bot]"
 BIG_FILE = "apps/web/overlays/staging/kustomization.yaml"
-REPEATS = 3  # runs of each level: the machine is shared, so one run's ratio is noisy
+REPEATS = 5  # runs of each level: the machine is shared, so one run's ratio is noisy
 
 
 @dataclass(frozen=True)

@@ -169,11 +169,12 @@ class KeyedLocks:
 
 
 class IntakeFirst:
-    """Deliveries go before the jobs they queued. While deliveries keep arriving (each less
-    than `gap` seconds after the one before), a worker that took a job waits until they pause,
-    for at most `patience` seconds. A burst is acknowledged first and its work runs in the
-    pauses, instead of each job's CPU lengthening the answers still to be written; under a
-    sustained flood the jobs still run, `patience` apart per worker."""
+    """Deliveries go before the work they cause. While deliveries keep arriving (each less
+    than `gap` seconds after the one before), a worker that took a job, and a job about to
+    send a GitHub request, wait until they pause, for at most `patience` seconds each time. A
+    burst is acknowledged first and its work runs in the pauses, instead of each step of a
+    job lengthening the answers still to be written; under a sustained flood the work still
+    goes on, a step at most `patience` apart."""
 
     def __init__(self, patience: float = 0.5, gap: float = 0.002) -> None:
         self.patience = patience

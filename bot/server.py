@@ -123,6 +123,7 @@ def create_app(
         background=[],
         store_probe=scaleout.queue.writable if scaleout is not None else None,
     )
+    clients.yield_to = runtime.pool.intake.wait
     # The body limit is enforced by the webhook handler itself so that it can answer 413.
     app = web.Application(client_max_size=settings.max_body_bytes + 1)
     app[_RUNTIME] = runtime

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,9 +61,11 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         retry: RetryPolicy,
         app_jwt: Callable[[], str] | None = None,
         shas: ShaStore | None = None,
+        yield_to: Callable[[], Awaitable[None]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(session, USER_AGENT, **kwargs)
+        self._yield_to = yield_to
         self._app_jwt_source = app_jwt
         self.shas = shas
         self.installation_id = installation_id
@@ -93,6 +95,8 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
     async def _request(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes = b""
     ) -> tuple[int, Mapping[str, str], bytes]:
+        if self._yield_to is not None:
+            await self._yield_to()
         attempt = 0
         while True:
             attempt += 1
@@ -284,6 +288,10 @@ class GitHubClients:
         self._mutation_locks: dict[int | None, asyncio.Lock] = {}
         self.shas = ShaStore()
         self.auth = AppAuth(app_id, private_key, self._request_installation_token)
+        # Awaited before each request: the server lets background work wait while webhook
+        # deliveries keep arriving (each step of a job between two requests runs on the loop
+        # that answers them).
+        self.yield_to: Callable[[], Awaitable[None]] | None = None
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -307,6 +315,7 @@ class GitHubClients:
             metrics=self.metrics,
             retry=self.retry,
             base_url=self.api_url,
+            yield_to=self.yield_to,
             **kwargs,
         )
 
