@@ -69,6 +69,9 @@ def admit(headers: Mapping[str, str], body: bytes, *, secret: str,
     if not signature:
         return Answer(401, "missing X-Hub-Signature-256", "unsigned")
     try:
+        # gidgethub also takes "sha1=": in the SHA-256 header it would let a SHA-1 MAC pass
+        if not signature.startswith("sha256="):
+            raise gidgethub.ValidationFailure("not a SHA-256 signature")
         sansio.validate_event(body, signature=signature, secret=secret)
     except gidgethub.ValidationFailure:
         return Answer(401, "signature does not match", "bad_signature")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 from typing import Any
 
@@ -63,6 +64,11 @@ def test_a_job_parses_its_body_when_asked() -> None:
      Answer(401, "signature does not match", "bad_signature")),
     ("a signature of another body",
      admit(webhook_headers("release", b"{}", SECRET), b'{"a": 1}', secret=SECRET,
+           handled=handled, seen=()),
+     Answer(401, "signature does not match", "bad_signature")),
+    ("a SHA-1 MAC in the SHA-256 header",
+     admit({"X-Hub-Signature-256": "sha1=" + hmac.new(SECRET.encode(), b"{}", "sha1").hexdigest(),
+            "X-GitHub-Event": "release", "X-GitHub-Delivery": "d-1"}, b"{}", secret=SECRET,
            handled=handled, seen=()),
      Answer(401, "signature does not match", "bad_signature")),
     ("the signature is checked before the headers",
