@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
+from .jobmemo import job_memo
 from .metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -264,7 +265,8 @@ class WorkerPool:
             ok = False
             try:
                 await self.intake.wait()
-                await self._handle(job)
+                with job_memo():
+                    await self._handle(job)
                 ok = True
             except RetryJob as failed:
                 await self._again(job, failed.handlers)

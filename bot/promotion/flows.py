@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -13,6 +14,7 @@ from ..domain.tags import version_from_tag
 from ..github.checks import check_output, check_run, create_check_run
 from ..github.refusals import or_none
 from ..github.repos import commit_for_ref
+from ..jobmemo import remembered
 from ..names import POLICY_PATH, refusal_check
 from ..registry.errors import RegistryError
 from .candidates import Candidate, release_tag_variants
@@ -82,10 +84,17 @@ async def find_release(gh: GitHubAPI, source: str, service: str, image_tag: str
     version = version_from_tag(image_tag)
     for git_tag in dict.fromkeys([f"v{version}", version, image_tag, f"{service}-v{version}",
                                   f"{service}/{version}"]):
-        release = await or_none(gh.getitem(f"/repos/{source}/releases/tags/{git_tag}"), 404)
+        # asked once a job: a train probes the same tags for each service of one source
+        release = await remembered(("release", source.lower(), git_tag),
+                                   functools.partial(_release_by_tag, gh, source, git_tag))
         if release is not None and not release.get("draft"):
             return dict(release)
     return None
+
+
+async def _release_by_tag(gh: GitHubAPI, source: str, git_tag: str) -> dict[str, Any] | None:
+    release = await or_none(gh.getitem(f"/repos/{source}/releases/tags/{git_tag}"), 404)
+    return dict(release) if release is not None else None
 
 
 async def promote_to_entry_environments(

@@ -26,6 +26,7 @@ from ..domain.provenance import (
     previous_git_tags,
 )
 from ..github.refusals import or_none
+from ..jobmemo import remembered
 from ..text import short_digest
 from .candidates import Candidate
 
@@ -148,7 +149,13 @@ async def workflow_run(gh: GitHubAPI, repo: str, sha: str) -> Link | None:
 
 
 async def find_attestation(gh: GitHubAPI, repo: str, digest: str) -> AttestedBuild | None:
-    """The SLSA provenance of the digest: the repository's attestations, then the org's."""
+    """The SLSA provenance of the digest: the repository's attestations, then the org's
+    (asked once a job: a candidate and its provenance both need it)."""
+    return await remembered(("attestation", repo.lower(), digest),
+                            lambda: _find_attestation(gh, repo, digest))
+
+
+async def _find_attestation(gh: GitHubAPI, repo: str, digest: str) -> AttestedBuild | None:
     owner = repo.split("/", 1)[0]
     digest_part = quote(digest, safe="")
     for url in (f"/repos/{repo}/attestations/{digest_part}",
