@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -343,6 +344,11 @@ async def test_a_train_of_thirty_services_is_one_commit_and_nine_writes_in_all()
             ("POST", f"{repo}/check-runs"),  # conveyor/config-check of the new PR
             ("POST", f"{repo}/issues/{{issue_number}}/comments"),  # the reply
         ]), "\n".join(f"{m} {p}" for m, p in writes)
+        # within the train's job a release tag and a digest's attestation are asked once: the
+        # tags every service shares (v2.0.0, 2.0.0) once, the two named after the service each
+        reads = Counter(e.path for e in world.emulator.requests.entries if e.method == "GET")
+        assert reads["/repos/{owner}/{repo}/releases/tags/{tag}"] == 2 + 2 * MANY
+        assert reads["/repos/{owner}/{repo}/attestations/{subject_digest}"] == 2 * MANY
         assert world.emulator.violations == []
     finally:
         await close_world(world)
