@@ -53,7 +53,9 @@ class OpsCore:
         inst = self.world.installations[inst_id]
         if event not in inst.events and event not in ("installation", "installation_repositories"):
             return None
-        payload = {**body, **env}
+        # GitHub writes `action` first: so does every example payload of
+        # @octokit/webhooks-examples that has one
+        payload = {**({"action": body["action"]} if "action" in body else {}), **body, **env}
         return self.hooks.emit(event, payload, installation_id=inst_id,
                                repository_id=repo.id if repo else None)
 
