@@ -16,6 +16,12 @@ Two events Conveyor accepts (202), each padded to 25 KB and signed:
 - an `issue_comment` written by a bot: the same intake, and a job that ends at the handler's
   first line: the intake's own cost.
 
+The senders of those levels each wait for an answer before the next delivery, so that 50 or
+200 of them keep both servers saturated: the p99 is the time to work through the queue, and
+follows the CPU a delivery costs. GitHub sends otherwise: each delivery on its own, whatever
+the answers to the others. The open-loop rows send the `release` deliveries at a fixed rate
+(1,000 and 3,000 a second, each at its time) to both servers.
+
 Then the same `release` deliveries again while Conveyor's workers are busy with real
 promotions: CI keeps releasing `web`, whose staging file is a 5,000-line manifest of ~190
 Deployments, and each release is promoted (the verified edit of that file, the PR, its config
@@ -141,6 +147,31 @@ async def send_batch(session: aiohttp.ClientSession, url: str, signed: Signed, c
     return latencies, failures
 
 
+async def send_paced(session: aiohttp.ClientSession, url: str, signed: Signed, count: int,
+                     rate: float) -> tuple[list[float], int]:
+    """`count` deliveries at `rate` a second, each sent at its time whatever the answers to
+    the others (as GitHub sends: every delivery on its own): latencies (s), non-2xx answers."""
+    latencies: list[float] = []
+    failures = 0
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    async def deliver(index: int) -> None:
+        nonlocal failures
+        await asyncio.sleep(max(0.0, start + index / rate - loop.time()))
+        headers = signed.headers()
+        started = time.perf_counter()
+        async with session.post(url, data=signed.body, headers=headers) as response:
+            await response.read()
+            status = response.status
+        latencies.append(time.perf_counter() - started)
+        if not 200 <= status < 300:
+            failures += 1
+
+    await asyncio.gather(*(deliver(index) for index in range(count)))
+    return latencies, failures
+
+
 async def accepted(session: aiohttp.ClientSession, bot: ChildServer, event: str,
                    payloads: list[dict[str, Any]]) -> Signed:
     """The first payload Conveyor queues (it answers 202; 204 means not handled)."""
@@ -205,11 +236,14 @@ async def run(quick: bool) -> Section:
     # concurrency: (rounds, deliveries per round and target)
     levels = {1: (2, 10), 50: (1, 50), 200: (1, 200)} if quick else \
         {1: (4, 100), 50: (4, 500), 200: (4, 1000)}
+    # deliveries a second: (rounds, deliveries per round and target)
+    rates = {1000: (1, 50)} if quick else {1000: (4, 1000), 3000: (4, 3000)}
     repeats = 1 if quick else REPEATS
     stage = await start_stage()
     servers: list[ChildServer] = []
     results: dict[str, list[dict[str, Any]]] = {str(c): [] for c in levels}
     busy: dict[str, list[dict[str, Any]]] = {str(c): [] for c in levels}
+    paced: dict[str, list[dict[str, Any]]] = {str(r): [] for r in rates}
     busy_promotions = 0
     try:
         big, lines = big_manifest(5000)
@@ -231,6 +265,9 @@ async def run(quick: bool) -> Section:
             for concurrency, (rounds, per_round) in levels.items():
                 results[str(concurrency)].append(
                     await _level(targets, concurrency, rounds, per_round, bot))
+            for rate, (rounds, per_round) in rates.items():
+                paced[str(rate)].append(
+                    await _level(targets[:2], 200, rounds, per_round, bot, rate=rate))
         github_requests = len(stage.emulator.requests.entries)
         peak_kb = bot.memory().get("VmHWM", 0)
         stage.emulator.webhook_url = bot.url  # the releases below are promoted
@@ -256,6 +293,9 @@ async def run(quick: bool) -> Section:
         for name, label in (("release", "`release` of a repo feeding no service"),
                             ("comment", "`issue_comment` by a bot (intake alone)")):
             _ratio_row(section, f"{_senders(senders)}, {label}: p50 / p99", runs, name)
+    for rate, runs in paced.items():
+        _ratio_row(section, f"{rate} deliveries/s, each sent at its time (as GitHub sends), "
+                   "`release` of a repo feeding no service: p50 / p99", runs, "release")
     for senders, runs in busy.items():
         _ratio_row(section, f"{_senders(senders)}, `release` of a repo feeding no service, "
                    f"workers promoting a {lines}-line file: p50 / p99", runs, "release")
@@ -271,7 +311,8 @@ async def run(quick: bool) -> Section:
                 target="0", ok=github_requests == 0,
                 note=f"Conveyor's peak RSS {peak_kb / 1024:.0f} MB")
     section.data = {"body_bytes": len(release.body), "levels": results, "costs_us": costs,
-                    "busy_levels": busy, "busy_promotions": busy_promotions,
+                    "busy_levels": busy, "paced_levels": paced,
+                    "busy_promotions": busy_promotions,
                     "github_requests_during_measurement": github_requests,
                     "conveyor_peak_rss_kb": peak_kb}
     return section
@@ -318,7 +359,10 @@ async def drained(session: aiohttp.ClientSession, bot: ChildServer, within: floa
 
 
 async def _level(targets: list[Target], concurrency: int, rounds: int, per_round: int,
-                 bot: ChildServer) -> dict[str, Any]:
+                 bot: ChildServer, rate: float | None = None) -> dict[str, Any]:
+    """Each target's latencies over `rounds` batches of `per_round` deliveries: from
+    `concurrency` senders each waiting for its answer, or with `rate`, at that many a second
+    (and up to `concurrency` connections)."""
     sessions = {t.name: aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
                 for t in targets}
     latencies: dict[str, list[float]] = {t.name: [] for t in targets}
@@ -335,8 +379,11 @@ async def _level(targets: list[Target], concurrency: int, rounds: int, per_round
             target = targets[(slot + round_number) % len(targets)]
             await drained(probe, bot)
             started = time.perf_counter()
-            got, failed = await send_batch(sessions[target.name], target.url, target.signed,
-                                           per_round, concurrency)
+            got, failed = (
+                await send_paced(sessions[target.name], target.url, target.signed, per_round,
+                                 rate) if rate is not None else
+                await send_batch(sessions[target.name], target.url, target.signed, per_round,
+                                 concurrency))
             busy[target.name] += time.perf_counter() - started
             latencies[target.name] += got
             failures[target.name] += failed
