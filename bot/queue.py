@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -172,17 +173,21 @@ class KeyedLocks:
 class IntakeFirst:
     """Deliveries go before the work they cause. While deliveries keep arriving (each less
     than `gap` seconds after the one before), a worker that took a job, and a job about to
-    send a GitHub request, wait until they pause, for at most `patience` seconds each time. A
-    burst is acknowledged first and its work runs in the pauses, instead of each step of a
-    job lengthening the answers still to be written; under a sustained flood the work still
-    goes on, a step at most `patience` apart."""
+    send a GitHub request, wait until they pause, for at most `patience` seconds each time;
+    in a pause the waiting steps go one at a time, `step` seconds apart, so that a delivery
+    arriving meanwhile waits behind one step, not behind all of them. A burst is answered
+    first and its work runs in its pauses. Once `backlog()` jobs wait in the queue (a flood
+    that would fill it), nothing waits any more: the work keeps up beside the answers."""
 
-    def __init__(self, patience: float = 0.5, gap: float = 0.002) -> None:
+    def __init__(self, patience: float = 0.5, gap: float = 0.002, step: float = 0.0005,
+                 backlog: Callable[[], int] = lambda: 0, most: int = 5_000) -> None:
         self.patience = patience
         self.gap = gap
-        self._last = 0.0
-        self._quiet = asyncio.Event()
-        self._quiet.set()
+        self.step = step
+        self.most = most
+        self._backlog = backlog
+        self._last = float("-inf")
+        self._waiting: deque[asyncio.Future[None]] = deque()
         self._look: asyncio.TimerHandle | None = None
 
     @contextlib.contextmanager
@@ -197,23 +202,43 @@ class IntakeFirst:
 
     def _arrived(self, loop: asyncio.AbstractEventLoop) -> None:
         self._last = loop.time()
-        self._quiet.clear()
-        if self._look is None:  # one timer at a time, not one per delivery
-            self._look = loop.call_at(self._last + self.gap, self._looked, loop)
-
-    def _looked(self, loop: asyncio.AbstractEventLoop) -> None:
-        due = self._last + self.gap
-        if loop.time() < due:
-            self._look = loop.call_at(due, self._looked, loop)
-            return
-        self._look = None
-        self._quiet.set()
 
     async def wait(self) -> None:
-        """Until deliveries pause, or `patience` seconds passed."""
-        if not self._quiet.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._quiet.wait(), self.patience)
+        """Until deliveries pause and the steps waiting before this one went, or `patience`
+        seconds passed."""
+        loop = asyncio.get_running_loop()
+        if (loop.time() - self._last >= self.gap and not self._waiting) \
+                or self._backlog() >= self.most:
+            return
+        turn: asyncio.Future[None] = loop.create_future()
+        self._waiting.append(turn)
+        self._schedule(loop, self._last + self.gap)
+        try:
+            # spread: workers that took their jobs at once would otherwise run them at once
+            await asyncio.wait_for(turn, self.patience * random.uniform(0.5, 1.0))
+        except TimeoutError:
+            pass
+        finally:
+            if not turn.done():
+                turn.cancel()
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._look is None:  # one timer at a time, not one per delivery
+            self._look = loop.call_at(when, self._looked, loop)
+
+    def _looked(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._look = None
+        quiet_from = self._last + self.gap
+        if loop.time() < quiet_from:
+            self._schedule(loop, quiet_from)
+            return
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                break
+        if self._waiting:
+            self._schedule(loop, loop.time() + self.step)
 
 
 async def cancel_until_done(tasks: Iterable[asyncio.Task[Any]], every: float = 1.0) -> None:
@@ -244,7 +269,7 @@ class WorkerPool:
         self._handle = handle
         self._retry = retry or JobRetry()
         self._metrics = metrics
-        self.intake = intake or IntakeFirst()
+        self.intake = intake or IntakeFirst(backlog=queue.depth)
         self._count = workers
         self._tasks: list[asyncio.Task[None]] = []
         self._busy = 0

@@ -27,7 +27,15 @@ from .handlers import run_order
 from .intake import TOO_LARGE, Answer, Delivery, admit, answer_offer
 from .logs import delivery_id_var
 from .metrics import Metrics
-from .queue import DeliveryQueue, Job, JobRetry, MemoryQueue, RetryJob, WorkerPool
+from .queue import (
+    DeliveryQueue,
+    IntakeFirst,
+    Job,
+    JobRetry,
+    MemoryQueue,
+    RetryJob,
+    WorkerPool,
+)
 from .registry.client import RegistryClient, RegistryPolicy
 from .registry.lookup import ImageLookup
 from .scheduler import Scheduler
@@ -118,7 +126,9 @@ def create_app(
         services=services,
         queue=intake,
         pool=WorkerPool(intake, lambda job: process_job(runtime, job), workers=settings.workers,
-                        retry=job_retry, metrics=metrics),
+                        retry=job_retry, metrics=metrics,
+                        intake=IntakeFirst(backlog=intake.depth,
+                                           most=max(1, settings.queue_size // 2))),
         seen_deliveries=cachetools.TTLCache(maxsize=100_000, ttl=24 * 3600),
         background=[],
         store_probe=scaleout.queue.writable if scaleout is not None else None,
