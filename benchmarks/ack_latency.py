@@ -123,53 +123,54 @@ async def keep_promoting(stage: Stage, stop: asyncio.Event, first: asyncio.Event
         number += 1
 
 
+@dataclass
+class Timed:
+    """Latencies (s) of the answers, and how many were not 2xx."""
+
+    latencies: list[float]
+    failures: int = 0
+
+    async def post(self, session: aiohttp.ClientSession, url: str, signed: Signed) -> None:
+        headers = signed.headers()
+        started = time.perf_counter()
+        async with session.post(url, data=signed.body, headers=headers) as response:
+            await response.read()
+            status = response.status
+        self.latencies.append(time.perf_counter() - started)
+        if not 200 <= status < 300:
+            self.failures += 1
+
+
 async def send_batch(session: aiohttp.ClientSession, url: str, signed: Signed, count: int,
                      concurrency: int) -> tuple[list[float], int]:
     """`count` deliveries from `concurrency` senders: latencies (s) and non-2xx answers."""
-    latencies: list[float] = []
-    failures = 0
+    timed = Timed([])
     remaining = count
 
     async def sender() -> None:
-        nonlocal remaining, failures
+        nonlocal remaining
         while remaining > 0:
             remaining -= 1
-            headers = signed.headers()
-            started = time.perf_counter()
-            async with session.post(url, data=signed.body, headers=headers) as response:
-                await response.read()
-                status = response.status
-            latencies.append(time.perf_counter() - started)
-            if not 200 <= status < 300:
-                failures += 1
+            await timed.post(session, url, signed)
 
     await asyncio.gather(*(sender() for _ in range(min(concurrency, count))))
-    return latencies, failures
+    return timed.latencies, timed.failures
 
 
 async def send_paced(session: aiohttp.ClientSession, url: str, signed: Signed, count: int,
                      rate: float) -> tuple[list[float], int]:
     """`count` deliveries at `rate` a second, each sent at its time whatever the answers to
     the others (as GitHub sends: every delivery on its own): latencies (s), non-2xx answers."""
-    latencies: list[float] = []
-    failures = 0
+    timed = Timed([])
     loop = asyncio.get_running_loop()
     start = loop.time()
 
     async def deliver(index: int) -> None:
-        nonlocal failures
         await asyncio.sleep(max(0.0, start + index / rate - loop.time()))
-        headers = signed.headers()
-        started = time.perf_counter()
-        async with session.post(url, data=signed.body, headers=headers) as response:
-            await response.read()
-            status = response.status
-        latencies.append(time.perf_counter() - started)
-        if not 200 <= status < 300:
-            failures += 1
+        await timed.post(session, url, signed)
 
     await asyncio.gather(*(deliver(index) for index in range(count)))
-    return latencies, failures
+    return timed.latencies, timed.failures
 
 
 async def accepted(session: aiohttp.ClientSession, bot: ChildServer, event: str,
