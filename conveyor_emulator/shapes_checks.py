@@ -47,6 +47,19 @@ def check_run(world: World, repo: Repo, run: CheckRun) -> JSON:
     }
 
 
+def _head_commit(repo: Repo, sha: str) -> JSON | None:
+    """The `head_commit` of a check suite or a workflow run (None for a commit not stored)."""
+    data = repo.store.commit(sha)
+    if data is None:
+        return None
+    return {
+        "id": sha, "tree_id": data.tree, "message": data.message,
+        "timestamp": iso(data.committer.date),
+        "author": {"name": data.author.name, "email": data.author.email},
+        "committer": {"name": data.committer.name, "email": data.committer.email},
+    }
+
+
 def check_suite(world: World, repo: Repo, suite_id: int) -> JSON:
     suite = next(s for s in repo.check_suites if s.id == suite_id)
     runs = [r for r in repo.check_runs if r.suite_id == suite_id]
@@ -60,15 +73,7 @@ def check_suite(world: World, repo: Repo, suite_id: int) -> JSON:
                            if c in conclusions), "success")
     api = f"{world.api_url}/repos/{repo.full_name}"
     commit_data = repo.store.commit(suite.head_sha)
-    head_commit: JSON | None = None
-    if commit_data is not None:
-        head_commit = {
-            "id": suite.head_sha, "tree_id": commit_data.tree, "message": commit_data.message,
-            "timestamp": iso(commit_data.committer.date),
-            "author": {"name": commit_data.author.name, "email": commit_data.author.email},
-            "committer": {"name": commit_data.committer.name,
-                          "email": commit_data.committer.email},
-        }
+    head_commit = _head_commit(repo, suite.head_sha)
     before = commit_data.parents[0] if commit_data and commit_data.parents else None
     return {
         "id": suite.id,
@@ -114,15 +119,7 @@ def status(world: World, item: Status) -> JSON:
 def workflow_run(world: World, repo: Repo, run: WorkflowRun) -> JSON:
     api = f"{world.api_url}/repos/{repo.full_name}"
     url = f"{api}/actions/runs/{run.id}"
-    data = repo.store.commit(run.head_sha)
-    head_commit: JSON | None = None
-    if data is not None:
-        head_commit = {
-            "id": run.head_sha, "tree_id": data.tree, "message": data.message,
-            "timestamp": iso(data.committer.date),
-            "author": {"name": data.author.name, "email": data.author.email},
-            "committer": {"name": data.committer.name, "email": data.committer.email},
-        }
+    head_commit = _head_commit(repo, run.head_sha)
     workflow_id = zlib.crc32(f"{repo.full_name}:{run.path}".encode()) % 10_000_000
     return {
         "id": run.id,
