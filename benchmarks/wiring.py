@@ -28,11 +28,11 @@ from typing import Any
 
 import aiohttp
 
+from bot.acknowledge import WEBHOOK_PATH
 from bot.github.client import RetryPolicy
 from bot.sandbox import stack
 from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
 from bot.sandbox.stack import BotServer, free_port, serve_environment, wait_healthy
-from bot.server import WEBHOOK_PATH
 from bot.settings import Settings
 from conveyor_emulator import Emulator
 from conveyor_emulator.webhooks import Delivery
@@ -187,15 +187,20 @@ class ChildServer:
         return int(self.process.pid)
 
     def memory(self) -> dict[str, int]:
-        """VmRSS and VmHWM (peak resident set) of the child, in kB, from /proc."""
+        """VmRSS and VmHWM (peak resident set) in kB from /proc, summed over the child and
+        the processes it started (`python -m bot serve`'s workers and offload processes): a
+        sum of peaks, at least the peak of the sum."""
         found: dict[str, int] = {}
-        status = Path(f"/proc/{self.pid}/status")
-        if not status.exists():
-            return found
-        for line in status.read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                found[key] = int(value.split()[0])
+        for pid in family(self.pid):
+            status = Path(f"/proc/{pid}/status")
+            try:
+                lines = status.read_text().splitlines()
+            except OSError:  # ended meanwhile
+                continue
+            for line in lines:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    found[key] = found.get(key, 0) + int(value.split()[0])
         return found
 
     async def stop(self) -> None:
@@ -206,6 +211,20 @@ class ChildServer:
             except TimeoutError:
                 self.process.kill()
                 await self.process.wait()
+
+
+def family(pid: int) -> list[int]:
+    """`pid` and its descendants, from /proc (Linux)."""
+    found, look = [], [pid]
+    while look:
+        current = look.pop()
+        found.append(current)
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        look.extend(int(child) for child in children)
+    return found
 
 
 async def _wait_healthy(server: ChildServer) -> None:

@@ -8,12 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.deliveries = Counter(
-            "conveyor_deliveries",
-            "Webhook deliveries by event and outcome",
-            ["event", "outcome"],
-            registry=self.registry,
-        )
+        self.deliveries = deliveries_counter(self.registry)
         self.processing_seconds = Histogram(
             "conveyor_processing_seconds",
             "Time from accepting a delivery to finishing its work",
@@ -81,3 +76,9 @@ class Metrics:
             ["conclusion"],
             registry=self.registry,
         )
+
+
+def deliveries_counter(registry: CollectorRegistry) -> Counter:
+    """Counted where deliveries are answered: the server, or the intake process of two."""
+    return Counter("conveyor_deliveries", "Webhook deliveries by event and outcome",
+                   ["event", "outcome"], registry=registry)

@@ -115,6 +115,10 @@ class MemoryQueue:
             return "full"
         return "accepted"
 
+    async def put(self, job: Job) -> None:
+        """Store the job once there is room (one that was accepted elsewhere already)."""
+        await self._queue.put(job)
+
     async def take(self) -> Job:
         return await self._queue.get()
 

@@ -13,7 +13,8 @@ from . import offload
 from .handlers import build_router
 from .logs import configure_logging, register_secret
 from .server import create_app
-from .settings import SettingsError, load_settings
+from .settings import Settings, SettingsError, load_settings
+from .split.front import create_intake_app, workers_of
 from .tasks import background_tasks
 
 log = logging.getLogger(__name__)
@@ -52,24 +53,27 @@ async def freeze_startup_heap(_app: web.Application) -> None:
     gc.freeze()
 
 
-def run_server() -> int:
-    settings = load_settings()
-    configure_logging(settings.log_level)
+def keep_secrets_out_of_logs(settings: Settings) -> None:
     register_secret(settings.webhook_secret)
     register_secret(settings.private_key.strip())
     redis_password = urlsplit(settings.redis_url).password if settings.redis_url else None
     if redis_password:
         register_secret(redis_password)
+
+
+def run_server() -> int:
+    """In memory mode, two processes: this one answers GitHub (`bot.split.front`), the other
+    runs the work (`bot.split.workers`). With Redis, one: the answer waits for Redis to store
+    the delivery, and replicas share the work."""
+    settings = load_settings()
+    configure_logging(settings.log_level)
+    keep_secrets_out_of_logs(settings)
     sock = listening_socket(settings.host, settings.port)
-    worker = offload.start()
-    app = create_app(settings, build_router(), background=background_tasks,
-                     serve_while_starting=True)
+    app = one_process_app(settings) if settings.redis_url else create_intake_app(settings)
     app.on_startup.append(freeze_startup_heap)
-    log.info(
-        "conveyor listening",
-        extra={"host": settings.host, "port": sock.getsockname()[1], "api_url": settings.api_url,
-               "worker_pid": worker},
-    )
+    log.info("conveyor listening",
+             extra={"host": settings.host, "port": sock.getsockname()[1],
+                    "api_url": settings.api_url, "processes": 1 if settings.redis_url else 2})
     web.run_app(
         app,
         sock=sock,
@@ -77,4 +81,11 @@ def run_server() -> int:
         shutdown_timeout=settings.shutdown_grace + 5,
         access_log=None,
     )
-    return 0
+    return 0 if settings.redis_url or not workers_of(app).ended_early else 1
+
+
+def one_process_app(settings: Settings) -> web.Application:
+    worker = offload.start()
+    log.debug("offload process started", extra={"pid": worker})
+    return create_app(settings, build_router(), background=background_tasks,
+                      serve_while_starting=True)

@@ -3,28 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import functools
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import cachetools
 import gidgethub
 from aiohttp import web
 from gidgethub import routing, sansio
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from . import __version__, offload
+from .acknowledge import WEBHOOK_PATH, Door, acknowledge, seen_deliveries
 from .context import Context, utc_now
 from .github.client import GitHubClients, RetryPolicy
 from .github.ratelimit import RateLimiter, Timer
 from .github.transient import transient_failure
 from .handlers import run_order
-from .intake import TOO_LARGE, Answer, Delivery, admit, answer_offer
 from .logs import delivery_id_var
 from .metrics import Metrics
 from .queue import (
@@ -44,9 +41,6 @@ from .settings import Settings
 
 log = logging.getLogger(__name__)
 
-WEBHOOK_PATH = "/api/github/webhooks"
-
-
 @dataclass
 class Runtime:
     settings: Settings
@@ -54,7 +48,7 @@ class Runtime:
     services: Services
     queue: DeliveryQueue
     pool: WorkerPool
-    seen_deliveries: cachetools.TTLCache[str, bool]
+    door: Door
     background: list[asyncio.Task[None]]
     ready: bool = False
     starting: asyncio.Task[None] | None = None
@@ -129,7 +123,10 @@ def create_app(
                         retry=job_retry, metrics=metrics,
                         intake=IntakeFirst(backlog=intake.depth,
                                            most=max(1, settings.queue_size // 2))),
-        seen_deliveries=cachetools.TTLCache(maxsize=100_000, ttl=24 * 3600),
+        door=Door(settings.max_body_bytes, settings.webhook_secret,
+                  handled=lambda event: bool(router.fetch(event)), seen=seen_deliveries(),
+                  offer=intake.offer, deliveries=metrics.deliveries,
+                  accepted=lambda: metrics.queue_depth.set(intake.depth())),
         background=[],
         store_probe=scaleout.queue.writable if scaleout is not None else None,
     )
@@ -190,63 +187,10 @@ async def learn_bot_login(runtime: Runtime) -> None:
     runtime.ctx.bot_login = f"{app_info['slug']}[bot]"
 
 
-@functools.cache
-def _message_body(message: str) -> bytes:
-    """The JSON body of an answer; its messages are a handful of constants, encoded once."""
-    return json.dumps({"message": message}).encode()
-
-
-def _answer(status: int, message: str) -> web.Response:
-    return web.Response(body=_message_body(message), status=status,
-                        content_type="application/json", charset="utf-8")
-
-
 async def webhook(request: web.Request) -> web.Response:
-    """Answer GitHub within its timeout: the delivery is verified, stored in the queue and
-    acknowledged (``202``); the handlers run later, in the workers."""
     runtime = runtime_of(request.app)
     with runtime.pool.intake.answering():
-        return await _acknowledge(runtime, request)
-
-
-async def _acknowledge(runtime: Runtime, request: web.Request) -> web.Response:
-    settings = runtime.settings
-    limit = settings.max_body_bytes
-    too_long = request.content_length is not None and request.content_length > limit
-    body = None if too_long else await _read_bounded(request, limit)
-    if body is None or len(body) > limit:
-        answer = replace(TOO_LARGE, event=request.headers.get("X-GitHub-Event") or "unknown")
-    else:
-        admitted = admit(request.headers, body, secret=settings.webhook_secret,
-                         handled=lambda event: bool(runtime.router.fetch(event)),
-                         seen=runtime.seen_deliveries)
-        answer = admitted if isinstance(admitted, Answer) else await _enqueue(runtime, admitted)
-    runtime.ctx.metrics.deliveries.labels(answer.event, answer.outcome).inc()
-    if answer.message is None:
-        return web.Response(status=answer.status)
-    return _answer(answer.status, answer.message)
-
-
-async def _enqueue(runtime: Runtime, delivery: Delivery) -> Answer:
-    offered = await runtime.queue.offer(Job(delivery.delivery_id, delivery.event,
-                                            delivery.body))
-    answer = answer_offer(delivery, offered)
-    if answer.warning:
-        log.warning(answer.warning, extra={"delivery_id": delivery.delivery_id})
-        return answer
-    runtime.seen_deliveries[delivery.delivery_id] = True
-    if answer.outcome == "accepted":
-        runtime.ctx.metrics.queue_depth.set(runtime.queue.depth())
-    return answer
-
-
-async def _read_bounded(request: web.Request, limit: int) -> bytes | None:
-    """The body, or None when it is longer than `limit` (the application's `client_max_size`
-    is one byte more, so that aiohttp stops reading soon after)."""
-    try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        return None
+        return await acknowledge(runtime.door, request)
 
 
 async def process_job(runtime: Runtime, job: Job) -> None:

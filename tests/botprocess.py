@@ -40,12 +40,13 @@ class BotProcess:
             **serve_environment(
                 emulator, SECRET, self.port,
                 GITHUB_PRIVATE_KEY=emulator.app_private_key_pem.replace("\n", "\\n"),
-                CONVEYOR_RESYNC_INTERVAL=str(resync), LOG_LEVEL="INFO", **(extra_env or {})),
+                **{"CONVEYOR_RESYNC_INTERVAL": str(resync), "LOG_LEVEL": "INFO",
+                   **(extra_env or {})}),
         }
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "bot", "serve"], cwd=workdir, env=env,
-            stdout=self._log, stderr=subprocess.STDOUT)
+            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
 
     @property
     def base_url(self) -> str:
@@ -68,7 +69,8 @@ class BotProcess:
             return await resp.text()
 
     def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
+        """Every process of the bot at once, as when its container is killed."""
+        os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(10)
         self._close_log()
 
@@ -80,7 +82,7 @@ class BotProcess:
             try:
                 code = self.process.wait(within)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(5)
         else:
             code = self.process.returncode

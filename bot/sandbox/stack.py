@@ -21,12 +21,13 @@ from aiohttp import web
 
 from conveyor_emulator import Emulator
 
+from ..acknowledge import WEBHOOK_PATH
 from ..github.client import RetryPolicy
 from ..github.ratelimit import Timer
 from ..handlers import build_router
 from ..registry.client import RegistryPolicy
 from ..registry.names import repository_of
-from ..server import WEBHOOK_PATH, Runtime, create_app, runtime_of
+from ..server import Runtime, create_app, runtime_of
 from ..settings import Settings
 
 GHCR = "ghcr.io"

@@ -219,7 +219,7 @@ async def test_edited_comments_are_not_rerun(world: World) -> None:
 async def test_comment_redelivered_after_a_restart_is_answered_once(world: World) -> None:
     number = await issue(world)
     posted = await say(world, number, "/help")
-    world.runtime.seen_deliveries.clear()  # a restarted bot no longer knows the delivery id
+    world.runtime.door.seen.clear()  # a restarted bot no longer knows the delivery id
     delivery = next(d for d in reversed(world.emulator.deliveries)
                     if d.event == "issue_comment" and d.payload["comment"]["id"] == posted["id"])
     assert await world.emulator.redeliver(delivery.id) == 202

@@ -108,7 +108,7 @@ async def test_a_failure_ten_minutes_after_the_merge_rolls_back_once_and_blocks_
 
     # A second failure report, a redelivery of the first, and a success afterwards: nothing new.
     await argo_reports(world, staging["merge_commit_sha"], "error")
-    world.runtime.seen_deliveries.clear()
+    world.runtime.door.seen.clear()
     delivery = next(d for d in reversed(world.emulator.deliveries) if d.event == "status"
                     and d.payload["state"] == "failure")
     assert await world.emulator.redeliver(delivery.id) == 202
@@ -217,7 +217,7 @@ async def test_unhold_on_the_blocked_promotion_clears_the_mark(world: World) -> 
                if c["user"]["login"] == world.runtime.ctx.bot_login]
     assert any("the failure mark is cleared" in body for body in replies)
     # A redelivered failure report does not mark it again.
-    world.runtime.seen_deliveries.clear()
+    world.runtime.door.seen.clear()
     delivery = next(d for d in reversed(world.emulator.deliveries) if d.event == "status")
     assert await world.emulator.redeliver(delivery.id) == 202
     await world.settle()
