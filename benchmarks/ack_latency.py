@@ -310,7 +310,7 @@ async def run(quick: bool) -> Section:
                 f"one JSON log line {costs['log_line_us']:.0f} µs")
     section.add("GitHub requests by Conveyor during the measurement", str(github_requests),
                 target="0", ok=github_requests == 0,
-                note=f"Conveyor's peak RSS {peak_kb / 1024:.0f} MB")
+                note=f"peak RSS of Conveyor's processes, summed: {peak_kb / 1024:.0f} MB")
     section.data = {"body_bytes": len(release.body), "levels": results, "costs_us": costs,
                     "busy_levels": busy, "paced_levels": paced,
                     "busy_promotions": busy_promotions,

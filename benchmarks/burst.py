@@ -1,7 +1,9 @@
 """4. Burst: many deliveries of mixed events at once, against `python -m bot serve`.
 
-The bot is a child process (production settings, INFO logs to a file), so that its peak RSS
-(`VmHWM` in /proc/<pid>/status) is its own; the emulator and the sender share this process.
+The bot is a child process (production settings, INFO logs to a file), so that its memory is
+its own: the proportional set size of its processes (the intake and the workers), summed and
+sampled every 0.1 s from /proc/<pid>/smaps_rollup, and their peak RSS (`VmHWM`); the emulator
+and the sender share this process.
 
 The mix is what GitHub sends while CI and people work: for each of several versions of two
 services, the tag push, the `registry_package` and `package` events of the image and the
@@ -29,7 +31,7 @@ from bot.sandbox.demo import digest_of
 from conveyor_emulator.webhooks import Delivery
 
 from .report import Section
-from .wiring import ChildServer, Stage, spawn_bot, start_stage
+from .wiring import ChildServer, Stage, family, pss_kb, spawn_bot, start_stage
 
 SENDERS = 200
 _SAMPLE = re.compile(r'^(conveyor_\w+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
@@ -126,6 +128,20 @@ async def send_all(session: aiohttp.ClientSession, stage: Stage, url: str,
     return list(await asyncio.gather(*(one(d, g) for d, g in deliveries)))
 
 
+class PeakMemory:
+    """The largest summed PSS of a process and its children while `sample` runs."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.before = pss_kb(pid)
+        self.kb = self.before
+
+    async def sample(self, every: float = 0.1) -> None:
+        while True:
+            self.kb = max(self.kb, pss_kb(self.pid))
+            await asyncio.sleep(every)
+
+
 async def run(quick: bool) -> Section:
     count = 150 if quick else 1000
     section = Section(f"4. Burst: {count} mixed deliveries at once (`python -m bot serve`)")
@@ -143,9 +159,10 @@ async def run(quick: bool) -> Section:
             mix[delivery.event] = mix.get(delivery.event, 0) + 1
         bot = await spawn_bot(stage)
         stage.emulator.webhook_url = bot.url
-        before = bot.memory()
         stage.emulator.reset_counters()
         first_caused = len(stage.emulator.deliveries)
+        peak = PeakMemory(bot.pid)
+        sampling = asyncio.create_task(peak.sample())
         async with aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=SENDERS)) as session:
             started = time.perf_counter()
@@ -153,6 +170,7 @@ async def run(quick: bool) -> Section:
             answered = time.perf_counter() - started
             drained, progress = await wait_drained(session, stage, bot, 300 if quick else 540)
             elapsed = time.perf_counter() - started
+        sampling.cancel()
         memory = bot.memory()
         caused = stage.emulator.deliveries[first_caused:]
         requests = stage.emulator.requests.entries
@@ -168,7 +186,8 @@ async def run(quick: bool) -> Section:
             "drained": drained, "accepted": progress.accepted, "processed": progress.processed,
             "caused_deliveries": len(caused), "caused_not_2xx": len(bad_caused),
             "github_requests": len(requests), "github_304": not_modified,
-            "rss_before_kb": before.get("VmRSS", 0), "peak_rss_kb": memory.get("VmHWM", 0),
+            "pss_before_kb": peak.before, "peak_pss_kb": peak.kb,
+            "peak_rss_kb": memory.get("VmHWM", 0), "processes": len(family(bot.pid)),
             "senders": SENDERS,
         }
     finally:
@@ -184,10 +203,12 @@ async def run(quick: bool) -> Section:
                 f"{data['drain_s']:.1f} s" + ("" if data["drained"] else " (not drained!)"),
                 note=f"{data['caused_deliveries']} more deliveries caused by the bot's work; "
                      f"{data['processed']:.0f} processed")
-    section.add("peak RSS of the bot process (VmHWM)",
-                f"{data['peak_rss_kb'] / 1024:.0f} MB", target="< 150 MB",
-                ok=data["peak_rss_kb"] < 150 * 1024,
-                note=f"{data['rss_before_kb'] / 1024:.0f} MB before the burst")
+    section.add("peak memory of the bot's processes (summed PSS, sampled every 0.1 s)",
+                f"{data['peak_pss_kb'] / 1024:.0f} MB", target="< 150 MB",
+                ok=data["peak_pss_kb"] < 150 * 1024,
+                note=f"{data['pss_before_kb'] / 1024:.0f} MB before the burst; "
+                     f"{data['processes']} processes, their peak RSS (VmHWM) summed "
+                     f"{data['peak_rss_kb'] / 1024:.0f} MB, shared pages counted in each")
     section.add("GitHub requests made",
                 f"{data['github_requests']} ({data['github_requests'] - data['github_304']} + "
                 f"{data['github_304']}×304)")

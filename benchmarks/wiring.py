@@ -213,6 +213,21 @@ class ChildServer:
                 await self.process.wait()
 
 
+def pss_kb(pid: int) -> int:
+    """Proportional set size of `pid` and its descendants, in kB: each shared page counted
+    once across them, unlike summed RSS."""
+    total = 0
+    for member in family(pid):
+        try:
+            rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for line in rollup.splitlines():
+            if line.startswith("Pss:"):
+                total += int(line.split()[1])
+    return total
+
+
 def family(pid: int) -> list[int]:
     """`pid` and its descendants, from /proc (Linux)."""
     found, look = [], [pid]

@@ -6,7 +6,9 @@ interpreter back at every switch interval. Very large ones (a multi-thousand-lin
 whose verified edit is hundreds of milliseconds of parsing) run in a separate process, because
 a thread would still hold the interpreter for most of that time. That process runs at a
 lower CPU priority than the server, so that where every core is busy the kernel runs the
-server, which answers webhooks, before the edit.
+server, which answers webhooks, before the edit. Where the webhooks are answered by another
+process (the workers process of `python -m bot serve`), nothing needs a process of its own:
+very large inputs go to a thread too (`threads_only`), and no third process holds memory.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ WORKER_NICENESS = 10  # added to the server's: a share of about a tenth against 
 
 T = TypeVar("T")
 _pool: ProcessPoolExecutor | None = None
+_processes = True
 
 
 def _process_pool() -> ProcessPoolExecutor:
@@ -80,9 +83,15 @@ async def run_cpu(size: int, func: Callable[..., T], /, *args: Any, **kwargs: An
     if size < INLINE_BELOW:
         return func(*args, **kwargs)
     call = functools.partial(func, *args, **kwargs)
-    if size < PROCESS_FROM:
+    if size < PROCESS_FROM or not _processes:
         return await asyncio.to_thread(call)
     return await asyncio.get_running_loop().run_in_executor(_process_pool(), call)
+
+
+def threads_only() -> None:
+    """From now on, inputs of any size run inline or in a thread of this process."""
+    global _processes
+    _processes = False
 
 
 def start() -> int:

@@ -47,6 +47,17 @@ async def test_small_inputs_run_inline_larger_in_a_thread_very_large_in_a_proces
     assert pid != me[0]
 
 
+async def test_threads_only_keeps_very_large_inputs_in_this_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workers process of `serve` answers no webhook: a thread will do, no process."""
+    monkeypatch.setattr(offload, "_processes", True)
+    offload.threads_only()
+    me = where()
+    pid, thread = await offload.run_cpu(offload.PROCESS_FROM * 10, where)
+    assert pid == me[0] and thread != me[1]
+    assert offload._pool is None
+
+
 async def test_a_large_edit_in_another_process_gives_the_same_edit() -> None:
     text = manifest(600)
     assert len(text) >= offload.PROCESS_FROM

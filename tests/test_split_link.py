@@ -55,8 +55,10 @@ async def test_a_job_crosses_as_it_was_signed() -> None:
     assert job_frame.kind == JOB and job_of(job_frame.content) == Job("d-1", "release", body)
     assert ask_frame.kind == ASK and numbered(ask_frame.content) == (7, b"health")
     await intake.close()
+    assert not workers.closing
     with pytest.raises(LinkClosed):
         await workers.receive()
+    assert workers.closing  # nothing it sends now would be read
     await workers.close()
 
 
@@ -66,5 +68,6 @@ async def test_a_frame_longer_than_a_delivery_can_be_ends_the_link() -> None:
     left.sendall(struct.pack(">I", 1024 + 1024 + 1) + b"J")
     with pytest.raises(LinkClosed, match="a frame of 2049 bytes"):
         await asyncio.wait_for(reader.receive(), 5)
+    assert reader.closing
     left.close()
     await reader.close()

@@ -73,6 +73,15 @@ async def health(session: aiohttp.ClientSession, bot: BotProcess) -> dict[str, o
         return body
 
 
+async def taken(session: aiohttp.ClientSession, bot: BotProcess) -> bool:
+    """Until no accepted job waits: each is in a worker's hands (False after 10 s)."""
+    for _ in range(500):
+        if (await health(session, bot))["queue_depth"] == 0:
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
 async def test_the_queue_bound_holds_across_the_two_processes(
         emulator: tuple[Emulator, int], tmp_path: Path) -> None:
     """One worker, two places: the first job holds the worker (GitHub answers slowly), two
@@ -87,10 +96,7 @@ async def test_the_queue_bound_holds_across_the_two_processes(
         em.faults.latency = 2.0
         async with aiohttp.ClientSession() as session:
             assert await deliver(session, bot, "d-1", installation) == 202
-            for _ in range(200):  # until the worker took it
-                if (await health(session, bot))["queue_depth"] == 0:
-                    break
-                await asyncio.sleep(0.02)
+            assert await taken(session, bot)
             statuses = [await deliver(session, bot, f"d-{n}", installation) for n in (2, 3, 4)]
             assert statuses == [202, 202, 503]
             assert (await health(session, bot))["queue_depth"] == 2
@@ -137,6 +143,7 @@ async def test_the_workers_process_outlives_a_killed_intake_only_to_finish(
         em.faults.latency = 0.5
         async with aiohttp.ClientSession() as session:
             assert await deliver(session, bot, "d-1", installation) == 202
+            assert await taken(session, bot)  # in a worker, waiting for GitHub's answer
         bot.process.send_signal(signal.SIGKILL)
         bot.process.wait(10)
         assert await until(lambda: not running(pid), within=20), bot.log()
@@ -144,3 +151,38 @@ async def test_the_workers_process_outlives_a_killed_intake_only_to_finish(
         assert any(r.get("delivery_id") == "d-1" for r in records), bot.log()
     finally:
         bot.stop()
+
+
+async def test_a_frozen_workers_process_delays_no_answer_and_fails_the_health_check(
+        emulator: tuple[Emulator, int], tmp_path: Path) -> None:
+    """The workers process stopped (SIGSTOP) stands for one busy for seconds: deliveries are
+    still answered 202 at once, `/healthz` says the workers do not answer, and once they run
+    again the deliveries are processed."""
+    em, installation = emulator
+    bot = BotProcess(em, tmp_path, "bot", extra_env={"LOG_LEVEL": "DEBUG"})
+    try:
+        await bot.wait_healthy()
+        pid = workers_pid(bot)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            async with aiohttp.ClientSession() as session:
+                statuses = [await deliver(session, bot, f"d-{n}", installation)
+                            for n in range(5)]
+                async with session.get(f"{bot.base_url}/healthz") as response:
+                    assert response.status == 503
+                    assert (await response.json())["status"] == "workers not answering"
+                async with session.get(f"{bot.base_url}/metrics") as response:
+                    assert response.status == 503
+                    assert "conveyor_deliveries_total" in await response.text()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert statuses == [202] * 5
+        await bot.wait_healthy()
+
+        def processed() -> set[str]:
+            return {json.loads(line).get("delivery_id") for line in bot.log().splitlines()
+                    if "no service is fed by this repository" in line}
+
+        assert await until(lambda: {f"d-{n}" for n in range(5)} <= processed()), bot.log()
+    finally:
+        await bot.stop_async()

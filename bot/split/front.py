@@ -1,11 +1,14 @@
 """The intake process of `python -m bot serve`: the socket GitHub delivers to, and nothing that
 could keep an answer waiting.
 
-It verifies, routes and dedupes each delivery and sends the job to the workers process over a
-socket pair (`bot.split.link`); the answer does not wait for the workers. The queue's bound
-holds across the two: the workers say how many of the jobs sent a worker has taken, and once
-`CONVEYOR_QUEUE_SIZE` sent jobs wait, deliveries are answered 503. `/healthz` and `/metrics`
-ask the workers, and add what the intake knows (the jobs on their way, the deliveries counted).
+It verifies, routes and dedupes each delivery and answers; the job goes to the workers
+process over a socket pair (`bot.split.link`) in the next pause between deliveries (at most
+half a second later, at once when half the queue waits), so that a burst is answered before
+its work competes with the answers for the cores. The answer never waits for the workers.
+The queue's bound holds across the two: the workers say how many of the jobs sent a worker
+has taken, and once `CONVEYOR_QUEUE_SIZE` accepted jobs wait, deliveries are answered 503.
+`/healthz` and `/metrics` ask the workers, and add what the intake knows (the jobs on their
+way, the deliveries counted).
 When the workers process ends on its own, the intake stops too (exit code 1), so that the
 supervisor restarts both.
 """
@@ -29,7 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from .. import __version__
 from ..acknowledge import WEBHOOK_PATH, Door, acknowledge, json_message, seen_deliveries
 from ..metrics import deliveries_counter
-from ..queue import Job, Offered
+from ..queue import IntakeFirst, Job, Offered
 from ..settings import Settings
 from .link import (
     ANSWER,
@@ -68,7 +71,12 @@ class Workers:
         self._routed = asyncio.Event()
         self._answers: dict[int, asyncio.Future[bytes]] = {}
         self._numbers = itertools.count(1)
-        self.sent = 0
+        self._pending: list[Job] = []  # accepted, not sent yet
+        self._has_pending = asyncio.Event()
+        self._sending: asyncio.Task[None] | None = None
+        self.pacing = IntakeFirst(backlog=lambda: len(self._pending),
+                                  most=max(1, settings.queue_size // 2))
+        self.sent = 0  # accepted, pending included
         self.taken = 0
         self.stopping = False
         self.ended_early = False
@@ -81,6 +89,8 @@ class Workers:
                 pass_fds=(theirs.fileno(),))
         self._link = await Link.over(ours, max_body=self._settings.max_body_bytes)
         self._reading = asyncio.create_task(self._read(self._link), name="conveyor-workers-link")
+        self._sending = asyncio.create_task(self._send_in_pauses(self._link),
+                                            name="conveyor-workers-send")
         log.info("workers process started", extra={"pid": self.process.pid})
 
     async def _read(self, link: Link) -> None:
@@ -97,12 +107,27 @@ class Workers:
                 elif frame.kind == ROUTES:
                     self._router = router_of(frame.content)
                     self._routed.set()
+                else:
+                    log.warning("unknown frame from the workers process",
+                                extra={"kind": repr(frame.kind)})
         except LinkClosed:
             pass
         finally:
             self._routed.set()  # no routes will come: deliveries waiting for them are refused
         if not self.stopping:
             await self._ended()
+
+    async def _send_in_pauses(self, link: Link) -> None:
+        while True:
+            await self._has_pending.wait()
+            await self.pacing.wait()
+            self._send_pending(link)
+
+    def _send_pending(self, link: Link) -> None:
+        jobs, self._pending = self._pending, []
+        self._has_pending.clear()
+        for job in jobs:
+            link.send(JOB, *job_content(job))
 
     async def _ended(self) -> None:
         """The workers process ended without being asked to: stop, so that both restart."""
@@ -129,8 +154,7 @@ class Workers:
 
     @property
     def gone(self) -> bool:
-        return self._link is None or self._link.closing or self.stopping \
-            or (self._reading is not None and self._reading.done())
+        return self._link is None or self._link.closing or self.stopping
 
     @property
     def waiting(self) -> int:
@@ -142,7 +166,8 @@ class Workers:
             return "unavailable"
         if self.waiting >= self._settings.queue_size:
             return "full"
-        self._link.send(JOB, *job_content(job))
+        self._pending.append(job)
+        self._has_pending.set()
         self.sent += 1
         return "accepted"
 
@@ -164,7 +189,12 @@ class Workers:
     async def stop(self) -> None:
         """Close the link and wait for the workers to finish what they hold."""
         self.stopping = True
+        if self._sending is not None:
+            self._sending.cancel()
+            await asyncio.gather(self._sending, return_exceptions=True)
         if self._link is not None:
+            if not self._link.closing:
+                self._send_pending(self._link)
             await self._link.close()
         if self.process is not None and self.process.returncode is None:
             try:
@@ -223,7 +253,8 @@ async def webhook(request: web.Request) -> web.Response:
         event = request.headers.get("X-GitHub-Event") or "unknown"
         front.door.deliveries.labels(event, "store_unavailable").inc()
         return json_message(503, UNAVAILABLE)
-    return await acknowledge(front.door, request)
+    with front.workers.pacing.answering():
+        return await acknowledge(front.door, request)
 
 
 async def healthz(request: web.Request) -> web.Response:

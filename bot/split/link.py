@@ -48,6 +48,7 @@ class Link:
         self._reader = reader
         self._writer = writer
         self._max_frame = max_body + FRAME_OVERHEAD
+        self.ended = False  # the other side closed its end, or sent what is not a frame
 
     @classmethod
     async def over(cls, sock: socket.socket, *, max_body: int) -> Link:
@@ -67,7 +68,11 @@ class Link:
                 raise LinkClosed(f"a frame of {size} bytes")
             data = await self._reader.readexactly(size)
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            self.ended = True
             raise LinkClosed(str(exc) or type(exc).__name__) from None
+        except LinkClosed:
+            self.ended = True
+            raise
         return Frame(data[:1], data[1:])
 
     async def close(self) -> None:
@@ -83,7 +88,8 @@ class Link:
 
     @property
     def closing(self) -> bool:
-        return self._writer.is_closing()
+        """Either end is closed: nothing sent now would be read."""
+        return self.ended or self._writer.is_closing()
 
 
 def job_content(job: Job) -> list[bytes]:

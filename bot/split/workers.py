@@ -1,5 +1,6 @@
 """The workers process of `python -m bot serve`: the queue, the workers, the resync, the GitHub
-and registry clients; everything but the socket GitHub delivers to.
+and registry clients; everything but the socket GitHub delivers to. Large edits and parses
+run in a thread here (`bot.offload`): they delay other jobs, never an answer.
 
 It is started by the intake process with its end of a socket pair (`python -m
 bot.split.workers FD`), reads the same settings, and lives as long as that socket: at its end
@@ -119,6 +120,7 @@ async def answer_intake(link: Link, runtime: Runtime, queue: FedQueue) -> None:
 
 
 async def serve_intake(settings: Settings, sock: socket.socket) -> None:
+    offload.threads_only()  # no answer waits on this process's interpreter
     link = await Link.over(sock, max_body=settings.max_body_bytes)
     taken = TakenCount(link)
     queue = FedQueue(settings.queue_size, taken.took)
@@ -132,7 +134,7 @@ async def serve_intake(settings: Settings, sock: socket.socket) -> None:
     await runner.setup()  # starts the pool; the first GitHub call runs meanwhile
     gc.collect()
     gc.freeze()  # as in the intake (`bot.serve.freeze_startup_heap`)
-    log.info("workers started", extra={"pid": os.getpid(), "offload_pid": offload.start()})
+    log.info("workers started", extra={"pid": os.getpid()})
     try:
         await answer_intake(link, runtime, queue)
     finally:
