@@ -62,6 +62,15 @@ async def test_a_job_crosses_as_it_was_signed() -> None:
     await workers.close()
 
 
+async def test_jobs_written_at_once_arrive_one_frame_each() -> None:
+    intake, workers = await pair()
+    jobs = [Job(f"d-{n}", "release", b'{"action":"released","n":%d}' % n) for n in range(3)]
+    intake.send_each(JOB, [job_content(job) for job in jobs])
+    assert [job_of((await workers.receive()).content) for _ in jobs] == jobs
+    await intake.close()
+    await workers.close()
+
+
 async def test_a_frame_longer_than_a_delivery_can_be_ends_the_link() -> None:
     left, right = socket.socketpair()
     reader = await Link.over(right, max_body=1024)

@@ -2,9 +2,10 @@
 could keep an answer waiting.
 
 It verifies, routes and dedupes each delivery and answers; the job goes to the workers
-process over a socket pair (`bot.split.link`) in the next pause between deliveries (at most
-half a second later, at once when half the queue waits), so that a burst is answered before
-its work competes with the answers for the cores. The answer never waits for the workers.
+process over a socket pair (`bot.split.link`), written once the answer is on its way (the
+jobs accepted in one turn of the event loop in one write). The answer never waits for the
+workers, and the workers run at the lowest CPU priority (`bot.split.workers`), so that where
+the cores are busy the answers go first and the work runs in what is left.
 The queue's bound holds across the two: the workers say how many of the jobs sent a worker
 has taken, and once `CONVEYOR_QUEUE_SIZE` accepted jobs wait, deliveries are answered 503.
 `/healthz` and `/metrics` ask the workers, and add what the intake knows (the jobs on their
@@ -32,7 +33,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from .. import __version__
 from ..acknowledge import WEBHOOK_PATH, Door, acknowledge, json_message, seen_deliveries
 from ..metrics import deliveries_counter
-from ..queue import IntakeFirst, Job, Offered
+from ..queue import Job, Offered
 from ..settings import Settings
 from .link import (
     ANSWER,
@@ -71,11 +72,7 @@ class Workers:
         self._routed = asyncio.Event()
         self._answers: dict[int, asyncio.Future[bytes]] = {}
         self._numbers = itertools.count(1)
-        self._pending: list[Job] = []  # accepted, not sent yet
-        self._has_pending = asyncio.Event()
-        self._sending: asyncio.Task[None] | None = None
-        self.pacing = IntakeFirst(backlog=lambda: len(self._pending),
-                                  most=max(1, settings.queue_size // 2))
+        self._pending: list[Job] = []  # accepted in this turn of the loop, not sent yet
         self.sent = 0  # accepted, pending included
         self.taken = 0
         self.stopping = False
@@ -89,8 +86,6 @@ class Workers:
                 pass_fds=(theirs.fileno(),))
         self._link = await Link.over(ours, max_body=self._settings.max_body_bytes)
         self._reading = asyncio.create_task(self._read(self._link), name="conveyor-workers-link")
-        self._sending = asyncio.create_task(self._send_in_pauses(self._link),
-                                            name="conveyor-workers-send")
         log.info("workers process started", extra={"pid": self.process.pid})
 
     async def _read(self, link: Link) -> None:
@@ -117,17 +112,10 @@ class Workers:
         if not self.stopping:
             await self._ended()
 
-    async def _send_in_pauses(self, link: Link) -> None:
-        while True:
-            await self._has_pending.wait()
-            await self.pacing.wait()
-            self._send_pending(link)
-
-    def _send_pending(self, link: Link) -> None:
+    def _send_pending(self) -> None:
         jobs, self._pending = self._pending, []
-        self._has_pending.clear()
-        for job in jobs:
-            link.send(JOB, *job_content(job))
+        if self._link is not None and not self._link.closing:
+            self._link.send_each(JOB, [job_content(job) for job in jobs])
 
     async def _ended(self) -> None:
         """The workers process ended without being asked to: stop, so that both restart."""
@@ -166,8 +154,9 @@ class Workers:
             return "unavailable"
         if self.waiting >= self._settings.queue_size:
             return "full"
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._send_pending)
         self._pending.append(job)
-        self._has_pending.set()
         self.sent += 1
         return "accepted"
 
@@ -189,12 +178,8 @@ class Workers:
     async def stop(self) -> None:
         """Close the link and wait for the workers to finish what they hold."""
         self.stopping = True
-        if self._sending is not None:
-            self._sending.cancel()
-            await asyncio.gather(self._sending, return_exceptions=True)
+        self._send_pending()
         if self._link is not None:
-            if not self._link.closing:
-                self._send_pending(self._link)
             await self._link.close()
         if self.process is not None and self.process.returncode is None:
             try:
@@ -253,8 +238,7 @@ async def webhook(request: web.Request) -> web.Response:
         event = request.headers.get("X-GitHub-Event") or "unknown"
         front.door.deliveries.labels(event, "store_unavailable").inc()
         return json_message(503, UNAVAILABLE)
-    with front.workers.pacing.answering():
-        return await acknowledge(front.door, request)
+    return await acknowledge(front.door, request)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -11,6 +11,7 @@ import asyncio
 import json
 import socket
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,8 +58,14 @@ class Link:
 
     def send(self, kind: bytes, *parts: bytes) -> None:
         """Queue a frame for writing (the transport buffers it; no wait)."""
-        size = len(kind) + sum(len(part) for part in parts)
-        self._writer.writelines([_LENGTH.pack(size), kind, *parts])
+        self.send_each(kind, [parts])
+
+    def send_each(self, kind: bytes, frames: Iterable[Sequence[bytes]]) -> None:
+        """One frame of `kind` for each item of `frames` (its parts), in one write."""
+        pieces: list[bytes] = []
+        for parts in frames:
+            pieces += [_LENGTH.pack(len(kind) + sum(len(part) for part in parts)), kind, *parts]
+        self._writer.writelines(pieces)
 
     async def receive(self) -> Frame:
         try:

@@ -50,7 +50,10 @@ from .link import (
 
 log = logging.getLogger("bot.split.workers")  # run as __main__
 
-WORKERS_NICENESS = 5  # added to the intake's: where the cores are all busy, answers go first
+# Added to the intake's: the lowest priority there is. Where the cores are all busy, the
+# intake (and whatever else runs beside it) goes first and the work runs in what is left; a
+# flood that leaves nothing fills the queue, and the intake answers 503 until there is room.
+WORKERS_NICENESS = 19
 FROM_INTAKE = "intake"  # the receipt of a job sent by the intake, until a worker takes it
 
 
