@@ -1,7 +1,10 @@
 """1. Webhook acknowledgement latency: Conveyor against a bare aiohttp handler, same run.
 
 Both servers are child processes started side by side (`python -m bot serve` and
-`python -m benchmarks.bare`); this process is the sender. For each concurrency level the
+`python -m benchmarks.bare`); this process is the sender. With two CPUs or more, both servers
+(Conveyor with its workers process) run on one CPU and this process on another, so that the
+senders and the emulator never take a server's CPU and each server meets only its own
+processes' competition. For each concurrency level the
 batches alternate between the two servers (bare, Conveyor, Conveyor, bare, ...), so that a
 noisy neighbour slows both alike; such a run gives the ratio of the p99s, and each level runs
 `REPEATS` times: the median ratio is reported, with every run's.
@@ -39,16 +42,15 @@ import json
 import logging
 import os
 import time
-import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
 from bot.sandbox.demo import DEPLOY_REPO
 
-from .report import Section, median, percentile
+from .report import Section, median
 from .scale import big_manifest
+from .senders import Signed, Target, level_elsewhere, send_batch
 from .wiring import SECRET, ChildServer, Stage, spawn_bare, spawn_bot, start_stage
 
 BODY_BYTES = 25 * 1024
@@ -56,20 +58,6 @@ QUIET_REPO = "acme/docs"
 CI_BOT = "github-actions[bot]"
 BIG_FILE = "apps/web/overlays/staging/kustomization.yaml"
 REPEATS = 5  # runs of each level: the machine is shared, so one run's ratio is noisy
-
-
-@dataclass(frozen=True)
-class Signed:
-    event: str
-    body: bytes
-    signature: str
-
-    def headers(self) -> dict[str, str]:
-        return {
-            "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/benchmark",
-            "X-GitHub-Event": self.event, "X-GitHub-Delivery": str(uuid.uuid4()),
-            "X-Hub-Signature-256": self.signature,
-        }
 
 
 def padded(event: str, payload: dict[str, Any], size: int = BODY_BYTES) -> Signed:
@@ -83,6 +71,16 @@ def padded(event: str, payload: dict[str, Any], size: int = BODY_BYTES) -> Signe
     body = json.dumps(data, separators=(",", ":")).encode()
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
     return Signed(event, body, signature)
+
+
+def split_cpus(available: set[int]) -> tuple[set[int] | None, set[int] | None]:
+    """The CPUs of the senders (with the emulator) and of the servers under test: one each, so
+    that both servers meet the same competition, their own processes', never the senders'.
+    None, None with fewer than two."""
+    if len(available) < 2:
+        return None, None
+    first, second = sorted(available)[:2]
+    return {first}, {second}
 
 
 async def quiet_events(stage: Stage) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -123,56 +121,6 @@ async def keep_promoting(stage: Stage, stop: asyncio.Event, first: asyncio.Event
         number += 1
 
 
-@dataclass
-class Timed:
-    """Latencies (s) of the answers, and how many were not 2xx."""
-
-    latencies: list[float]
-    failures: int = 0
-
-    async def post(self, session: aiohttp.ClientSession, url: str, signed: Signed) -> None:
-        headers = signed.headers()
-        started = time.perf_counter()
-        async with session.post(url, data=signed.body, headers=headers) as response:
-            await response.read()
-            status = response.status
-        self.latencies.append(time.perf_counter() - started)
-        if not 200 <= status < 300:
-            self.failures += 1
-
-
-async def send_batch(session: aiohttp.ClientSession, url: str, signed: Signed, count: int,
-                     concurrency: int) -> tuple[list[float], int]:
-    """`count` deliveries from `concurrency` senders: latencies (s) and non-2xx answers."""
-    timed = Timed([])
-    remaining = count
-
-    async def sender() -> None:
-        nonlocal remaining
-        while remaining > 0:
-            remaining -= 1
-            await timed.post(session, url, signed)
-
-    await asyncio.gather(*(sender() for _ in range(min(concurrency, count))))
-    return timed.latencies, timed.failures
-
-
-async def send_paced(session: aiohttp.ClientSession, url: str, signed: Signed, count: int,
-                     rate: float) -> tuple[list[float], int]:
-    """`count` deliveries at `rate` a second, each sent at its time whatever the answers to
-    the others (as GitHub sends: every delivery on its own): latencies (s), non-2xx answers."""
-    timed = Timed([])
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-
-    async def deliver(index: int) -> None:
-        await asyncio.sleep(max(0.0, start + index / rate - loop.time()))
-        await timed.post(session, url, signed)
-
-    await asyncio.gather(*(deliver(index) for index in range(count)))
-    return timed.latencies, timed.failures
-
-
 async def accepted(session: aiohttp.ClientSession, bot: ChildServer, event: str,
                    payloads: list[dict[str, Any]]) -> Signed:
     """The first payload Conveyor queues (it answers 202; 204 means not handled)."""
@@ -182,13 +130,6 @@ async def accepted(session: aiohttp.ClientSession, bot: ChildServer, event: str,
             if response.status == 202:
                 return signed
     raise RuntimeError(f"Conveyor queues none of the {event} payloads")
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    url: str
-    signed: Signed
 
 
 def per_delivery_costs(signed: Signed) -> dict[str, float]:
@@ -246,13 +187,19 @@ async def run(quick: bool) -> Section:
     busy: dict[str, list[dict[str, Any]]] = {str(c): [] for c in levels}
     paced: dict[str, list[dict[str, Any]]] = {str(r): [] for r in rates}
     busy_promotions = 0
+    mine = os.sched_getaffinity(0)
+    sender_cpus, server_cpus = split_cpus(mine)
     try:
+        if sender_cpus is not None:
+            os.sched_setaffinity(0, sender_cpus)
         big, lines = big_manifest(5000)
         await stage.emulator.push_files(DEPLOY_REPO, {BIG_FILE: big}, author="bob",
                                         message="All Deployments in one file")
         releases, comment = await quiet_events(stage)
-        bot, bare = await asyncio.gather(spawn_bot(stage), spawn_bare())
+        bot, bare = await asyncio.gather(spawn_bot(stage, cpus=server_cpus),
+                                         spawn_bare(cpus=server_cpus))
         servers += [bot, bare]
+        health = f"http://127.0.0.1:{bot.port}/healthz"
         async with aiohttp.ClientSession() as probe:
             release = await accepted(probe, bot, "release", releases)
             ignored = await accepted(probe, bot, "issue_comment", [comment])
@@ -265,10 +212,12 @@ async def run(quick: bool) -> Section:
         for _ in range(repeats):
             for concurrency, (rounds, per_round) in levels.items():
                 results[str(concurrency)].append(
-                    await _level(targets, concurrency, rounds, per_round, bot))
+                    await level_elsewhere(targets, concurrency, rounds, per_round, health,
+                                          cpus=sender_cpus))
             for rate, (rounds, per_round) in rates.items():
                 paced[str(rate)].append(
-                    await _level(targets[:2], 200, rounds, per_round, bot, rate=rate))
+                    await level_elsewhere(targets[:2], 200, rounds, per_round, health,
+                                          rate=rate, cpus=sender_cpus))
         github_requests = len(stage.emulator.requests.entries)
         peak_kb = bot.memory().get("VmHWM", 0)
         stage.emulator.webhook_url = bot.url  # the releases below are promoted
@@ -280,7 +229,8 @@ async def run(quick: bool) -> Section:
             for _ in range(repeats):
                 for concurrency, (rounds, per_round) in levels.items():
                     busy[str(concurrency)].append(
-                        await _level(targets[:2], concurrency, rounds, per_round, bot))
+                        await level_elsewhere(targets[:2], concurrency, rounds, per_round,
+                                              health, cpus=sender_cpus))
             busy_promotions = len(promoted)
         finally:
             stop.set()
@@ -289,6 +239,7 @@ async def run(quick: bool) -> Section:
         for server in servers:
             await server.stop()
         await stage.stop()
+        os.sched_setaffinity(0, mine)
 
     for senders, runs in results.items():
         for name, label in (("release", "`release` of a repo feeding no service"),
@@ -311,7 +262,13 @@ async def run(quick: bool) -> Section:
     section.add("GitHub requests by Conveyor during the measurement", str(github_requests),
                 target="0", ok=github_requests == 0,
                 note=f"peak RSS of Conveyor's processes, summed: {peak_kb / 1024:.0f} MB")
+    section.add("CPUs", "one for the servers, one for the senders and the emulator"
+                if server_cpus is not None else "shared (fewer than 2 available)",
+                note=f"servers on {sorted(server_cpus or mine)}, this process on "
+                     f"{sorted(sender_cpus or mine)}; Conveyor's workers process on the "
+                     "servers' CPU too, at nice +19")
     section.data = {"body_bytes": len(release.body), "levels": results, "costs_us": costs,
+                    "server_cpus": sorted(server_cpus or mine),
                     "busy_levels": busy, "paced_levels": paced,
                     "busy_promotions": busy_promotions,
                     "github_requests_during_measurement": github_requests,
@@ -346,56 +303,3 @@ def _ratio_row(section: Section, label: str, runs: list[dict[str, Any]], name: s
              + (f"; {failures} not 2xx" if failures else ""))
 
 
-async def drained(session: aiohttp.ClientSession, bot: ChildServer, within: float = 10.0
-                  ) -> None:
-    """Until Conveyor's queue is empty (its `/healthz` says), so that a batch, of either
-    target, does not run beside the jobs of Conveyor's batch before it."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while loop.time() < deadline:
-        async with session.get(f"http://127.0.0.1:{bot.port}/healthz") as response:
-            if (await response.json()).get("queue_depth", 0) == 0:
-                return
-        await asyncio.sleep(0.01)
-
-
-async def _level(targets: list[Target], concurrency: int, rounds: int, per_round: int,
-                 bot: ChildServer, rate: float | None = None) -> dict[str, Any]:
-    """Each target's latencies over `rounds` batches of `per_round` deliveries: from
-    `concurrency` senders each waiting for its answer, or with `rate`, at that many a second
-    (and up to `concurrency` connections)."""
-    sessions = {t.name: aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
-                for t in targets}
-    latencies: dict[str, list[float]] = {t.name: [] for t in targets}
-    busy = dict.fromkeys(sessions, 0.0)
-    failures = dict.fromkeys(sessions, 0)
-    probe = aiohttp.ClientSession()
-    try:
-        for target in targets:  # open the connections before timing
-            await send_batch(sessions[target.name], target.url, target.signed, concurrency,
-                             concurrency)
-        for index in range(rounds * len(targets)):
-            # the order rotates every round, so that each target runs first equally often
-            round_number, slot = divmod(index, len(targets))
-            target = targets[(slot + round_number) % len(targets)]
-            await drained(probe, bot)
-            started = time.perf_counter()
-            got, failed = (
-                await send_paced(sessions[target.name], target.url, target.signed, per_round,
-                                 rate) if rate is not None else
-                await send_batch(sessions[target.name], target.url, target.signed, per_round,
-                                 concurrency))
-            busy[target.name] += time.perf_counter() - started
-            latencies[target.name] += got
-            failures[target.name] += failed
-    finally:
-        for session in [*sessions.values(), probe]:
-            await session.close()
-    return {name: {
-        "count": len(values),
-        "p50_ms": percentile(values, 0.50) * 1000,
-        "p99_ms": percentile(values, 0.99) * 1000,
-        "max_ms": max(values) * 1000,
-        "per_second": len(values) / busy[name] if busy[name] else 0.0,
-        "failures": failures[name],
-    } for name, values in latencies.items()}

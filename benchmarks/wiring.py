@@ -15,6 +15,7 @@ recorded and held, then replayed in order by `Stage.replay_held()`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import signal
@@ -251,13 +252,16 @@ async def _wait_healthy(server: ChildServer) -> None:
     raise RuntimeError(f"server did not become healthy; see {server.log_path}")
 
 
-async def _spawn(args: list[str], env: dict[str, str], port: int, name: str) -> ChildServer:
+async def _spawn(args: list[str], env: dict[str, str], port: int, name: str,
+                 cpus: set[int] | None = None) -> ChildServer:
     workdir = Path(tempfile.mkdtemp(prefix=f"conveyor-bench-{name}-"))
     log_path = workdir / "server.log"
     with log_path.open("wb") as log_file:
         process = await asyncio.create_subprocess_exec(
             *args, cwd=workdir, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=log_file, stderr=log_file,
+            # before the server starts, so that the processes it starts run there too
+            preexec_fn=None if cpus is None else functools.partial(os.sched_setaffinity, 0, cpus),
         )
     return ChildServer(process, port, log_path)
 
@@ -270,19 +274,21 @@ def _child_env(extra: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-async def spawn_bot(stage: Stage, *, log_level: str = "INFO") -> ChildServer:
-    """`python -m bot serve` against the emulator, with production defaults otherwise."""
+async def spawn_bot(stage: Stage, *, log_level: str = "INFO",
+                    cpus: set[int] | None = None) -> ChildServer:
+    """`python -m bot serve` against the emulator, with production defaults otherwise; on
+    the `cpus` given, with every process it starts."""
     port = free_port()
     env = _child_env(serve_environment(stage.emulator, SECRET, port, LOG_LEVEL=log_level))
-    server = await _spawn([sys.executable, "-m", "bot", "serve"], env, port, "bot")
+    server = await _spawn([sys.executable, "-m", "bot", "serve"], env, port, "bot", cpus)
     await _wait_healthy(server)
     return server
 
 
-async def spawn_bare() -> ChildServer:
+async def spawn_bare(cpus: set[int] | None = None) -> ChildServer:
     """The baseline: an aiohttp handler that reads the body and answers 202."""
     port = free_port()
     server = await _spawn([sys.executable, "-m", "benchmarks.bare", str(port), WEBHOOK_PATH],
-                          _child_env({}), port, "bare")
+                          _child_env({}), port, "bare", cpus)
     await _wait_healthy(server)
     return server
