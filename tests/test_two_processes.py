@@ -9,6 +9,8 @@ import hmac
 import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import pytest
 
 from bot.sandbox.demo import seed
 from conveyor_emulator import Emulator
-from tests.botprocess import BotProcess
+from tests.botprocess import REPO_ROOT, BotProcess
 from tests.harness import SECRET
 
 
@@ -186,3 +188,16 @@ async def test_a_frozen_workers_process_delays_no_answer_and_fails_the_health_ch
         assert await until(lambda: {f"d-{n}" for n in range(5)} <= processed()), bot.log()
     finally:
         await bot.stop_async()
+
+
+def test_the_workers_process_is_started_by_serve_only(tmp_path: Path) -> None:
+    alone = subprocess.run([sys.executable, "-m", "bot.split.workers"], cwd=tmp_path,
+                           env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT)},
+                           capture_output=True, text=True, timeout=60)
+    assert alone.returncode == 2
+    assert alone.stderr == ("conveyor workers: started by `python -m bot serve`, with a "
+                            "socket's file descriptor\n")
+    unset = subprocess.run([sys.executable, "-m", "bot.split.workers", "3"], cwd=tmp_path,
+                           env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT)},
+                           capture_output=True, text=True, timeout=60)
+    assert (unset.returncode, unset.stderr) == (2, "conveyor workers: GITHUB_APP_ID is not set\n")

@@ -146,7 +146,7 @@ class Workers:
 
     @property
     def waiting(self) -> int:
-        """Jobs sent that no worker has taken yet."""
+        """Jobs accepted that no worker has taken yet (some maybe not written yet)."""
         return self.sent - self.taken
 
     async def offer(self, job: Job) -> Offered:

@@ -58,11 +58,12 @@ FROM_INTAKE = "intake"  # the receipt of a job sent by the intake, until a worke
 
 
 class FedQueue(MemoryQueue):
-    """The workers' queue. The intake bounds what it sends by what it was told was taken, so
-    a job it sent is waited for room for (it was acknowledged already), never refused."""
+    """The workers' queue. The intake bounds what it sends by what it was told was taken, to
+    `maxsize`; as much room again is the workers' own (timers, retries). A job the intake sent
+    was acknowledged already: it is waited for room for, never refused."""
 
     def __init__(self, maxsize: int, took: Callable[[], None]) -> None:
-        super().__init__(maxsize)
+        super().__init__(2 * maxsize)
         self._took = took
         self.received = 0
 
