@@ -9,13 +9,9 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from . import offload
-from .handlers import build_router
 from .logs import configure_logging, register_secret
-from .server import create_app
 from .settings import Settings, SettingsError, load_settings
 from .split.front import create_intake_app, workers_of
-from .tasks import background_tasks
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +81,12 @@ def run_server() -> int:
 
 
 def one_process_app(settings: Settings) -> web.Application:
+    # imported here: the intake process of memory mode loads no handler and no client
+    from . import offload
+    from .handlers import build_router
+    from .server import create_app
+    from .tasks import background_tasks
+
     worker = offload.start()
     log.debug("offload process started", extra={"pid": worker})
     return create_app(settings, build_router(), background=background_tasks,

@@ -201,3 +201,15 @@ def test_the_workers_process_is_started_by_serve_only(tmp_path: Path) -> None:
                            env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT)},
                            capture_output=True, text=True, timeout=60)
     assert (unset.returncode, unset.stderr) == (2, "conveyor workers: GITHUB_APP_ID is not set\n")
+
+
+def test_the_intake_process_loads_no_handler_and_no_client() -> None:
+    """What the intake holds in memory: the answer's code, not the work's."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, bot.serve; print(' '.join(sorted(sys.modules)))"],
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert "bot.split.front" in loaded
+    heavy = ("bot.handlers", "bot.server", "bot.promotion", "bot.github", "bot.manifests",
+             "ruamel")
+    assert [name for name in loaded if name.startswith(heavy)] == []
