@@ -28,12 +28,14 @@ async def on_installation_created(event: sansio.Event, gh: ConveyorGitHubAPI, se
 async def on_repositories_changed(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
                                   ) -> None:
     """Only the repositories the event names are read (or forgotten): the installation's
-    list is not read again for each of them."""
+    list is not read again for each of them, and one GraphQL query asks which of 100 added
+    repositories hold a policy."""
     installation_id = event.data["installation"]["id"]
     services.policies.removed(installation_id, [str(r["full_name"]) for r in
                                            event.data.get("repositories_removed") or []])
-    await services.policies.added(gh, installation_id, [str(r["full_name"]) for r in
-                                                   event.data.get("repositories_added") or []])
+    added = [(str(r["full_name"]), str(r.get("node_id") or ""))
+             for r in event.data.get("repositories_added") or []]
+    await services.policies.added(gh, installation_id, added)
 
 
 @router.register("installation", action="deleted")

@@ -131,16 +131,22 @@ class PolicyIndex:
         entry.loaded = True
         return _usable(entry)
 
-    async def added(self, gh: GitHubAPI, installation_id: int, full_names: list[str]) -> None:
-        """Repositories added to the installation (`installation_repositories`): only they
-        are read. Before the installation is indexed, the whole list is read instead."""
+    async def added(self, gh: GitHubAPI, installation_id: int,
+                    repositories: list[tuple[str, str]]) -> None:
+        """Repositories added to the installation (`installation_repositories`), as (full
+        name, node id): only they are read, and as at discovery GraphQL says which of them
+        hold a policy, 100 a query. Before the installation is indexed, the whole list is read
+        instead."""
         entry = self._installation(installation_id)
         if not entry.loaded:
             await self.load(gh, installation_id)
             return
-        for name in full_names:
+        node_ids = [node_id for _name, node_id in repositories if node_id]
+        holding = await holds_path(gh, node_ids, POLICY_PATH) if node_ids else {}
+        for name, _node_id in repositories:
             entry.installed.setdefault(name.lower(), "")
-            await self.refresh(gh, installation_id, name)
+            await self.refresh(gh, installation_id, name,
+                               absent=holding.get(name.lower()) is False)
 
     def removed(self, installation_id: int, full_names: list[str]) -> None:
         """Repositories removed from the installation: forgotten, nothing is read."""

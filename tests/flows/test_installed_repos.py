@@ -68,9 +68,10 @@ async def test_a_repository_added_to_the_installation_is_read_alone(world: World
     world.emulator.requests.reset()
     await world.emulator.add_installation_repos(world.demo.installation_id, ["acme/docs"])
     await world.settle()
-    # its policy (none), and nothing of the other repositories or the installation's list
+    # GraphQL shows it holds no policy (in place of a 404); nothing of the other repositories
+    # or of the installation's list is read
     assert counted(world.emulator.requests.entries) == {
-        ("GET", R + "/contents/{path}", 404): 1}, world.emulator.requests.entries
+        ("POST", "/graphql", 200): 1}, world.emulator.requests.entries
     world.emulator.requests.reset()
     world.clock.advance(minutes=10)
     await resync_all(world.runtime.services)
@@ -87,6 +88,26 @@ async def test_a_repository_added_to_the_installation_is_read_alone(world: World
     await resync_all(world.runtime.services)
     assert not [e for e in world.emulator.requests.entries
                 if "/repos/acme/docs/" in e.url_path]
+
+
+async def test_150_repositories_added_at_once_cost_two_graphql_queries(world: World) -> None:
+    """One policy among them: only its file is read over REST."""
+    await quiet_resyncs(world)
+    names = [f"acme/tool-{index:03d}" for index in range(150)]
+    policy = world.emulator.file(world.repo, ".github/conveyor.yml")
+    assert policy is not None
+    for name in names:
+        world.emulator.add_repo(name, files={"README.md": "# tool\n"})
+    await world.emulator.push_files(names[70], {".github/conveyor.yml": policy}, author="bob")
+    world.emulator.requests.reset()
+    await world.emulator.add_installation_repos(world.demo.installation_id, names)
+    await world.settle()
+    made = counted(world.emulator.requests.entries)
+    assert made[("POST", "/graphql", 200)] == 2, made
+    assert made[("GET", R + "/contents/{path}", 200)] == 1, made
+    assert not any(status == 404 for _, _, status in made), made
+    indexed = world.runtime.services.policies.installed(world.demo.installation_id)
+    assert set(names) <= set(indexed)
 
 
 async def test_a_repository_removed_from_the_installation_is_forgotten_without_a_read(
