@@ -41,6 +41,7 @@ from .settings import Settings
 
 log = logging.getLogger(__name__)
 
+
 @dataclass
 class Runtime:
     settings: Settings
