@@ -1,5 +1,6 @@
 """The infrastructure every part of the bot works with, created once per app: the GitHub and
-registry clients, metrics, timers, locks, leases and the clock."""
+registry clients, the repository files read so far, the overlay builder, metrics, timers,
+locks, leases and the clock."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .github.client import GitHubClients
+from .github.snapshot import RepoFiles
 from .leases import Leases, LocalLeases
 from .metrics import Metrics
 from .queue import KeyedLocks, RepoLocks
 from .registry.lookup import ImageLookup
+from .render.build import Builder
 from .scheduler import Scheduler
 
 
@@ -26,6 +29,10 @@ class Context:
     scheduler: Scheduler
     # Tags, digests and labels come from the images' registries, never the Packages API.
     images: ImageLookup
+    # Trees by commit and file texts by blob sha, shared by every reader of repository files.
+    files: RepoFiles = field(default_factory=RepoFiles)
+    # Builds Kustomize overlays; None when no kustomize is there (rendering is off).
+    builder: Builder | None = None
     locks: RepoLocks = field(default_factory=KeyedLocks)
     leases: Leases = field(default_factory=LocalLeases)
     clock: Callable[[], datetime] = utc_now

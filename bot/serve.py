@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from .logs import configure_logging, register_secret
+from .render.tool import rendering_text
 from .settings import Settings, SettingsError, load_settings
 from .split.front import create_intake_app, workers_of
 
@@ -69,7 +70,8 @@ def run_server() -> int:
     app.on_startup.append(freeze_startup_heap)
     log.info("conveyor listening",
              extra={"host": settings.host, "port": sock.getsockname()[1],
-                    "api_url": settings.api_url, "processes": 1 if settings.redis_url else 2})
+                    "api_url": settings.api_url, "processes": 1 if settings.redis_url else 2,
+                    "rendering": rendering_text(settings.kustomize)})
     web.run_app(
         app,
         sock=sock,

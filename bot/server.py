@@ -35,6 +35,8 @@ from .queue import (
 )
 from .registry.client import RegistryClient, RegistryPolicy
 from .registry.lookup import ImageLookup
+from .render.build import Builder
+from .render.tool import rendering_text
 from .scheduler import Scheduler
 from .services import Services
 from .settings import Settings
@@ -109,7 +111,8 @@ def create_app(
         on_request=lambda host, status: metrics.registry_requests.labels(
             host, str(status) if status is not None else "none").inc())
     ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
-                  images=ImageLookup(registry), clock=clock, app_id=int(settings.app_id))
+                  images=ImageLookup(registry), clock=clock, app_id=int(settings.app_id),
+                  builder=Builder(settings.kustomize) if settings.kustomize else None)
     if scaleout is not None:  # shared by the replicas instead of per process
         ctx.scheduler, ctx.locks = scaleout.scheduler, scaleout.locks
         ctx.leases = scaleout.locks
@@ -251,7 +254,8 @@ async def healthz(request: web.Request) -> web.Response:
     store (Redis) refuses writes, so that a load balancer sends GitHub to another replica."""
     runtime = runtime_of(request.app)
     body: dict[str, Any] = {"status": "ok" if runtime.ready else "starting",
-                            "version": __version__, "queue_depth": runtime.queue.depth()}
+                            "version": __version__, "queue_depth": runtime.queue.depth(),
+                            "rendering": rendering_text(runtime.settings.kustomize)}
     healthy = runtime.ready
     if runtime.store_probe is not None:
         problem = await runtime.store_probe()

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from .registry.credentials import AuthFileError, Credential, load_auth_file
 from .registry.names import parse_endpoints
+from .render.tool import KUSTOMIZE_SETTING, Kustomize, find_kustomize
 
 DEFAULT_API_URL = "https://api.github.com"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -40,6 +41,8 @@ class Settings:
     # Registries: credentials by host (from CONVEYOR_REGISTRY_AUTH_FILE) and endpoint overrides.
     registry_credentials: Mapping[str, Credential] = field(default_factory=dict, repr=False)
     registry_endpoints: Mapping[str, str] = field(default_factory=dict)
+    # The kustomize that builds overlays (CONVEYOR_KUSTOMIZE); None: rendering is off.
+    kustomize: Kustomize | None = field(default_factory=lambda: find_kustomize(None))
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -188,6 +191,13 @@ def _registry_endpoints(env: Mapping[str, str]) -> dict[str, str]:
         raise SettingsError(f"CONVEYOR_REGISTRY_ENDPOINTS: {exc}") from None
 
 
+def _kustomize(env: Mapping[str, str]) -> Kustomize | None:
+    try:
+        return find_kustomize(env.get(KUSTOMIZE_SETTING))
+    except ValueError as exc:
+        raise SettingsError(f"{KUSTOMIZE_SETTING}: {exc}") from None
+
+
 def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None = None) -> Settings:
     """Build Settings; raises SettingsError naming the first bad variable."""
     env = merged_environment(environ, dotenv)
@@ -218,4 +228,5 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         redis_claim_timeout=max(0.5, _number(env, "CONVEYOR_REDIS_CLAIM_TIMEOUT", 30.0)),
         registry_credentials=_registry_credentials(env),
         registry_endpoints=_registry_endpoints(env),
+        kustomize=_kustomize(env),
     )

@@ -1,4 +1,4 @@
-"""Snapshots of a deployment repository's files (bot/promotion/snapshot.py) against the emulator
+"""Snapshots of a deployment repository's files (bot/github/snapshot.py) against the emulator
 over HTTP: an empty repository, files too large or not UTF-8, and archives that cannot stand for
 the blobs."""
 
@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 from gidgethub.aiohttp import GitHubAPI
 
-from bot.promotion.snapshot import RepoFiles, blobs_in_archive, git_blob_sha
+from bot.github.snapshot import RepoFiles, blobs_in_archive, git_blob_sha
 from bot.sandbox.demo import DEPLOY_REPO, seed
 from conveyor_emulator import Emulator
 from tests.harness import SECRET

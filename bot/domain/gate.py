@@ -15,7 +15,14 @@ from datetime import datetime
 from bot.text import format_time
 
 from .gate_evidence import change_conditions
-from .gate_model import NO_GATED_CHANGE, CheckStatus, Condition, GateInput, Verdict
+from .gate_model import (
+    NO_GATED_CHANGE,
+    BuildFinding,
+    CheckStatus,
+    Condition,
+    GateInput,
+    Verdict,
+)
 from .gate_reviews import approvals_condition, changes_requested
 
 
@@ -28,19 +35,22 @@ def evaluate_gate(gate: GateInput) -> Verdict:
     wait ends); else it is ``success``. No gated change and no file problem gives
     :data:`NO_GATED_CHANGE`.
     """
-    if not gate.changes and not gate.problems:
+    if not gate.changes and not gate.problems and not gate.builds:
         return NO_GATED_CHANGE
 
     conditions: list[Condition] = [
         Condition(ok=False, text=problem.reason, subject=f"{problem.path} ({problem.environment})")
         for problem in gate.problems
     ]
+    conditions.extend(build_condition(finding) for finding in gate.builds)
     for change in gate.changes:
         conditions.extend(change_conditions(change, gate))
 
+    # A build whose images stay as they were (replicas, resources, labels) asks for nothing.
     environments = list(dict.fromkeys(
         [change.environment for change in gate.changes]
-        + [problem.environment for problem in gate.problems]))
+        + [problem.environment for problem in gate.problems]
+        + [finding.environment for finding in gate.builds if finding.problem is not None]))
     conditions.extend(_freeze_condition(environment, gate) for environment in environments)
 
     known_rules = [gate.rules[env] for env in environments if env in gate.rules]
@@ -89,6 +99,24 @@ def _title(condition: Condition, more: int) -> str:
     text = f"{condition.subject}: {condition.text}" if condition.subject else condition.text
     text = text[:1].upper() + text[1:]
     return f"{text} (+{more} more)" if more else text
+
+
+def build_condition(finding: BuildFinding) -> Condition:
+    subject = f"{finding.environment} build"
+    where = f"`{finding.overlay or '.'}`"
+    if finding.rendering_off:
+        return Condition(ok=True, subject=subject, text=(
+            f"{where} is not built: rendering is off (no kustomize), its files are judged "
+            "as files"))
+    if finding.problem is not None:
+        return Condition(ok=False, subject=subject,
+                         text=f"{where} cannot be judged: {finding.problem}")
+    if not finding.changes:
+        return Condition(ok=True, subject=subject,
+                         text=f"{where} builds with every workload's image unchanged")
+    return Condition(ok=True, subject=subject, text=(
+        f"{where} changes {len(finding.changes)} workload image(s): "
+        + "; ".join(finding.changes)))
 
 
 def _freeze_condition(environment: str, gate: GateInput) -> Condition:

@@ -19,6 +19,8 @@ def change_conditions(change: ImageChange, gate: GateInput) -> list[Condition]:
     subject = f"{change.service} → {change.environment}"
     if not change.owned:
         subject = f"{change.image} in {subject}"
+    if change.workload is not None:
+        subject = f"{subject} ({change.workload})"
 
     def condition(ok: bool, text: str) -> Condition:
         return Condition(ok=ok, text=text, subject=subject)

@@ -70,6 +70,9 @@ class ImageChange:
     owned: bool = True
     canonical: str | None = None
     tags_text: str | None = None
+    # where the environment's build runs the image ("Deployment prod/web, container web"),
+    # for an image found by building the environment rather than in a file
+    workload: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,19 @@ class FileProblem:
     environment: str
     path: str
     reason: str
+
+
+@dataclass(frozen=True)
+class BuildFinding:
+    """What building one gated environment's Kustomize overlay at the PR's base and head
+    showed: the workloads whose image changes, or why the build could not be judged
+    (``problem``: it fails closed). ``rendering_off``: no kustomize, files judged as files."""
+
+    environment: str
+    overlay: str
+    changes: tuple[str, ...] = ()
+    problem: str | None = None
+    rendering_off: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,6 +148,7 @@ class GateInput:
     evidence_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     problems: tuple[FileProblem, ...] = ()
     failures: Mapping[str, tuple[FailureMark, ...]] = field(default_factory=dict)  # by digest
+    builds: tuple[BuildFinding, ...] = ()
 
 
 @dataclass(frozen=True)

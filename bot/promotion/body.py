@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..domain.commands import HELP_TEXT
 from ..domain.durations import format_duration
 from ..domain.policy import Environment
 from ..domain.provenance import Provenance
 from ..names import GATE_CHECK
-from ..text import short_digest
+from ..text import escape_markdown, short_digest
+from .builds import PromotionEffect
 from .candidates import Candidate
 from .marker import PromotionMarker
 
@@ -23,6 +24,8 @@ class Change:
     old_tag: str | None
     old_digest: str | None
     notes: tuple[str, ...] = ()
+    # what the environment's Kustomize build runs differently, when it was built
+    effect: PromotionEffect = field(default_factory=PromotionEffect)
 
 
 def pr_title(candidate: Candidate, environment: str, *, rollback: bool = False,
@@ -94,6 +97,8 @@ def pr_body(
     notes = [note for change in changes for note in change.notes]
     if notes:
         lines += ["", *[f"> {note}" for note in notes]]
+    for change in changes:
+        lines += effect_lines(change.effect)
     if rollback_note:
         lines += ["", rollback_note]
     if upstream_note:
@@ -107,6 +112,22 @@ def pr_body(
         marker_text = marker.render()
         body = body[: MAX_BODY - len(marker_text) - 40] + "\n\n…(truncated)\n\n" + marker_text
     return body
+
+
+def effect_lines(effect: PromotionEffect) -> list[str]:
+    """What the environment's build runs differently: one row per workload whose image the
+    promotion changes."""
+    if effect.overlay is None:
+        return []
+    where = escape_markdown(effect.overlay or ".")
+    if effect.problem is not None:
+        return ["", f"> The build of {where} could not be compared: "
+                    f"{escape_markdown(effect.problem)}"]
+    lines = ["", f"Building {where} with this change, these workloads run a new image:", "",
+             "| workload | from | to |", "| --- | --- | --- |"]
+    lines += [f"| {escape_markdown(str(c.slot))} | {escape_markdown(c.old or '—')} | "
+              f"{escape_markdown(c.new)} |" for c in effect.changes]
+    return lines
 
 
 def provenance_lines(provenance: Provenance) -> list[str]:

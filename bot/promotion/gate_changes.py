@@ -30,6 +30,22 @@ if TYPE_CHECKING:
 MAX_LISTED_FILES = 3000
 
 
+@dataclass(frozen=True)
+class ChangedFile:
+    """One entry of the PR's file list."""
+
+    path: str
+    status: str  # "added" | "removed" | "modified" | "renamed" | "copied" | "changed"
+    previous: str | None = None
+
+
+@dataclass
+class GatedChanges:
+    changes: list[ImageChange]
+    problems: list[FileProblem]
+    files: list[ChangedFile]
+
+
 @dataclass
 class ChangeReader:
     """Reads the gated changes of pull requests; remembers which digests have no attestation."""
@@ -39,10 +55,12 @@ class ChangeReader:
         default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=1800))
 
     async def read(self, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
-                   facts: PullFacts) -> tuple[list[ImageChange], list[FileProblem]]:
-        """The image changes of the PR's gated files, and what the gate cannot judge."""
+                   facts: PullFacts) -> GatedChanges:
+        """The image changes of the PR's gated files, what the gate cannot judge, and every
+        file the PR changes."""
         changes: list[ImageChange] = []
         problems: list[FileProblem] = []
+        touched: list[ChangedFile] = []
         listed = 0
         async for changed in gh.getiter(
             f"/repos/{repo.full_name}/pulls/{facts.number}/files?per_page=100"
@@ -50,6 +68,8 @@ class ChangeReader:
             listed += 1
             path = changed["filename"]
             previous = changed.get("previous_filename")
+            touched.append(ChangedFile(path, str(changed.get("status") or "modified"),
+                                       previous))
             owners = gated_owners(policy, path)
             former = gated_owners(policy, previous) if previous else []
             status = changed.get("status")
@@ -99,8 +119,8 @@ class ChangeReader:
                     problems.append(FileProblem(environment, path,
                                                 f"line {reference.line}: {reference.problem}"))
                     continue
-                changes.append(await self._image_change(gh, policy, service, environment,
-                                                        path, reference, facts))
+                changes.append(await self.image_change(gh, policy, service, environment,
+                                                       path, reference, facts))
         total = facts.changed_files
         # A PR read from a list has no changed_files: a full listing is then taken as cut off.
         if (total > listed) if total is not None else listed >= MAX_LISTED_FILES:
@@ -109,12 +129,12 @@ class ChangeReader:
                 "every gated environment", "the pull request",
                 f"changes {changed} files and GitHub lists only the first {listed}: files past "
                 "them cannot be judged; split the pull request"))
-        return changes, problems
+        return GatedChanges(changes, problems, touched)
 
-    async def _image_change(self, gh: GitHubAPI, policy: Policy, service: str,
+    async def image_change(self, gh: GitHubAPI, policy: Policy, service: str,
                             environment: str, path: str, reference: ImageReference,
                             facts: PullFacts) -> ImageChange:
-        owner = _service_of(policy, reference.canonical_name)
+        owner = service_of(policy, reference.canonical_name)
         digest, error = reference.digest, None
         if digest is None:
             if reference.tag is None:
@@ -209,7 +229,7 @@ def gated_owners(policy: Policy, path: str) -> list[tuple[Service, Environment]]
     return [(s, e) for s, e in policy.environment_for_path(path) if e.gated]
 
 
-def _service_of(policy: Policy, canonical: str) -> str | None:
+def service_of(policy: Policy, canonical: str) -> str | None:
     """The policy service whose image this is, if any."""
     for service in policy.services.values():
         if same_image(service.image, canonical):
@@ -221,7 +241,7 @@ def _judging_owner(policy: Policy, owners: list[tuple[Service, Environment]],
                    reference: ImageReference) -> tuple[str, str]:
     """Which of the file's (service, environment) owners judges a reference: the service
     whose image it is when that service owns the file, else the first owner."""
-    service = _service_of(policy, reference.canonical_name)
+    service = service_of(policy, reference.canonical_name)
     for owner, env in owners:
         if owner.name == service:
             return owner.name, env.name

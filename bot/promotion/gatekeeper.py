@@ -13,6 +13,7 @@ from ..domain.gate import evaluate_gate
 from ..domain.gate_model import NO_GATED_CHANGE, EnvironmentRules, Evidence, GateInput, Verdict
 from ..names import POLICY_PATH
 from .approvals import Approvals
+from .build_changes import read_build_changes
 from .evidence import EvidenceFinder
 from .gate_changes import ChangeReader
 from .gate_checkrun import GateCheckRuns
@@ -103,8 +104,11 @@ class GateService:
             return Verdict("completed", "failure", f"The policy {POLICY_PATH} is invalid",
                            (), None)
         policy = repo.policy
-        changes, problems = await self.changes.read(gh, repo, policy, facts)
-        if not changes and not problems:
+        gated = await self.changes.read(gh, repo, policy, facts)
+        built = await read_build_changes(self.changes, gh, repo, facts, gated.files,
+                                         gated.changes)
+        changes, problems = gated.changes + built.changes, gated.problems
+        if not changes and not problems and not built.findings:
             return NO_GATED_CHANGE
         finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, self.ctx.web_url,
                                 own_login=self.ctx.bot_login, own_app_id=self.ctx.app_id)
@@ -128,7 +132,8 @@ class GateService:
                 item if item.image is not None else replace(item, image=change.canonical)
                 for item in found)
         envs = {change.environment for change in changes} | {
-            p.environment for p in problems if p.environment in policy.environments}
+            p.environment for p in problems if p.environment in policy.environments} | {
+            f.environment for f in built.findings if f.environment in policy.environments}
         rules = {
             name: EnvironmentRules(
                 name=name, after=policy.environments[name].after or "",
@@ -145,6 +150,7 @@ class GateService:
             evidence={digest: tuple(items) for digest, items in evidence.items()},
             rollback=rollback, problems=tuple(problems), evidence_notes=dict(finder.notes),
             failures={digest: tuple(marks) for digest, marks in finder.failures.items()},
+            builds=tuple(built.findings),
             reviews=tuple(await self.approvals.reviews(gh, repo, policy, facts, envs)),
             head_sha=facts.head_sha, pr_author=facts.author,
             requester=facts.trusted.requester if facts.trusted else None,

@@ -30,9 +30,9 @@ from gidgethub.abc import GitHubAPI
 
 from ..github.refusals import or_none
 from ..github.repos import get_file
+from ..github.snapshot import RepoFiles
 from ..manifests import ManifestError, find_images
 from .marker import parse_marker
-from .snapshot import RepoFiles
 
 if TYPE_CHECKING:
     from ..context import Context

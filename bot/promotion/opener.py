@@ -40,6 +40,7 @@ from ..github.repos import (
 from ..manifests import Edit, ManifestError, promote_image
 from ..offload import run_cpu
 from .body import Change, commit_message, pr_body, pr_title
+from .builds import PromotionEffect, RepoBuilds, promotion_effect
 from .candidates import Candidate
 from .marker import PromotionMarker, branch_name, branch_prefix, parse_marker
 from .policies import DeploymentRepo
@@ -191,6 +192,7 @@ class _Promotion(Found):
     file: RepoFile | None = None  # the service's file at the default branch's head
     edit: Edit | None = None  # the candidate's digest set in it
     change: Change | None = None  # what the edit changes, for the PR's text
+    base_sha: str | None = None  # the default branch's head the edit was built at
 
 
 class Opener(RepoOpener[_Promotion]):
@@ -243,7 +245,7 @@ class Opener(RepoOpener[_Promotion]):
             branch = str(facts.branch)
             number, url, head_sha = await self._create(
                 candidate, env, branch, path, file.sha, edit.new_text, change,
-                with_link, rollback_note, upstream_pr,
+                with_link, rollback_note, upstream_pr, found.base_sha,
             )
             if not rollback:
                 await self._supersede(candidate, environment, branch, number, found.pulls)
@@ -289,8 +291,17 @@ class Opener(RepoOpener[_Promotion]):
         except ManifestError as exc:
             return FileEdit(f"cannot edit {exc}")
         before = found.edit.occurrences[0] if found.edit.occurrences else None
+        effect = PromotionEffect()
+        if found.edit.changed and self.ctx.builder is not None:
+            found.base_sha = await branch_head(self.gh, self.repo.full_name,
+                                               self.default_branch)
+            effect = await promotion_effect(
+                RepoBuilds(self.ctx, self.gh, self.repo.full_name), found.base_sha,
+                {subject.path: found.edit.new_text})
+            if effect.changes_nothing:
+                return FileEdit(effect.refusal(service.image))
         found.change = Change(subject.path, before.tag if before else None,
-                              before.digest if before else None, found.edit.notes)
+                              before.digest if before else None, found.edit.notes, effect)
         return FileEdit(changed=found.edit.changed, live_tag=found.change.old_tag)
 
     async def _promotions_of(self, pulls: list[dict[str, Any]], environment: str, service: str
@@ -312,12 +323,13 @@ class Opener(RepoOpener[_Promotion]):
     async def _create(
         self, candidate: Candidate, env: Environment, branch: str, path: str, blob_sha: str,
         new_text: str, change: Change, provenance: Provenance, rollback_note: str | None,
-        upstream_pr: int | None,
+        upstream_pr: int | None, base_sha: str | None,
     ) -> tuple[int, str, str]:
         repo = self.repo.full_name
         rollback = rollback_note is not None
         from_version = version_from_tag(change.old_tag) if change.old_tag else None
-        base_sha = await branch_head(self.gh, repo, self.default_branch)
+        if base_sha is None:
+            base_sha = await branch_head(self.gh, repo, self.default_branch)
         await self._create_branch(branch, base_sha)
         committed = await self.gh.put(
             f"/repos/{repo}/contents/{content_path(path)}",

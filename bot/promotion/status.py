@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import cachetools
 from gidgethub.abc import GitHubAPI
 
+from ..github.snapshot import FileAt
 from ..manifests import ManifestError, find_images
 from ..offload import run_cpu
 from ..text import format_minute, short_digest
@@ -26,7 +27,6 @@ from .history import UNKNOWN, ChangeHistory, Wanted
 from .marker import branch_prefix, parse_marker
 from .opener import open_pulls
 from .policies import DeploymentRepo
-from .snapshot import FileAt, RepoFiles
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -72,7 +72,7 @@ class StatusSources:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.files = RepoFiles()
+        self.files = ctx.files
         self.history = ChangeHistory()
         self._references: cachetools.LRUCache[ReferenceKey, Reference] = (
             cachetools.LRUCache(maxsize=4096))

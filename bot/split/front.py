@@ -34,6 +34,7 @@ from .. import __version__
 from ..acknowledge import WEBHOOK_PATH, Door, acknowledge, json_message, seen_deliveries
 from ..metrics import deliveries_counter
 from ..queue import Job, Offered
+from ..render.tool import rendering_text
 from ..settings import Settings
 from .link import (
     ANSWER,
@@ -64,7 +65,7 @@ class Workers:
     questions, and notices when it ends."""
 
     def __init__(self, settings: Settings) -> None:
-        self._settings = settings
+        self.settings = settings
         self.process: asyncio.subprocess.Process | None = None
         self._link: Link | None = None
         self._reading: asyncio.Task[None] | None = None
@@ -84,7 +85,7 @@ class Workers:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "bot.split.workers", str(theirs.fileno()),
                 pass_fds=(theirs.fileno(),))
-        self._link = await Link.over(ours, max_body=self._settings.max_body_bytes)
+        self._link = await Link.over(ours, max_body=self.settings.max_body_bytes)
         self._reading = asyncio.create_task(self._read(self._link), name="conveyor-workers-link")
         log.info("workers process started", extra={"pid": self.process.pid})
 
@@ -152,7 +153,7 @@ class Workers:
     async def offer(self, job: Job) -> Offered:
         if self.gone or self._link is None:
             return "unavailable"
-        if self.waiting >= self._settings.queue_size:
+        if self.waiting >= self.settings.queue_size:
             return "full"
         if not self._pending:
             asyncio.get_running_loop().call_soon(self._send_pending)
@@ -183,7 +184,7 @@ class Workers:
             await self._link.close()
         if self.process is not None and self.process.returncode is None:
             try:
-                await asyncio.wait_for(self.process.wait(), self._settings.shutdown_grace + 5)
+                await asyncio.wait_for(self.process.wait(), self.settings.shutdown_grace + 5)
             except TimeoutError:
                 log.warning("the workers process did not stop in time; killed")
                 self.process.kill()
@@ -253,7 +254,8 @@ async def healthz(request: web.Request) -> web.Response:
     state = json.loads(answer)
     on_the_way = workers.sent - int(state["received"])
     body = {"status": "ok" if state["ready"] else "starting", "version": __version__,
-            "queue_depth": int(state["queue_depth"]) + on_the_way}
+            "queue_depth": int(state["queue_depth"]) + on_the_way,
+            "rendering": rendering_text(workers.settings.kustomize)}
     return web.json_response(body, status=200 if state["ready"] else 503)
 
 

@@ -28,8 +28,8 @@ import cachetools
 from gidgethub import sansio
 from gidgethub.abc import GitHubAPI
 
-from ..github.refusals import or_none
-from ..github.repos import MAX_FILE_BYTES, FileTooLarge, branch_head, get_file
+from .refusals import or_none
+from .repos import MAX_FILE_BYTES, FileTooLarge, branch_head, get_file
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,10 @@ class Snapshot:
 
 def git_blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+class TreeTruncated(Exception):
+    """GitHub does not list a commit's whole tree."""
 
 
 class RepoFiles:
@@ -102,11 +106,8 @@ class RepoFiles:
         if tree is None:  # empty repository or a truncated tree: file by file
             return Snapshot(head, {path: await self._by_contents(gh, repo, path, branch)
                                    for path in wanted})
-        missing = {tree[path][0] for path in wanted
-                   if path in tree and tree[path][0] not in self._texts}
-        if len(missing) >= ARCHIVE_FROM and head is not None and sum(
-                size for _, size in tree.values()) <= MAX_ARCHIVE_BYTES:
-            await self._from_archive(gh, repo, head, missing)
+        if head is not None:
+            await self._prefetch(gh, repo, head, tree, wanted)
         files: dict[str, FileAt] = {}
         for path in wanted:
             if path not in tree:
@@ -123,6 +124,42 @@ class RepoFiles:
             files[path] = FileAt(path, sha, text, None if text is not None
                                  else f"`{path}` is not UTF-8 text")
         return Snapshot(head, files)
+
+    async def texts_at(self, gh: GitHubAPI, repo: str, commit: str, paths: Iterable[str]
+                       ) -> dict[str, str | None]:
+        """The texts of ``paths`` at ``commit`` (None: not UTF-8 text or larger than GitHub
+        returns). Raises KeyError for a path the commit's tree does not hold, and
+        TreeTruncated when GitHub does not list the whole tree."""
+        wanted = list(dict.fromkeys(paths))
+        tree = await self.tree(gh, repo, commit)
+        await self._prefetch(gh, repo, commit, tree, wanted)
+        texts: dict[str, str | None] = {}
+        for path in wanted:
+            sha, size = tree[path]
+            if size > MAX_FILE_BYTES:
+                texts[path] = None
+                continue
+            if sha not in self._texts:
+                self._texts[sha] = await _blob_text(gh, repo, sha)
+            texts[path] = self._texts[sha]
+        return texts
+
+    async def tree(self, gh: GitHubAPI, repo: str, commit: str) -> dict[str, tuple[str, int]]:
+        """path → (blob sha, size) of every file of ``commit``; TreeTruncated when GitHub
+        cuts the listing (more than 100,000 entries or 7 MB)."""
+        tree = await self._tree(gh, repo, commit)
+        if tree is None:
+            raise TreeTruncated(f"GitHub lists only part of the tree of {commit[:12]}")
+        return tree
+
+    async def _prefetch(self, gh: GitHubAPI, repo: str, commit: str,
+                        tree: dict[str, tuple[str, int]], wanted: Iterable[str]) -> None:
+        """Many texts missing: read them from the commit's archive in one request."""
+        missing = {tree[path][0] for path in wanted
+                   if path in tree and tree[path][0] not in self._texts}
+        if len(missing) >= ARCHIVE_FROM and sum(
+                size for _, size in tree.values()) <= MAX_ARCHIVE_BYTES:
+            await self._from_archive(gh, repo, commit, missing)
 
     async def _tree(self, gh: GitHubAPI, repo: str, commit: str
                     ) -> dict[str, tuple[str, int]] | None:

@@ -1,0 +1,186 @@
+"""Which files of a repository tree one Kustomize build reads, worked out from the build's own
+kustomization files (pure).
+
+Kustomize's root-only load restrictor (the default, and the only mode Conveyor builds with)
+lets a kustomization read files only in or below its own folder; other folders enter a build
+only as kustomizations of their own (``resources``, ``bases``, ``components``, ``generators``,
+``transformers``, ``validators`` entries naming a folder). So the folders of every
+kustomization a build reaches — its *roots* — hold everything it can read, and a change to a
+file below a root can change what the build deploys. The build runs on a copy of exactly the
+files below its roots; an entry this walk fails to follow is a folder missing from that copy,
+which fails the build (closed), never a file the gate overlooks.
+
+Remote bases and Helm chart inflation are found here and reported: they are never fetched.
+"""
+
+from __future__ import annotations
+
+import bisect
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.yamlread.data import DataBuilder
+from bot.yamlread.nodes import MAX_NODES, YamlError, parse
+
+KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+# Entries that may name a folder holding a kustomization of its own.
+FOLDER_FIELDS = ("resources", "bases", "components", "generators", "transformers", "validators")
+HELM_FIELDS = ("helmCharts", "helmChartInflationGenerator", "helmGlobals")
+# What one build may copy: far more than any overlay, far less than a disk.
+MAX_BUILD_FILES = 5000
+MAX_BUILD_BYTES = 32 * 1024 * 1024
+
+# A resource kustomize would fetch: a URL, an scp-like git address, or host/path.
+_REMOTE = re.compile(r"^([a-z][a-z0-9+.-]*://|git@|[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?/)", re.I)
+
+
+class TreeIndex:
+    """The paths of one commit's tree (blobs with their sizes), with its folders."""
+
+    def __init__(self, sizes: Mapping[str, int]) -> None:
+        self.sizes = dict(sizes)
+        self._sorted = sorted(self.sizes)
+        self.folders: set[str] = {""}
+        for path in self._sorted:
+            parent = posixpath.dirname(path)
+            while parent not in self.folders:
+                self.folders.add(parent)
+                parent = posixpath.dirname(parent)
+
+    def under(self, folder: str) -> list[str]:
+        """Every file in or below ``folder`` ('' is the repository root)."""
+        if not folder:
+            return list(self._sorted)
+        prefix = folder + "/"
+        start = bisect.bisect_left(self._sorted, prefix)
+        end = bisect.bisect_left(self._sorted, prefix + "\U0010ffff")
+        return self._sorted[start:end]
+
+    def kustomization_in(self, folder: str) -> str | None:
+        for name in KUSTOMIZATION_NAMES:
+            path = posixpath.join(folder, name) if folder else name
+            if path in self.sizes:
+                return path
+        return None
+
+
+def overlay_folder(index: TreeIndex, path: str) -> str | None:
+    """The overlay an environment's file belongs to: the folder of a kustomization file, or
+    the folder holding one beside the file; None when the file is not part of a Kustomize
+    overlay (a Helm values file, a plain manifest synced as it is)."""
+    folder = posixpath.dirname(path)
+    if posixpath.basename(path) in KUSTOMIZATION_NAMES or index.kustomization_in(folder):
+        return folder
+    return None
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    """One build's inputs at one commit."""
+
+    overlay: str
+    roots: tuple[str, ...]  # the folders of every kustomization the build reaches
+    files: tuple[str, ...]  # every file below a root: what the private copy holds
+    problems: tuple[str, ...]  # why the build cannot be run (remote, Helm, too large…)
+
+    def reads(self, path: str) -> bool:
+        """Whether a change to ``path`` can change this build."""
+        return any(not root or path == root or path.startswith(root + "/")
+                   for root in self.roots)
+
+
+@dataclass(frozen=True)
+class NeedTexts:
+    """The walk needs these kustomization files' texts before it can go on."""
+
+    paths: tuple[str, ...]
+
+
+def build_inputs(index: TreeIndex, overlay: str, texts: Mapping[str, str | None]
+                 ) -> BuildInputs | NeedTexts:
+    """The inputs of building ``overlay``, given the texts of the kustomization files read so
+    far (None: unreadable); or the kustomization files to read next."""
+    roots: list[str] = []
+    problems: list[str] = []
+    needed: list[str] = []
+    pending = [overlay]
+    while pending:
+        folder = pending.pop()
+        if folder in roots:
+            continue
+        roots.append(folder)
+        kustomization = index.kustomization_in(folder)
+        if kustomization is None:
+            problems.append(f"`{folder or '.'}` has no kustomization file")
+            continue
+        if kustomization not in texts:
+            needed.append(kustomization)
+            continue
+        data = _kustomization_data(texts[kustomization])
+        for field in HELM_FIELDS:
+            if field in data:
+                problems.append(f"`{kustomization}` inflates Helm charts (`{field}`), which "
+                                "Conveyor does not render: what they deploy cannot be judged")
+        for entry in _folder_entries(data):
+            target = _resolve(folder, entry)
+            if target is not None and target in index.folders:
+                pending.append(target)
+            elif target is not None and target in index.sizes:
+                continue  # a file: below its kustomization's root, or refused by kustomize
+            elif _REMOTE.match(entry):
+                problems.append(f"`{kustomization}` names the remote resource `{entry}`, "
+                                "which Conveyor does not fetch")
+            elif target is None:
+                problems.append(f"`{kustomization}` names `{entry}`, outside the repository")
+    if needed:
+        return NeedTexts(tuple(dict.fromkeys(needed)))
+    files = sorted({path for root in roots for path in index.under(root)})
+    if len(files) > MAX_BUILD_FILES:
+        problems.append(f"the build of `{overlay}` reads {len(files)} files, more than "
+                        f"{MAX_BUILD_FILES}")
+    elif sum(index.sizes[path] for path in files) > MAX_BUILD_BYTES:
+        problems.append(f"the build of `{overlay}` reads more than "
+                        f"{MAX_BUILD_BYTES // (1024 * 1024)} MB")
+    return BuildInputs(overlay, tuple(sorted(roots)), tuple(files), tuple(problems))
+
+
+def _kustomization_data(text: str | None) -> dict[str, Any]:
+    """The kustomization's top level; an unreadable one is left to kustomize to report."""
+    if text is None:
+        return {}
+    try:
+        stream = parse(text)
+    except YamlError:
+        return {}
+    if not stream.documents:
+        return {}
+    data = DataBuilder(MAX_NODES).build(stream.documents[0].root)
+    return dict(data) if isinstance(data, dict) else {}
+
+
+def _folder_entries(data: Mapping[str, Any]) -> Iterable[str]:
+    for field in FOLDER_FIELDS:
+        entries = data.get(field)
+        if not isinstance(entries, list):
+            continue
+        for entry in entries:
+            # Inline generator and transformer configurations are mappings or YAML text.
+            if isinstance(entry, str) and "\n" not in entry and entry.strip():
+                yield entry.strip()
+
+
+def _resolve(folder: str, entry: str) -> str | None:
+    """``entry`` relative to ``folder`` as a repository path; None when it leaves the
+    repository (or is absolute)."""
+    if entry.startswith("/"):
+        return None
+    joined = posixpath.normpath(posixpath.join(folder, entry)) if folder else (
+        posixpath.normpath(entry))
+    if joined == ".":
+        return ""
+    if joined == ".." or joined.startswith("../"):
+        return None
+    return joined
