@@ -13,6 +13,7 @@ from .github.repos import MAX_FILE_BYTES
 from .localrepo import not_utf8, repository_root
 from .manifests import ManifestError, promote_image
 from .names import POLICY_PATH
+from .render.tool import KUSTOMIZE_SETTING, find_kustomize
 
 
 def check_config(file_path: str | None, repo_dir: str | None = None) -> int:
@@ -39,7 +40,15 @@ def check_config(file_path: str | None, repo_dir: str | None = None) -> int:
         return 2
     from .repocheck import check_repository
 
-    findings = check_repository(root, policy)
+    try:
+        tool = find_kustomize(os.environ.get(KUSTOMIZE_SETTING))
+    except ValueError as exc:
+        print(f"{KUSTOMIZE_SETTING}: {exc}", file=sys.stderr)
+        return 2
+    if tool is None:
+        print("rendering is off (no kustomize): Kustomize environments are not built",
+              file=sys.stderr)
+    findings = check_repository(root, policy, tool)
     for finding in findings:
         for line in finding.lines(root):
             print(line)

@@ -3,12 +3,14 @@
 Every service × environment file must exist and name the service's image (a Kustomize overlay
 without an `images:` entry gets the entry to add); then the files get the same checks as the
 `conveyor/config-check` run (YAML, Kubernetes schemas, kustomization references and `images`,
-Helm values schemas, `allowed_images` and digest pins in gated environments).
+Helm values schemas, `allowed_images` and digest pins in gated environments); then every
+Kustomize environment is built as the gate builds it (`CONVEYOR_KUSTOMIZE`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,10 +18,20 @@ from .configcheck import helm, kustomize
 from .configcheck.files import check_text, may_hold_resources
 from .configcheck.kubernetes import prepare
 from .configcheck.report import Report
+from .domain.images import parse_image_ref, same_image
 from .domain.policy import Policy
+from .github.repos import FileTooLarge, RepoFile
+from .github.snapshot import git_blob_sha
 from .localrepo import LocalFolder, PolicyFiles, read_policy_files
 from .manifests import ManifestError, find_images
+from .names import POLICY_PATH
+from .promotion.builds import build_key, policy_overlays
 from .promotion.configcheck.run import check_kustomization, check_values
+from .render.build import Builder
+from .render.inputs import NeedTexts, TreeIndex, build_inputs
+from .render.tool import Kustomize
+
+MAX_LOCAL_FILES = 50_000
 
 
 @dataclass(frozen=True)
@@ -87,9 +99,94 @@ async def manifest_findings(root: Path, policy: Policy, files: PolicyFiles) -> l
     return [RepoFinding(f.path, f.line, f.message) for f in report.findings]
 
 
-def check_repository(root: Path, policy: Policy) -> list[RepoFinding]:
+def local_index(root: Path) -> TreeIndex | None:
+    """The files of a checkout (without `.git`), as a tree; None when there are too many to
+    build from."""
+    sizes: dict[str, int] = {}
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d != ".git")
+        relative = Path(folder).relative_to(root).as_posix()
+        for name in names:
+            path = name if relative == "." else f"{relative}/{name}"
+            full = Path(folder) / name
+            if full.is_symlink() or not full.is_file():
+                continue
+            sizes[path] = full.stat().st_size
+            if len(sizes) > MAX_LOCAL_FILES:
+                return None
+    return TreeIndex(sizes)
+
+
+async def build_findings(root: Path, policy: Policy, tool: Kustomize | None,
+                         reported: frozenset[str] = frozenset()) -> list[RepoFinding]:
+    """Every Kustomize environment built as the gate builds it: a build that fails, and a
+    service whose image no workload of its environment's build runs (an `images:` entry that
+    matches no container), are findings. A build that reads a file of ``reported`` (found
+    unreadable already) is not run."""
+    if tool is None:
+        return []
+    index = local_index(root)
+    if index is None:
+        return [RepoFinding(POLICY_PATH, 1, f"more than {MAX_LOCAL_FILES} files: the "
+                                            "Kustomize environments are not built")]
+    folder, builder = LocalFolder(root), Builder(tool)
+    findings: list[RepoFinding] = []
+    for overlay in policy_overlays(policy, index):
+        kustomization = index.kustomization_in(overlay.overlay) or overlay.overlay
+        texts: dict[str, str | None] = {}
+        while isinstance(inputs := build_inputs(index, overlay.overlay, texts), NeedTexts):
+            texts.update({path: _local_text(folder, path) for path in inputs.paths})
+        what = f"the {overlay.environment} build of {overlay.overlay or '.'}"
+        if inputs.problems:
+            findings += [RepoFinding(kustomization, 1, f"{what}: {problem}")
+                         for problem in inputs.problems]
+            continue
+        files = {path: _local_text(folder, path) for path in inputs.files}
+        unreadable = sorted(path for path, text in files.items() if text is None)
+        if reported.intersection(unreadable):
+            continue
+        if unreadable:
+            findings.append(RepoFinding(kustomization, 1, f"{what} reads {unreadable[0]}, "
+                                                          "which is not UTF-8 text"))
+            continue
+        readable = {path: text for path, text in files.items() if text is not None}
+        result = await builder.build(build_key(overlay.overlay, {
+            path: git_blob_sha(text.encode()) for path, text in readable.items()}),
+            overlay.overlay, readable)
+        if result.images is None:
+            findings.append(RepoFinding(kustomization, 1, f"{what} fails: {result.error}"))
+            continue
+        names = {_name(image) for image in result.images.values()}
+        for service in overlay.services:
+            image = policy.services[service].image
+            if not any(name is not None and same_image(name, image) for name in names):
+                findings.append(RepoFinding(kustomization, 1, (
+                    f"{what} runs no {image} (service {service}): a promotion there would "
+                    "change no workload; does its `images:` entry name what the workloads "
+                    "run?")))
+    return findings
+
+
+def _local_text(folder: LocalFolder, path: str) -> str | None:
+    try:
+        read = folder.read(path)
+    except FileTooLarge:
+        return None
+    return read.text if isinstance(read, RepoFile) else None
+
+
+def _name(image: str) -> str | None:
+    try:
+        return parse_image_ref(image).name
+    except ValueError:
+        return None
+
+
+def check_repository(root: Path, policy: Policy, tool: Kustomize | None = None
+                     ) -> list[RepoFinding]:
     files = read_policy_files(root, policy)
     findings = placement_findings(policy, files) + asyncio.run(
-        manifest_findings(root, policy, files))
+        manifest_findings(root, policy, files)) + asyncio.run(
+        build_findings(root, policy, tool, frozenset(u.path for u in files.unreadable)))
     unique = {(f.path, f.line, f.message): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.path, f.line, f.message))

@@ -70,7 +70,40 @@ def test_missing_files_overlays_without_images_and_bad_bytes(tmp_path: Path) -> 
            "(kustomize/overlays/production/hpa.yaml is not in the repository at this commit)" \
         in lines
     assert sum(line.endswith("Conveyor cannot promote it in production") for line in lines) == 10
-    assert done.stderr == f"13 problem(s) in the files of {repo}\n"
+    assert any(line.startswith(f"{production}:1: the production build of "
+                               "kustomize/overlays/production fails: accumulating resources")
+               and "hpa.yaml: no such file or directory" in line for line in lines), lines
+    assert done.stderr == f"14 problem(s) in the files of {repo}\n"
+
+
+def test_every_kustomize_environment_is_built(tmp_path: Path) -> None:
+    """An `images:` entry that matches no container, and a remote base, as the gate sees
+    them; without kustomize, the file checks alone."""
+    repo = copy_layout("boutique-kustomize", tmp_path)
+    dev = repo / "kustomize/overlays/dev/kustomization.yaml"
+    dev.write_text(dev.read_text().replace("  - name: frontend\n", "  - name: frontend-typo\n",
+                                           1))
+    production = repo / "kustomize/overlays/production/kustomization.yaml"
+    production.write_text(production.read_text().replace(
+        "  - ../../base\n", "  - ../../base\n  - github.com/acme/common//monitoring?ref=v1\n"))
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        f"{dev}:1: the dev build of kustomize/overlays/dev runs no ghcr.io/boutique/frontend "
+        "(service frontend): a promotion there would change no workload; does its `images:` "
+        "entry name what the workloads run?",
+        f"{production}:1: the production build of kustomize/overlays/production: "
+        "`kustomize/overlays/production/kustomization.yaml` names the remote resource "
+        "`github.com/acme/common//monitoring?ref=v1`, which Conveyor does not fetch",
+    ]
+    off = conveyor("check-config", "--repo", str(repo), cwd=tmp_path,
+                   env={"CONVEYOR_KUSTOMIZE": "off"})
+    assert off.returncode == 0, off.stdout + off.stderr
+    assert "rendering is off (no kustomize)" in off.stderr
+    missing = conveyor("check-config", "--repo", str(repo), cwd=tmp_path,
+                       env={"CONVEYOR_KUSTOMIZE": "no-such-kustomize build"})
+    assert (missing.returncode, missing.stderr) == (
+        2, "CONVEYOR_KUSTOMIZE: no-such-kustomize is not an executable on the PATH\n")
 
 
 def test_a_policy_outside_a_repository_is_checked_alone(tmp_path: Path) -> None:

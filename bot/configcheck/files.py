@@ -71,8 +71,11 @@ def is_helm_template(path: str, text: str) -> bool:
     return "/templates/" in f"/{path}" and "{{" in text
 
 
-def check_text(report: Report, policy: Policy | None, path: str, text: str) -> list[Document]:
-    """The checks that need nothing but the file itself; the documents, for the rest."""
+def check_text(report: Report, policy: Policy | None, path: str, text: str, *,
+               patch: bool = False) -> list[Document]:
+    """The checks that need nothing but the file itself; the documents, for the rest. A
+    ``patch`` (a file a kustomization names under ``patches``) is partial by design: it is not
+    validated as a whole resource; what it patches is judged in the build."""
     report.files += 1
     if path == POLICY_PATH:
         errors, notices = policy_findings(text)
@@ -91,8 +94,8 @@ def check_text(report: Report, policy: Policy | None, path: str, text: str) -> l
         report.findings += image_findings(policy, path, text)
     for doc in parsed.documents:
         report.add(path, argocd.source_findings(doc, path))
-    if not may_hold_resources(path):
-        return parsed.documents  # not Kubernetes resources
+    if not may_hold_resources(path) or patch:
+        return parsed.documents  # not whole Kubernetes resources
     for doc in parsed.documents:
         if not is_resource(doc.data) or is_kustomize(doc.data):
             continue
@@ -104,8 +107,8 @@ def check_text(report: Report, policy: Policy | None, path: str, text: str) -> l
     return parsed.documents
 
 
-def check_file(kubernetes_version: str, policy: Policy | None, path: str, text: str
-               ) -> tuple[Report, list[Document]]:
+def check_file(kubernetes_version: str, policy: Policy | None, path: str, text: str,
+               patch: bool = False) -> tuple[Report, list[Document]]:
     """`check_text` on a report of its own, for a worker process (both results pickle)."""
     report = Report(kubernetes_version=kubernetes_version)
-    return report, check_text(report, policy, path, text)
+    return report, check_text(report, policy, path, text, patch=patch)

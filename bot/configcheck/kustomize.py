@@ -105,6 +105,14 @@ def references(doc: Document, directory: str) -> tuple[list[Reference], list[tup
     return refs, findings
 
 
+PATCH_FIELDS = ("patches", "patchesStrategicMerge", "patchesJson6902")
+
+
+def patch_targets(refs: list[Reference]) -> set[str]:
+    """The files ``refs`` name as patches: partial resources by design."""
+    return {ref.target for ref in refs if ref.field in PATCH_FIELDS}
+
+
 def includes(refs: list[Reference], path: str) -> bool:
     """Whether one of ``refs`` names ``path`` or a directory holding it."""
     return any(

@@ -34,6 +34,22 @@ class EnvironmentOverlay:
     services: tuple[str, ...]
 
 
+def policy_overlays(policy: Policy, index: TreeIndex, *, gated_only: bool = False
+                    ) -> list[EnvironmentOverlay]:
+    """Every (environment, overlay) of ``index`` whose policy file is part of a Kustomize
+    overlay, in policy order."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for env in policy.environments.values():
+        if gated_only and not env.gated:
+            continue
+        for service in policy.services:
+            folder = overlay_folder(index, policy.path_for(service, env.name))
+            if folder is not None:
+                found.setdefault((env.name, folder), []).append(service)
+    return [EnvironmentOverlay(env, folder, tuple(services))
+            for (env, folder), services in found.items()]
+
+
 class RepoBuilds:
     """Builds of one repository's overlays at its commits, for one job."""
 
@@ -57,17 +73,7 @@ class RepoBuilds:
     async def overlays(self, commit: str, policy: Policy, *, gated_only: bool
                        ) -> list[EnvironmentOverlay]:
         """Every (environment, overlay) whose policy file is part of a Kustomize overlay."""
-        index = await self.index(commit)
-        found: dict[tuple[str, str], list[str]] = {}
-        for env in policy.environments.values():
-            if gated_only and not env.gated:
-                continue
-            for service in policy.services:
-                folder = overlay_folder(index, policy.path_for(service, env.name))
-                if folder is not None:
-                    found.setdefault((env.name, folder), []).append(service)
-        return [EnvironmentOverlay(env, folder, tuple(services))
-                for (env, folder), services in found.items()]
+        return policy_overlays(policy, await self.index(commit), gated_only=gated_only)
 
     async def inputs(self, commit: str, overlay: str,
                      replaced: Mapping[str, str] | None = None) -> BuildInputs:

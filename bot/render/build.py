@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import posixpath
+import re
 import shutil
 import signal
 import tempfile
@@ -126,6 +127,16 @@ class Builder:
         return output.decode("utf-8", "replace")
 
 
+# kubectl logs its failure through klog: `E1202 01:06:28.339052 5881 run.go:72] "command
+# failed" err="…"`; kustomize itself prints `Error: …`.
+_KLOG = re.compile(r'^[IWEF]\d{4} [\d:.]+\s+\d+ \S+\] "command failed" err="(?P<err>.*)"$')
+
+
+def _unlogged(line: str) -> str:
+    found = _KLOG.match(line.strip())
+    return found["err"].replace('\\"', '"') if found else line
+
+
 class BuildError(Exception):
     """kustomize failed; the message is its own."""
 
@@ -180,9 +191,10 @@ def _environment(folder: Path) -> dict[str, str]:
 
 
 def _cleaned(message: str, folder: Path) -> str:
-    """kustomize's message with the private copy's folder taken out of its paths, on one
-    line, bounded."""
-    text = message.replace(f"{folder}/repo/", "").replace(f"{folder}/repo", ".")
+    """kustomize's message with the private copy's folder taken out of its paths (and
+    kubectl's log prefix taken off), on one line, bounded."""
+    text = "\n".join(_unlogged(line) for line in message.splitlines())
+    text = text.replace(f"{folder}/repo/", "").replace(f"{folder}/repo", ".")
     text = text.replace(f"{folder}/", "")
     text = " ".join(text.split())
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"

@@ -34,6 +34,7 @@ from ...github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
 from ...github.repos import FileTooLarge, RepoFile
 from ...names import CONFIG_CHECK
 from ...offload import INLINE_BELOW, run_cpu
+from .builds import build_findings
 from .repoview import FileSource, RepoView, kind_of
 
 if TYPE_CHECKING:
@@ -141,6 +142,10 @@ async def run_config_check(ctx: Context, gh: GitHubAPI, repo: str, policy: Polic
                            head_sha: str, changed_paths: list[str]) -> list[Finding]:
     """Check the changed files at `head_sha` and post the check run on that commit."""
     report = await check_change(gh, repo, policy, head_sha, changed_paths)
+    if policy is not None:
+        report.findings += await build_findings(ctx, gh, repo, policy, head_sha,
+                                                changed_paths[:MAX_FILES])
+        report.findings.sort(key=lambda f: (f.path, f.line, f.message))
     await _post(gh, repo, head_sha, report, ctx)
     return report.findings
 
@@ -157,21 +162,31 @@ async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha
     reads = await asyncio.gather(*(_read(view, path) for path in checked))
     if any(may_hold_resources(path) for path in checked) and version:
         await asyncio.to_thread(prepare, version)
+    changed_kustomizations = {
+        path: parsed.documents for path, read in zip(checked, reads, strict=True)
+        if kustomize.is_kustomization(path) and isinstance(read, RepoFile)
+        and (parsed := parse_documents(read.text)).ok and parsed.documents}
+    including = await _including_kustomizations(view, changed, changed_kustomizations)
+    patches: set[str] = set()
+    for path, doc in [*((p, d[0]) for p, d in changed_kustomizations.items()),
+                      *including.items()]:
+        patches |= kustomize.patch_targets(kustomize.references(doc, posixpath.dirname(path))[0])
     documents: dict[str, list[Document]] = {}
     for path, read in zip(checked, reads, strict=True):
         if isinstance(read, FileTooLarge):
             report.add(path, [(1, str(read))])
         elif read is not None:  # None: removed in this change
+            patch = path in patches
             if len(read.text) < INLINE_BELOW:
-                documents[path] = check_text(report, policy, path, read.text)
+                documents[path] = check_text(report, policy, path, read.text, patch=patch)
                 await asyncio.sleep(0)  # CPU-bound: let the webhook endpoint answer in between
             else:  # a large file: its parse and validation must not hold the event loop
                 part, documents[path] = await run_cpu(len(read.text), check_file, version,
-                                                      policy, path, read.text)
+                                                      policy, path, read.text, patch)
                 report.merge(part)
     kustomizations = {path: docs[0] for path, docs in documents.items()
                       if kustomize.is_kustomization(path) and docs}
-    kustomizations.update(await _including_kustomizations(view, changed, documents))
+    kustomizations.update(including)
     values = {path: docs[0] for path, docs in documents.items()
               if helm.is_values_file(path) and len(docs) == 1}
     await asyncio.gather(

@@ -1,0 +1,45 @@
+"""The config check's part of rendering: the overlays a change reaches must still build."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gidgethub.abc import GitHubAPI
+
+from ...configcheck.report import Finding
+from ...domain.policy import Policy
+from ...github.snapshot import TreeTruncated
+from ..builds import RepoBuilds
+
+if TYPE_CHECKING:
+    from ...context import Context
+
+
+async def build_findings(ctx: Context, gh: GitHubAPI, repo: str, policy: Policy,
+                         head_sha: str, changed: list[str]) -> list[Finding]:
+    """A finding on the kustomization of every environment overlay that a changed file
+    reaches and that does not build at ``head_sha`` (kustomize's own message)."""
+    builds = RepoBuilds(ctx, gh, repo)
+    if not builds.rendering or not changed:
+        return []
+    try:
+        index = await builds.index(head_sha)
+        overlays = await builds.overlays(head_sha, policy, gated_only=False)
+    except TreeTruncated as exc:
+        return [Finding(changed[0], 1, f"the environments' builds cannot be checked: {exc}")]
+    findings: list[Finding] = []
+    failed: set[str] = set()
+    for overlay in overlays:
+        kustomization = index.kustomization_in(overlay.overlay)
+        if kustomization is None or overlay.overlay in failed:
+            continue
+        inputs = await builds.inputs(head_sha, overlay.overlay)
+        if not any(inputs.reads(path) for path in changed):
+            continue
+        result = await builds.build(head_sha, overlay.overlay)
+        if result.images is None:
+            failed.add(overlay.overlay)
+            findings.append(Finding(kustomization, 1, f"the {overlay.environment} build of "
+                                                      f"{overlay.overlay or '.'} fails: "
+                                                      f"{result.error}"))
+    return findings
