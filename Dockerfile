@@ -13,12 +13,24 @@ RUN python -m pip install --prefix=/install ".[redis]" \
  # the config check reads only the strict Kubernetes schemas: drop the other half (~54 MB)
  && find /install -path '*kubernetes-json-schema/v*-local' -type d -prune -exec rm -rf {} +
 
+# kustomize builds the Kustomize overlays the gate judges (CONVEYOR_KUSTOMIZE): the release
+# binary of kubernetes-sigs/kustomize, checked against the sha256 its release publishes
+# (kustomize_v5.5.0_linux_amd64.tar.gz; pass KUSTOMIZE_SHA256 for another version or arch).
+FROM python:3.11-slim AS kustomize
+ARG KUSTOMIZE_VERSION=v5.5.0
+ARG KUSTOMIZE_ARCH=amd64
+ARG KUSTOMIZE_SHA256=6703a3a70a0c47cf0b37694030b54f1175a9dfeb17b3818b623ed58b9dbc2a77
+ADD https://github.com/kubernetes-sigs/kustomize/releases/download/kustomize%2F${KUSTOMIZE_VERSION}/kustomize_${KUSTOMIZE_VERSION}_linux_${KUSTOMIZE_ARCH}.tar.gz /tmp/kustomize.tar.gz
+RUN echo "${KUSTOMIZE_SHA256}  /tmp/kustomize.tar.gz" | sha256sum -c - \
+ && tar -xzf /tmp/kustomize.tar.gz -C /usr/local/bin kustomize && kustomize version
+
 FROM python:3.11-slim
 LABEL org.opencontainers.image.title="conveyor" \
       org.opencontainers.image.description="GitOps promotions through pull requests (GitHub App)" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOST=0.0.0.0 PORT=3000
 COPY --from=build /install /usr/local
+COPY --from=kustomize /usr/local/bin/kustomize /usr/local/bin/kustomize
 RUN groupadd --system --gid 10001 conveyor \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin conveyor
 WORKDIR /app

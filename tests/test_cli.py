@@ -18,6 +18,7 @@ import aiohttp
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from bot.render.tool import find_kustomize
 from bot.sandbox.demo import DEMO_FILES
 from conveyor_emulator.auth import generate_private_key
 
@@ -208,6 +209,7 @@ async def test_serve_answers_healthz_503_while_github_has_not_answered(tmp_path:
                         break
                 await asyncio.sleep(0.05)
             assert resp.status == 200
+            rendering = (await resp.json())["rendering"]
     finally:
         process.terminate()
         process.wait(20)
@@ -218,4 +220,8 @@ async def test_serve_answers_healthz_503_while_github_has_not_answered(tmp_path:
                if line.startswith("{")]
     messages = [record["message"] for record in records]
     assert messages[0] == "conveyor listening", messages
+    assert records[0]["rendering"] == rendering
+    tool = find_kustomize(None)
+    assert rendering == (f"on ({tool.describe()})" if tool else
+                         "off (no kustomize: Kustomize environments are judged file by file)")
     assert "could not read the app's identity yet" in messages

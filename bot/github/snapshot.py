@@ -1,4 +1,4 @@
-"""The default branch's files at one commit, in a few requests however many files there are.
+"""A repository's files at one commit, in a few requests however many files there are.
 
 A read asks for the branch head (conditional: `304` while it has not moved) and that commit's
 recursive tree (addressed by the commit, so it never changes and is kept), then only for the

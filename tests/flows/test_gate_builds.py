@@ -11,6 +11,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 
 from bot.render.tool import find_kustomize
@@ -238,3 +239,24 @@ async def test_a_build_failure_is_annotated_on_each_overlay_it_reaches(patched: 
         assert message.startswith(f"the {env} build of apps/web/overlays/{overlay} fails: "), \
             message
         assert "service.yaml" in message
+
+
+# -- without kustomize -----------------------------------------------------------------------
+async def test_without_kustomize_files_are_judged_as_files_and_the_gate_says_so() -> None:
+    world = await make_world(files={**DEMO_FILES, PROD: PATCHED_PROD, PROD_PATCH: REPLICAS,
+                                    COMPONENT: DEBUG_COMPONENT}, kustomize=None)
+    try:
+        attack = REPLICAS + ("  template:\n    spec:\n      containers:\n"
+                             "        - name: web\n          image: docker.io/evil/miner:1.0\n")
+        pr = await hand_pr(world, PROD_PATCH, attack)
+        run = world.gate(pr)
+        assert "`apps/web/overlays/prod` is not built: rendering is off (no kustomize)" in \
+            unescape_markdown(run["output"]["summary"]), run["output"]
+        async with aiohttp.ClientSession() as session, session.get(
+                world.bot.webhook_url.replace("/api/github/webhooks", "/healthz")) as resp:
+            health = await resp.json()
+        assert health["rendering"] == ("off (no kustomize: Kustomize environments are judged "
+                                       "file by file)")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
