@@ -20,6 +20,7 @@ from . import (
     ack_latency,
     burst,
     config_check,
+    gate_builds,
     release_to_pr,
     requests_per_promotion,
     scale,
@@ -37,6 +38,7 @@ MEASUREMENTS: dict[str, tuple[str, Callable[[bool], Awaitable[Section]]]] = {
     "5": ("scale: policy, services, manifest", scale.run),
     "6": ("config check: a PR touching 50 files", config_check.run),
     "7": ("GitHub's content-creation budget: a release train", write_budget.run),
+    "8": ("the gate with Kustomize builds on a large repository", gate_builds.run),
 }
 
 
@@ -47,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON,
                         help=f"where to write the results (default {DEFAULT_JSON})")
     parser.add_argument("--only", nargs="+", choices=sorted(MEASUREMENTS), metavar="N",
-                        help="run only these measurements (1-5)")
+                        help="run only these measurements (1-8)")
     return parser
 
 

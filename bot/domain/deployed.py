@@ -4,8 +4,9 @@ A report is a commit status, a check run or a deployment status posted on a depl
 commit. It matches an environment when its context, check name or deployment environment is
 the environment's name or matches the environment's ``deployed_context`` pattern; it counts when
 its reporter is trusted (listed in ``deployed_by``, or anyone when the list is empty) and is not
-Conveyor itself. Among the final reports that count, the newest by time wins: a ``failure`` after
-a ``success`` takes the evidence away, and a ``pending`` report changes nothing.
+Conveyor itself. Among the final reports that count, the newest wins — by time, and within one
+second (GitHub's resolution) by GitHub's id — so a ``failure`` after a ``success`` takes the
+evidence away, and a ``pending`` report changes nothing.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class Report:
     sha: str
     url: str
     app_id: int | None = None  # the GitHub App that made the report, where GitHub says
+    # GitHub's id of the report (status, check run, deployment status): its timestamps have
+    # one-second resolution, and of two reports in one second the higher id came later
+    order: int = 0
 
     def describe(self) -> str:
         what = {"status": "status", "check_run": "check run", "deployment": "deployment"}
@@ -106,8 +110,8 @@ def judge(reports: Iterable[Report], trust: Trust) -> Judgement:
             ignored.append((report, why))
         elif report.state in FINAL_STATES:
             counted.append(report)
-    counted.sort(key=lambda r: r.at)
-    ignored.sort(key=lambda item: item[0].at, reverse=True)
+    counted.sort(key=lambda r: (r.at, r.order))
+    ignored.sort(key=lambda item: (item[0].at, item[0].order), reverse=True)
     if not counted:
         return Judgement(None, None, tuple(ignored))
     latest = counted[-1]

@@ -38,14 +38,14 @@ def report_of(event: sansio.Event) -> Report | None:
     if event.event == "status":
         kind, name, state = "status", str(data.get("context") or ""), str(data.get("state"))
         reporter, app_id, sha = (data.get("sender") or {}).get("login", ""), None, data["sha"]
-        at = data.get("updated_at")
+        at, order = data.get("updated_at"), data.get("id")
     elif event.event == "check_run":
         run = data["check_run"]
         app = run.get("app") or {}
         kind, name = "check_run", str(run.get("name") or "")
         state = check_run_state(run.get("status"), run.get("conclusion"))
         reporter, app_id, sha = f"{app.get('slug', '')}[bot]", app.get("id"), run["head_sha"]
-        at = run.get("completed_at")
+        at, order = run.get("completed_at"), run.get("id")
     else:
         status, deployment = data["deployment_status"], data["deployment"]
         app = status.get("performed_via_github_app") or {}
@@ -53,11 +53,13 @@ def report_of(event: sansio.Event) -> Report | None:
         state = deployment_state(str(status.get("state") or ""))
         reporter = (status.get("creator") or {}).get("login", "")
         app_id, sha, at = app.get("id"), deployment["sha"], status.get("created_at")
+        order = status.get("id")
     if state not in FINAL_STATES:
         return None
     return Report(kind=kind, name=name, state=state,
                   at=parse_time(at) if at else datetime.min.replace(tzinfo=UTC),
-                  reporter=reporter, sha=sha, url="", app_id=app_id)
+                  reporter=reporter, sha=sha, url="", app_id=app_id,
+                  order=order if isinstance(order, int) else 0)
 
 
 def concerns_a_gate(policy: Policy, report: Report, own_login: str, own_app_id: int | None

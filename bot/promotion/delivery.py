@@ -128,7 +128,7 @@ class DeliveryReader:
                         "status", str(status["context"]), str(status.get("state")),
                         parse_time(status.get("updated_at") or status["created_at"]),
                         (status.get("creator") or {}).get("login", ""), sha,
-                        str(status.get("target_url") or "")))
+                        str(status.get("target_url") or ""), order=int(status.get("id") or 0)))
         runs = await self.gh.getitem(
             f"/repos/{self.repo}/commits/{sha}/check-runs?filter=all&per_page=100")
         for run in (runs.get("check_runs") or [])[:MAX_REPORTS]:
@@ -143,7 +143,7 @@ class DeliveryReader:
                 found.append(Report(
                     "check_run", name, check_run_state(run.get("status"), run.get("conclusion")),
                     parse_time(at), f"{app.get('slug', '')}[bot]", sha,
-                    str(run.get("html_url") or ""), app.get("id")))
+                    str(run.get("html_url") or ""), app.get("id"), int(run.get("id") or 0)))
         deployments = await self.gh.getitem(
             f"/repos/{self.repo}/deployments?sha={sha}&per_page=100")
         for deployment in deployments[:MAX_REPORTS]:
@@ -158,7 +158,7 @@ class DeliveryReader:
                     deployment_state(str(status.get("state") or "")),
                     parse_time(status["created_at"]),
                     (status.get("creator") or {}).get("login", ""), sha,
-                    str(status.get("log_url") or ""), app.get("id")))
+                    str(status.get("log_url") or ""), app.get("id"), int(status.get("id") or 0)))
         return [r for r in found if r.state in FINAL and trust.refusal(r) is None], marked
 
 
@@ -189,7 +189,7 @@ def _outages(merged: Sequence[_Merged]) -> list[Outage]:
     outages = []
     for (service, env), reports in by_target.items():
         started: datetime | None = None
-        for report in sorted(reports.values(), key=lambda r: r.at):
+        for report in sorted(reports.values(), key=lambda r: (r.at, r.order)):
             if report.state != "success" and started is None:
                 started = report.at
             elif report.state == "success" and started is not None:

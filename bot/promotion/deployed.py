@@ -161,7 +161,7 @@ class DeployedSearch:
                 kind="status", name=context, state=str(status.get("state") or "pending"),
                 at=parse_time(status.get("updated_at") or status["created_at"]),
                 reporter=(status.get("creator") or {}).get("login", ""), sha=sha,
-                url=status.get("target_url") or "",
+                url=status.get("target_url") or "", order=int(status.get("id") or 0),
             ))
         return found
 
@@ -186,6 +186,7 @@ class DeployedSearch:
                 state=check_run_state(run.get("status"), run.get("conclusion")),
                 at=parse_time(at), reporter=f"{app.get('slug', '')}[bot]", sha=sha,
                 url=run.get("html_url") or "", app_id=app.get("id"),
+                order=int(run.get("id") or 0),
             ))
         return found
 
@@ -231,7 +232,7 @@ class DeployedSearch:
                 at=parse_time(status["created_at"]),
                 reporter=(status.get("creator") or {}).get("login", ""), sha=sha,
                 url=status.get("log_url") or status.get("target_url") or deployment.get("url", ""),
-                app_id=app.get("id"),
+                app_id=app.get("id"), order=int(status.get("id") or 0),
             ))
         return found
 

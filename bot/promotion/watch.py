@@ -195,7 +195,7 @@ class Watcher:
         ends = arrival.merged_at + env.watch
         failures = [r for r in reports if r.state in FAILED_STATES and trust.refusal(r) is None
                     and arrival.merged_at <= r.at <= ends]
-        return min(failures, key=lambda r: r.at, default=None)
+        return min(failures, key=lambda r: (r.at, r.order), default=None)
 
     async def _arrival(self, commit: dict[str, Any]) -> Arrival:
         sha = str(commit["sha"])

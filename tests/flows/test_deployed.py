@@ -251,6 +251,29 @@ async def test_a_failure_after_a_success_fails_the_gate_again(argo_world: World)
     assert world.gate(pr)["status"] == "in_progress"  # soaking since the new success
 
 
+@pytest.mark.parametrize("kind", ["status", "deployment"])
+async def test_a_failure_in_the_same_second_as_the_success_wins(argo_world: World,
+                                                                kind: str) -> None:
+    """GitHub's timestamps have one-second resolution and Argo CD often posts twice in one
+    second: the report GitHub made last (the higher id) is the newest."""
+    world, argo = argo_world, ArgoCD(argo_world)
+    digest = await staged(world)
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+    await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")
+    world.clock.advance(minutes=31)
+    if kind == "status":
+        await argo.status("web-staging", head(world))
+        await argo.status("web-staging", head(world), "error")
+    else:
+        await argo.deployment("web-staging", head(world), "staging")
+        await argo.deployment("web-staging", head(world), "staging", state="failure")
+    world.runtime.ctx.scheduler.fire_due()
+    await world.settle()
+    run = world.gate(pr)
+    assert run["conclusion"] == "failure", summary(run)
+    assert "the latest report is a" in deployed_line(run, "web → production")
+
+
 async def test_argo_cd_deployments_of_an_older_revision_need_auto_merge_off(
         argo_world: World) -> None:
     world, argo = argo_world, ArgoCD(argo_world)

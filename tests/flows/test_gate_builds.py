@@ -253,7 +253,7 @@ async def test_without_kustomize_files_are_judged_as_files_and_the_gate_says_so(
         assert "`apps/web/overlays/prod` is not built: rendering is off (no kustomize)" in \
             unescape_markdown(run["output"]["summary"]), run["output"]
         async with aiohttp.ClientSession() as session, session.get(
-                world.bot.webhook_url.replace("/api/github/webhooks", "/healthz")) as resp:
+                f"{world.bot.base_url}/healthz") as resp:
             health = await resp.json()
         assert health["rendering"] == ("off (no kustomize: Kustomize environments are judged "
                                        "file by file)")

@@ -1,0 +1,165 @@
+"""8. The gate with Kustomize builds on a large repository: builds, cache hits, requests, time.
+
+A deployment repository of 500 services (50 with --quick), each a base and a staging and a
+production overlay; production is gated, and every production overlay also builds a shared
+component. The gate of hand-written pull requests is evaluated in this process through the
+bot's own installation client (`GateService.verdict_for`), so the emulator counts exactly its
+requests and the builder counts its builds:
+- one service's production patch changed (replicas): the only build it reaches, at base and head;
+- the same evaluation again (a review, a re-run): answered from the build cache;
+- a README change: no build reached;
+- the shared component changed: every production overlay reached, built at base and head.
+The kustomize is the machine's (`kustomize build`, else `kubectl kustomize`).
+"""
+
+from __future__ import annotations
+
+import time
+
+from bot.promotion.policies import DeploymentRepo
+from bot.promotion.pull_facts import PullFacts
+from bot.render.tool import find_kustomize
+from bot.domain.policy import load_policy
+
+from .counting import tally
+from .report import Section, ms
+from .wiring import Stage, start_bot, start_stage
+
+PROD = "apps/{name}/overlays/prod"
+
+
+def policy(services: int) -> str:
+    return ("version: 1\nallowed_images: [\"ghcr.io/acme/\"]\nservices:\n" + "".join(
+        f"  svc-{i:03d}:\n    image: ghcr.io/acme/svc-{i:03d}\n    source: acme/web\n"
+        for i in range(services)) + """\
+environments:
+  - name: staging
+    path: apps/{service}/overlays/staging/kustomization.yaml
+    from: release
+  - name: production
+    path: apps/{service}/overlays/prod/kustomization.yaml
+    after: staging
+    evidence: [merged]
+""")
+
+
+def deployment(name: str) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+spec:
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+    spec:
+      containers:
+        - name: app
+          image: ghcr.io/acme/{name}
+"""
+
+
+def overlay(name: str, component: bool) -> str:
+    return ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+            "resources:\n  - ../../base\n"
+            + ("components:\n  - ../../../../components/shared\npatches:\n"
+               "  - path: replicas.yaml\n" if component else "")
+            + f"images:\n  - name: ghcr.io/acme/{name}\n    newTag: \"1.0.0\"\n"
+            + f"    digest: sha256:{'ab' * 32}\n")
+
+
+def replicas(name: str, count: int) -> str:
+    return (f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n"
+            f"spec:\n  replicas: {count}\n")
+
+
+COMPONENT = ("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+             "commonLabels:\n  team: {team}\n")
+
+
+def repository(services: int) -> dict[str, str]:
+    files = {".github/conveyor.yml": policy(services), "README.md": "# deploy\n",
+             "components/shared/kustomization.yaml": COMPONENT.format(team="core")}
+    for i in range(services):
+        name = f"svc-{i:03d}"
+        files[f"apps/{name}/base/kustomization.yaml"] = "resources:\n  - deployment.yaml\n"
+        files[f"apps/{name}/base/deployment.yaml"] = deployment(name)
+        files[f"apps/{name}/overlays/staging/kustomization.yaml"] = overlay(name, False)
+        files[f"{PROD.format(name=name)}/kustomization.yaml"] = overlay(name, True)
+        files[f"{PROD.format(name=name)}/replicas.yaml"] = replicas(name, 2)
+    return files
+
+
+class Bench:
+    def __init__(self, stage: Stage, services: int) -> None:
+        self.stage = stage
+        self.repo = DeploymentRepo(stage.repo, load_policy(policy(services)))
+        self.number = 0
+
+    async def pull(self, files: dict[str, str]) -> PullFacts:
+        self.number += 1
+        branch = f"change-{self.number}"
+        await self.stage.emulator.push_files(self.stage.repo, files, branch=branch,
+                                             message="A change")
+        opened = await self.stage.emulator.open_pull(self.stage.repo, branch,
+                                                     title=f"Change {self.number}",
+                                                     author="alice")
+        return PullFacts.from_api(opened)
+
+    async def evaluate(self, facts: PullFacts) -> tuple[float, int, int, int, str]:
+        """Seconds, requests, builds run, builds from the cache, and the verdict's title."""
+        bot = self.stage.bot
+        assert bot is not None
+        ctx = bot.runtime.ctx
+        builder = ctx.builder
+        assert builder is not None
+        gh = await ctx.clients.installation(self.stage.demo.installation_id)
+        runs, hits = builder.runs, builder.hits
+        self.stage.emulator.reset_counters()
+        started = time.perf_counter()
+        verdict = await bot.runtime.services.gates.verdict_for(gh, self.repo, facts)
+        elapsed = time.perf_counter() - started
+        requests = tally(self.stage.emulator.requests.entries).total
+        return elapsed, requests, builder.runs - runs, builder.hits - hits, verdict.title
+
+
+async def run(quick: bool) -> Section:
+    services = 50 if quick else 500
+    tool = find_kustomize(None)
+    section = Section(f"8. The gate with Kustomize builds: {services} services × 2 overlays")
+    if tool is None:
+        section.add("could not run", "no kustomize or kubectl on this machine", ok=False)
+        return section
+    stage = await start_stage(files=repository(services))
+    try:
+        bot = await start_bot(stage, forward=False)
+        gh = await bot.runtime.ctx.clients.installation(stage.demo.installation_id)
+        await gh.getitem(f"/repos/{stage.repo}")  # the installation token, before counting
+        bench = Bench(stage, services)
+        one = await bench.pull({f"{PROD.format(name='svc-007')}/replicas.yaml":
+                                replicas("svc-007", 5)})
+        first = await bench.evaluate(one)
+        again = await bench.evaluate(one)
+        readme = await bench.evaluate(await bench.pull({"README.md": "# deploy\n\nNotes.\n"}))
+        shared = await bench.evaluate(await bench.pull({
+            "components/shared/kustomization.yaml": COMPONENT.format(team="platform")}))
+    finally:
+        await stage.stop()
+    rows = (("one production patch (cold: tree and files read)", first),
+            ("the same PR evaluated again", again),
+            ("a README change", readme),
+            (f"the component all {services} production overlays build", shared))
+    for label, (seconds, requests, runs, hits, title) in rows:
+        per_build = f", {ms(seconds / runs)} a build" if runs else ""
+        section.add(label, ms(seconds), note=f"{runs} builds run, {hits} from the cache"
+                    f"{per_build}; {requests} GitHub requests; verdict: {title}")
+    section.data = {
+        "services": services, "kustomize": tool.describe(),
+        **{key: {"seconds": row[0], "requests": row[1], "builds": row[2], "cache_hits": row[3]}
+           for key, row in zip(("patch", "again", "readme", "component"),
+                               (first, again, readme, shared), strict=True)},
+    }
+    return section
