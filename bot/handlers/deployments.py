@@ -89,9 +89,13 @@ async def on_deployment_report(event: sansio.Event, gh: ConveyorGitHubAPI, servi
     repo = await deployment_repo(event, gh, services)
     if repo is None:
         return
+    marked = False
     if report.state in FAILED_STATES and watched(repo.policy):
-        await watcher(services, gh, repo).on_report(report)
-    if not concerns_a_gate(repo.policy, report, services.ctx.bot_login, services.ctx.app_id):
+        marked = await watcher(services, gh, repo).on_report(report)
+    # A digest marked failed fails the open gates of every environment after that one, now:
+    # a merge before their next evaluation would ship what just failed.
+    if not marked and not concerns_a_gate(repo.policy, report, services.ctx.bot_login,
+                                          services.ctx.app_id):
         log.debug("a deployment report no gate reads", extra={
             "repository": repo.full_name, "report": report.describe()})
         return

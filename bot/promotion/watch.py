@@ -91,10 +91,12 @@ class Watcher:
         return Target(service, env.name, self.policy.path_for(service, env.name),
                       env.deployed_context)
 
-    async def on_report(self, report: Report) -> None:
-        """A webhook's report: every watched (service, environment) it is about."""
+    async def on_report(self, report: Report) -> bool:
+        """A webhook's report: every watched (service, environment) it is about. True when it
+        marked a digest failed just now (every gate that reads the mark must be judged again)."""
+        marked = False
         if report.state not in FAILED_STATES:
-            return
+            return marked
         for env in watched(self.policy):
             if self._trust(env).refusal(report) is not None:
                 continue
@@ -104,7 +106,8 @@ class Watcher:
                     continue
                 digest = await self._digest_at(service, env, report.sha)
                 if digest is not None:
-                    await self.watch(service, env, digest)
+                    marked = await self.watch(service, env, digest) or marked
+        return marked
 
     async def resync(self) -> None:
         """After a restart or lost events: the digest live in every watched file."""
@@ -159,35 +162,38 @@ class Watcher:
         return mark
 
     async def watch(self, service: str, env: Environment, digest: str, *,
-                    grace: timedelta | None = None) -> None:
-        """Act on the first trusted failure report of the digest within watch, once.
-        ``grace``: read the reports only while watch ended less than this long ago."""
+                    grace: timedelta | None = None) -> bool:
+        """Act on the first trusted failure report of the digest within watch, once; True when
+        the digest was marked failed just now. ``grace``: read the reports only while watch
+        ended less than this long ago."""
         # One at a time per repository: a report and its redelivery never both mark.
         async with self.ctx.locks.hold(f"watch:{self.repo.full_name}"):
-            await self._watch(service, env, digest, grace)
+            return await self._watch(service, env, digest, grace)
 
     async def _watch(self, service: str, env: Environment, digest: str,
-                     grace: timedelta | None) -> None:
+                     grace: timedelta | None) -> bool:
         repo = self.repo.full_name
         search, target = self._search(service, env, digest)
         stretch = await search.pinning_commits(target)
         if not stretch:
-            return
+            return False
         arrival = await self._arrival(stretch[-1])
         mark = await find_mark(self.gh, repo, arrival.sha, service, env.name, digest,
                                own_app_id=self.ctx.app_id, own_login=self.ctx.bot_login)
         if mark is None and grace is not None and \
                 self.ctx.clock() > arrival.merged_at + env.watch + grace:
-            return
+            return False
+        marked = mark is None
         if mark is None:
             report = self._first_failure(await search.reports(target, digest), env, arrival)
             if report is None:
-                return
+                return False
             mark = await self._mark(service, env, digest, arrival, report)
         if mark.rollback == "pending":
             mark = await self._roll_back(service, env, arrival, mark)
         if arrival.pull is not None:
             await self._comment(service, env, digest, arrival.pull, mark)
+        return marked
 
     def _first_failure(self, reports: list[Report], env: Environment, arrival: Arrival
                        ) -> Report | None:

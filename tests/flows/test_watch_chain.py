@@ -70,3 +70,39 @@ async def test_a_failure_in_staging_blocks_production_after_qa(world: World) -> 
     assert gate["conclusion"] == "failure"
     assert "reported failing in staging" in gate["output"]["summary"]
 
+
+
+async def test_a_green_gate_downstream_fails_on_the_failure_reports_own_event() -> None:
+    """Production's gate has passed; staging then reports the digest failing: production's
+    gate fails on that report's event, without a review, a recheck or a resync."""
+    policy = chain_policy()
+    production = policy[policy.index("  - name: production\n"):policy.index("groups:")]
+    relaxed = (production.replace("evidence: [merged, deployed]", "evidence: [merged]")
+               .replace("soak: 30m", "soak: 0s").replace("approvals: 1", "approvals: 0"))
+    relaxed = "".join(line for line in relaxed.splitlines(keepends=True)
+                      if not line.lstrip().startswith(("approvers:", "deployed_context:",
+                                                       "deployed_by:")))
+    files = {**DEMO_FILES, ".github/conveyor.yml": policy.replace(production, relaxed),
+             "apps/web/overlays/qa/kustomization.yaml":
+                 DEMO_FILES["apps/web/overlays/staging/kustomization.yaml"],
+             "charts/api/values-qa.yaml": DEMO_FILES["charts/api/values-staging.yaml"]}
+    world = await make_world(files=files)
+    ArgoCD(world, app_slug="argocd").install()
+    try:
+        await world.release("web", "1.1.0")
+        staging = world.pull("Promote web 1.1.0 to staging")
+        qa = world.pull("Promote web 1.1.0 to qa")
+        await world.emulator.comment(world.repo, qa["number"], "alice", "/promote production")
+        await world.settle()
+        production_pr = world.pull("Promote web 1.1.0 to production")
+        assert world.gate(production_pr)["conclusion"] == "success"
+
+        await ArgoCD(world, app_slug="argocd").status(
+            "web-staging", staging["merge_commit_sha"], "failure")
+        await world.settle()
+        gate = world.gate(production_pr)
+        assert gate["conclusion"] == "failure", gate["output"]
+        assert "reported failing in staging" in gate["output"]["summary"]
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
