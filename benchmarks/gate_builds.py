@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import time
 
+from bot.domain.policy import load_policy
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.pull_facts import PullFacts
 from bot.render.tool import find_kustomize
-from bot.domain.policy import load_policy
 
 from .counting import tally
 from .report import Section, ms
