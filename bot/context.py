@@ -7,6 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import cachetools
+from gidgethub.abc import GitHubAPI
 
 from .github.client import GitHubClients
 from .github.snapshot import RepoFiles
@@ -22,6 +26,13 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+class GateEvaluator(Protocol):
+    """The gate of one pull request, evaluated and posted (the promotion services' own)."""
+
+    async def evaluate(self, gh: GitHubAPI, repo: Any, number: int,
+                       pr: dict[str, Any] | None = None) -> Any: ...
+
+
 @dataclass
 class Context:
     clients: GitHubClients
@@ -33,6 +44,10 @@ class Context:
     files: RepoFiles = field(default_factory=RepoFiles)
     # Builds Kustomize overlays; None when no kustomize is there (rendering is off).
     builder: Builder | None = None
+    # Refusal check runs this process posted on source commits, (repo, sha, env) → True: a
+    # promotion that opens later completes them (package events look on GitHub too).
+    refusals: cachetools.TTLCache[tuple[str, str, str], bool] = field(
+        default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=7 * 86400))
     locks: RepoLocks = field(default_factory=KeyedLocks)
     leases: Leases = field(default_factory=LocalLeases)
     clock: Callable[[], datetime] = utc_now
@@ -40,6 +55,9 @@ class Context:
     bot_login: str = ""
     # The app's numeric id (GITHUB_APP_ID): how its own check runs and deployments are known.
     app_id: int | None = None
+    # The gate, set once the promotion services exist: an auto-merge posts it before merging
+    # (with the gate required, GitHub refuses the merge of a PR that does not have it yet).
+    gate: GateEvaluator | None = None
 
     @property
     def web_url(self) -> str:

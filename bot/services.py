@@ -31,6 +31,8 @@ class Services:
 
     @classmethod
     def build(cls, ctx: Context) -> Services:
+        gates = GateService(ctx)
+        ctx.gate = gates
         return cls(ctx=ctx, policies=PolicyIndex(), release_polls=ReleasePolls(),
-                   gates=GateService(ctx), status=StatusSources(ctx), delivery=DeliveryBoard(),
+                   gates=gates, status=StatusSources(ctx), delivery=DeliveryBoard(),
                    handled_images=cachetools.TTLCache(maxsize=10_000, ttl=600))

@@ -11,13 +11,15 @@ import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..domain.tags import version_from_tag
-from ..github.checks import check_output, check_run, create_check_run
+from ..github.checks import check_output, check_run, create_check_run, update_check_run
+from ..github.limits import OUTPUT_LIMIT, fit
 from ..github.refusals import or_none
 from ..github.repos import commit_for_ref
 from ..jobmemo import remembered
 from ..names import POLICY_PATH, refusal_check
 from ..registry.errors import RegistryError
 from .candidates import Candidate, release_tag_variants
+from .failure_mark import is_own
 from .opener import Opener, OpenResult
 from .policies import DeploymentRepo
 from .provenance import LazyProvenance
@@ -121,8 +123,50 @@ async def promote_to_entry_environments(
         _log_result(repo, candidate, env.name, result)
         if result.action == "refused" and report_refusals:
             await report_refusal(ctx, gh, repo, candidate, env.name, result.message)
+        elif result.action in ("opened", "exists", "live") and (
+                event_kind == "package" or _refused_here(ctx, candidate, env.name)):
+            await complete_refusal(ctx, gh, candidate, env.name, result)
         results.append((env.name, result))
     return results
+
+
+def _refusal_key(candidate: Candidate, environment: str) -> tuple[str, str, str]:
+    return candidate.source_repo.lower(), candidate.source_sha or "", environment
+
+
+def _refused_here(ctx: Context, candidate: Candidate, environment: str) -> bool:
+    return bool(candidate.source_sha) and _refusal_key(candidate, environment) in ctx.refusals
+
+
+async def complete_refusal(ctx: Context, gh: GitHubAPI, candidate: Candidate,
+                           environment: str, result: OpenResult) -> None:
+    """A promotion refused earlier (the registry said 401, the image was not there yet) that
+    has now opened: its failing refusal check run on the source commit completes as a
+    success that says what happened, so the release's commit is not left red."""
+    ctx.refusals.pop(_refusal_key(candidate, environment), None)
+    if not candidate.source_sha:
+        return
+    name = refusal_check(environment)
+    try:
+        listed = await gh.getitem(
+            f"/repos/{candidate.source_repo}/commits/{candidate.source_sha}/check-runs"
+            f"?check_name={quote(name)}&filter=latest")
+        for run in listed.get("check_runs") or []:
+            if run.get("conclusion") != "failure" or not is_own(run, ctx.app_id, ctx.bot_login):
+                continue
+            earlier = str((run.get("output") or {}).get("summary") or "")
+            pull = f"#{result.number}" if result.number else "its pull request"
+            done = {"opened": "opened", "exists": "open", "live": "already live"}[result.action]
+            summary = (f"The promotion of {candidate.service} {candidate.version} to "
+                       f"{environment} is {done}: {result.url or pull}.\n\nEarlier:\n\n"
+                       f"{earlier}")
+            await update_check_run(gh, candidate.source_repo, int(run["id"]), check_run(
+                name, check_output(f"{candidate.service} {candidate.version} was promoted to "
+                                   f"{environment}", fit(summary, OUTPUT_LIMIT)),
+                conclusion="success", completed_at=ctx.clock()))
+    except gidgethub.GitHubException as exc:
+        log.warning("could not complete the refusal on the source commit",
+                    extra={"error": str(exc), "repository": candidate.source_repo})
 
 
 async def report_refusal(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
@@ -142,6 +186,7 @@ async def report_refusal(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
             f"{message}\n\nDeployment repository: {repo.full_name}, policy `{POLICY_PATH}`.")
         await create_check_run(gh, candidate.source_repo, candidate.source_sha, check_run(
             name, output, conclusion="failure", completed_at=ctx.clock()))
+        ctx.refusals[_refusal_key(candidate, environment)] = True
     except gidgethub.GitHubException as exc:
         log.warning("could not report the refusal on the source commit",
                     extra={"error": str(exc), "repository": candidate.source_repo})

@@ -169,6 +169,18 @@ class RepoOpener(ABC, Generic[F]):
                             ) -> OpeningFacts:
         """The readings about what the PR moves: its files, its service's promotions."""
 
+    async def _merge_ungated(self, env: Environment, number: int, head_sha: str) -> bool:
+        """Merge a new PR into an ungated ``auto_merge`` environment, its gate posted first:
+        where `conveyor/promotion-gate` is required, GitHub refuses a merge without it."""
+        if not env.auto_merge or env.gated:
+            return False
+        from .merger import merge_promotion
+
+        if self.ctx.gate is not None:
+            await self.ctx.gate.evaluate(self.gh, self.repo, number)
+        return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
+                                     env.merge_method)
+
     async def _create_branch(self, branch: str, sha: str) -> None:
         """Create ``branch`` at ``sha``; one left behind by an interrupted attempt is reset
         (no open PR uses it: the decision adopts an open PR of the branch)."""
@@ -249,14 +261,9 @@ class Opener(RepoOpener[_Promotion]):
             )
             if not rollback:
                 await self._supersede(candidate, environment, branch, number, found.pulls)
-            merged = False
-            if env.auto_merge and not env.gated:
-                # Still under the repository's lock: a newer promotion of the same service is
-                # opened after this merge, from the new base, so the two PRs never conflict.
-                from .merger import merge_promotion
-
-                merged = await merge_promotion(self.ctx, self.gh, repo, number, head_sha,
-                                               env.merge_method)
+            # Still under the repository's lock: a newer promotion of the same service is
+            # opened after this merge, from the new base, so the two PRs never conflict.
+            merged = await self._merge_ungated(env, number, head_sha)
         self.ctx.metrics.promotions.labels(environment, "opened").inc()
         log.info("promotion opened", extra={"repository": repo, "pull": number,
                                             "service": candidate.service, "env": environment,

@@ -30,7 +30,6 @@ from .marker import (
     train_branch_name,
     train_prefix,
 )
-from .merger import merge_promotion
 from .opener import (
     LABEL,
     ROLLBACK_LABEL,
@@ -133,7 +132,8 @@ class TrainOpener(RepoOpener[_Train]):
             if not rollback:
                 superseded = await self._supersede(group, environment, branch, number,
                                                    found.pulls, superseding)
-            merged = await self._auto_merge(environment, number, head_sha)
+            merged = await self._merge_ungated(self.policy.environments[environment], number,
+                                               head_sha)
         self.ctx.metrics.promotions.labels(environment, "opened").inc()
         log.info("release train opened", extra={"repository": repo, "pull": number,
                                                 "group": group, "env": environment,
@@ -257,9 +257,3 @@ class TrainOpener(RepoOpener[_Train]):
                 closed.append(int(pr["number"]))
         return closed
 
-    async def _auto_merge(self, environment: str, number: int, head_sha: str) -> bool:
-        env = self.policy.environments[environment]
-        if not env.auto_merge or env.gated:
-            return False
-        return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
-                                     env.merge_method)

@@ -30,6 +30,13 @@ async def test_a_refused_lookup_is_reported_then_completed_by_the_package_event(
     await world.settle()
     pr = world.pull("Promote web 1.2.0 to staging")
     assert digest[7:19] in pr["head"]["ref"]
+    # The release's commit is no longer left red: the refusal completes, saying what happened.
+    runs = em.check_runs("acme/web", sha, "conveyor/promotion (staging)")
+    assert [run["conclusion"] for run in runs] == ["success"]
+    assert runs[0]["output"]["title"] == "web 1.2.0 was promoted to staging"
+    summary = runs[0]["output"]["summary"]
+    assert f"is opened: {pr['html_url']}" in summary
+    assert "registry ghcr.io answered 401" in summary
     assert world.emulator.violations == []
 
 

@@ -43,3 +43,16 @@ async def test_recheck_ignores_a_stopped_comment_it_cannot_read(rworld: World) -
     await world.settle()
     assert emulator.requests.count("PUT", MERGE) == before
     assert not world.pull("Promote web 1.4.2 to staging")["merged"]
+
+
+async def test_with_the_gate_required_an_entry_promotion_merges_at_the_first_try(
+        rworld: World) -> None:
+    """The gate is posted before the auto-merge: GitHub never refuses it for a missing
+    required check, and no retry waits."""
+    world, emulator = rworld, rworld.emulator
+    emulator.set_required_checks(world.repo, ["conveyor/promotion-gate"])
+    await world.release("web", "1.4.2")
+    pr = world.pull("Promote web 1.4.2 to staging")
+    assert pr["merged"]
+    assert emulator.requests.count("PUT", MERGE) == 1
+    assert emulator.requests.count("PUT", MERGE, status=405) == 0
