@@ -109,9 +109,11 @@ def local_index(root: Path) -> TreeIndex | None:
         for name in names:
             path = name if relative == "." else f"{relative}/{name}"
             full = Path(folder) / name
-            if full.is_symlink() or not full.is_file():
+            # A symlink is listed as git lists it (a blob); reading it refuses what leaves
+            # the repository, so a build that reads one is not run.
+            if not full.is_symlink() and not full.is_file():
                 continue
-            sizes[path] = full.stat().st_size
+            sizes[path] = full.lstat().st_size
             if len(sizes) > MAX_LOCAL_FILES:
                 return None
     return TreeIndex(sizes)

@@ -58,13 +58,25 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
         found.findings += [BuildFinding(env, ".", problem=str(exc)) for env in envs]
         return found
     paths = [p for f in files for p in (f.path, f.previous) if p]
+    if len(overlays) > 1:
+        for commit in (facts.head_sha, facts.base_sha):
+            await builds.prefetch_kustomizations(commit)
+    reached: list[EnvironmentOverlay] = []
+    inputs: dict[str, set[str]] = {facts.head_sha: set(), facts.base_sha: set()}
     for overlay in overlays:
-        if not await _reaches(builds, facts, overlay.overlay, paths, head, base):
-            continue
-        if not builds.rendering:
-            found.findings.append(BuildFinding(overlay.environment, overlay.overlay,
-                                               rendering_off=True))
-            continue
+        read = await _reaches(builds, facts, overlay.overlay, paths, head, base)
+        if read:
+            reached.append(overlay)
+            for commit, files_read in read.items():
+                inputs[commit] |= files_read
+    if not builds.rendering:
+        found.findings += [BuildFinding(o.environment, o.overlay, rendering_off=True)
+                           for o in reached]
+        return found
+    if len(reached) > 1:  # many builds: their files in one read per commit
+        for commit, files_read in inputs.items():
+            await builds.prefetch(commit, files_read)
+    for overlay in reached:
         await _judge(reader, gh, policy, builds, facts, overlay, judged, found)
     return found
 
@@ -95,14 +107,17 @@ async def _gated_overlays(builds: RepoBuilds, policy: Policy, facts: PullFacts
 
 
 async def _reaches(builds: RepoBuilds, facts: PullFacts, overlay: str, paths: list[str],
-                   head: TreeIndex, base: TreeIndex) -> bool:
+                   head: TreeIndex, base: TreeIndex) -> dict[str, set[str]]:
+    """The files the overlay's build reads at each commit, when a changed path is among
+    them at either; empty when the change does not reach the build."""
+    read: dict[str, set[str]] = {}
+    reached = False
     for commit, index in ((facts.head_sha, head), (facts.base_sha, base)):
-        if index.kustomization_in(overlay) is None:
-            continue
-        inputs = await builds.inputs(commit, overlay)
-        if any(inputs.reads(path) for path in paths):
-            return True
-    return False
+        if index.kustomization_in(overlay) is not None:
+            inputs = await builds.inputs(commit, overlay)
+            read[commit] = set(inputs.files)
+            reached = reached or any(inputs.reads(path) for path in paths)
+    return read if reached else {}
 
 
 async def _judge(reader: ChangeReader, gh: GitHubAPI, policy: Policy, builds: RepoBuilds,

@@ -9,7 +9,8 @@ the blob sha of every file it reads, so the same inputs at another commit are no
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import posixpath
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,14 @@ from gidgethub.abc import GitHubAPI
 from ..domain.policy import Policy
 from ..github.snapshot import TreeTruncated, git_blob_sha
 from ..render.build import BuildResult
-from ..render.inputs import BuildInputs, NeedTexts, TreeIndex, build_inputs, overlay_folder
+from ..render.inputs import (
+    KUSTOMIZATION_NAMES,
+    BuildInputs,
+    NeedTexts,
+    TreeIndex,
+    build_inputs,
+    overlay_folder,
+)
 from ..render.workloads import WorkloadChange, image_changes
 
 if TYPE_CHECKING:
@@ -74,6 +82,17 @@ class RepoBuilds:
                        ) -> list[EnvironmentOverlay]:
         """Every (environment, overlay) whose policy file is part of a Kustomize overlay."""
         return policy_overlays(policy, await self.index(commit), gated_only=gated_only)
+
+    async def prefetch(self, commit: str, paths: Iterable[str]) -> None:
+        """Read many files of ``commit`` at once (one archive when many are new), so that
+        the builds after it find their texts kept."""
+        await self.ctx.files.texts_at(self.gh, self.repo, commit, paths)
+
+    async def prefetch_kustomizations(self, commit: str) -> None:
+        """Every kustomization file of ``commit``: what walking many overlays reads."""
+        index = await self.index(commit)
+        await self.prefetch(commit, [path for path in index.sizes
+                                     if posixpath.basename(path) in KUSTOMIZATION_NAMES])
 
     async def inputs(self, commit: str, overlay: str,
                      replaced: Mapping[str, str] | None = None) -> BuildInputs:

@@ -68,13 +68,11 @@ class TreeIndex:
 
 
 def overlay_folder(index: TreeIndex, path: str) -> str | None:
-    """The overlay an environment's file belongs to: the folder of a kustomization file, or
-    the folder holding one beside the file; None when the file is not part of a Kustomize
-    overlay (a Helm values file, a plain manifest synced as it is)."""
+    """The overlay an environment's file belongs to: the folder holding a kustomization file
+    (the file itself, or one beside it); None when the file is not part of a Kustomize overlay
+    at this commit (a Helm values file, a plain manifest synced as it is, a missing file)."""
     folder = posixpath.dirname(path)
-    if posixpath.basename(path) in KUSTOMIZATION_NAMES or index.kustomization_in(folder):
-        return folder
-    return None
+    return folder if index.kustomization_in(folder) is not None else None
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,11 @@ async def test_a_kustomization_naming_a_missing_file_fails(world: World) -> None
     run = await check_of(world, pr)
     assert run["conclusion"] == "failure"
     found = lines(run, "apps/web/overlays/staging/kustomization.yaml")
-    assert set(found) == {5, 8}, found  # the directory exists; the remote URL is skipped
+    # the directory exists; the remote URL is not a missing file, and the build says it is
+    # not fetched
+    assert set(found) == {1, 5, 8}, found
+    assert "names the remote resource `https://github.com/acme/shared//base?ref=v1`, which " \
+        "Conveyor does not fetch" in found[1]
     assert "'hpa.yaml' does not exist" in found[5]
     assert "'replicas.yaml' does not exist" in found[8]
 

@@ -105,26 +105,28 @@ async def test_many_new_blobs_come_in_one_archive_and_a_change_in_one_blob(
     policy = SHARED_POLICY.replace("services:\n", "services:\n" + services).replace(
         "apps/overlays/staging", "apps/{service}/overlays/staging").replace(
         "apps/overlays/prod", "apps/{service}/overlays/prod")
+    requests = world.emulator.requests
+    requests.reset()
     await world.emulator.push_files(world.repo, {".github/conveyor.yml": policy, **files})
     await world.settle()
     runtime = world.runtime
     gh = await runtime.ctx.clients.installation(world.demo.installation_id)
     repo = await runtime.services.policies.get(gh, world.demo.installation_id, world.repo)
     assert repo is not None and repo.policy is not None and "svc-11" in repo.policy.services
-    requests = world.emulator.requests
 
-    requests.reset()
+    # The push's config check builds the new overlays and the status reads the same files:
+    # one archive for both, kept by blob sha.
     rows = await runtime.services.status.collect(gh, repo)
     assert requests.count("GET", TARBALL) == 1
     assert requests.count("GET", BLOB) == 0
     found = {(r.service, r.environment): r for r in rows}
     assert found[("svc-07", "staging")].version == "0.9.7"
 
+    requests.reset()
     await world.emulator.push_files(world.repo, {
         "apps/svc-03/overlays/staging/kustomization.yaml":
             files["apps/svc-03/overlays/staging/kustomization.yaml"].replace("0.9.3", "1.0.0")})
     await world.settle()
-    requests.reset()
     rows = await runtime.services.status.collect(gh, repo)
     assert requests.count("GET", TARBALL) == 0
     assert requests.count("GET", BLOB) == 1

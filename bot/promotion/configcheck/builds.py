@@ -27,19 +27,25 @@ async def build_findings(ctx: Context, gh: GitHubAPI, repo: str, policy: Policy,
         overlays = await builds.overlays(head_sha, policy, gated_only=False)
     except TreeTruncated as exc:
         return [Finding(changed[0], 1, f"the environments' builds cannot be checked: {exc}")]
-    findings: list[Finding] = []
-    failed: set[str] = set()
+    if len(overlays) > 1:
+        await builds.prefetch_kustomizations(head_sha)
+    reached: dict[str, str] = {}  # overlay → the environment named in its finding
+    files: set[str] = set()
     for overlay in overlays:
-        kustomization = index.kustomization_in(overlay.overlay)
-        if kustomization is None or overlay.overlay in failed:
+        if overlay.overlay in reached:
             continue
         inputs = await builds.inputs(head_sha, overlay.overlay)
-        if not any(inputs.reads(path) for path in changed):
-            continue
-        result = await builds.build(head_sha, overlay.overlay)
+        if any(inputs.reads(path) for path in changed):
+            reached[overlay.overlay] = overlay.environment
+            files |= set(inputs.files)
+    if len(reached) > 1:
+        await builds.prefetch(head_sha, files)
+    findings: list[Finding] = []
+    for folder, environment in reached.items():
+        kustomization = index.kustomization_in(folder) or folder
+        result = await builds.build(head_sha, folder)
         if result.images is None:
-            failed.add(overlay.overlay)
-            findings.append(Finding(kustomization, 1, f"the {overlay.environment} build of "
-                                                      f"{overlay.overlay or '.'} fails: "
+            findings.append(Finding(kustomization, 1, f"the {environment} build of "
+                                                      f"{folder or '.'} fails: "
                                                       f"{result.error}"))
     return findings
