@@ -206,10 +206,10 @@ async def test_serve_answers_healthz_503_while_github_has_not_answered(tmp_path:
             for _ in range(400):
                 async with session.get(f"http://127.0.0.1:{port}/healthz") as resp:
                     if resp.status == 200:
+                        rendering = (await resp.json())["rendering"]
                         break
                 await asyncio.sleep(0.05)
             assert resp.status == 200
-            rendering = (await resp.json())["rendering"]
     finally:
         process.terminate()
         process.wait(20)

@@ -19,6 +19,7 @@ from gidgethub.abc import GitHubAPI
 
 from ..github.limits import fit
 from ..github.repos import write_comment
+from ..text import escape_markdown
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -89,7 +90,7 @@ def stopped_text(answer: str, state: str, attempts: int) -> str:
     why = STATES.get(state, f"GitHub's mergeable state is `{state}`")
     tried = "at once" if attempts == 1 else f"after {attempts} attempts"
     return (f"Conveyor stopped trying to merge this pull request ({tried}): GitHub answers "
-            f"\u201c{answer}\u201d — {why}.\n\n"
+            f"\u201c{escape_markdown(answer)}\u201d — {why}.\n\n"
             "Resolve that (approve, fix the check, or rebase the branch), then comment "
             "`/recheck` to try again; or merge it yourself.")
 

@@ -3,7 +3,7 @@ merge is being retried, and a stopped-merge comment someone edited."""
 
 from __future__ import annotations
 
-from bot.promotion.merger import STOPPED_MARKER
+from bot.promotion.merger import STOPPED_MARKER, stopped_text
 from tests.harness import World
 from tests.reliability.test_merges import MERGE, run_timers, stopped_comments
 
@@ -56,3 +56,13 @@ async def test_with_the_gate_required_an_entry_promotion_merges_at_the_first_try
     assert pr["merged"]
     assert emulator.requests.count("PUT", MERGE) == 1
     assert emulator.requests.count("PUT", MERGE, status=405) == 0
+
+
+def test_githubs_refusal_is_quoted_as_plain_text() -> None:
+    """GitHub's message names checks and rules the repository's writers chose: quoted into a
+    comment, it must not render as Markdown or mention anyone."""
+    text = stopped_text('Required status check "*ci* [x](https://evil.example) @acme/sre" '
+                        "is expected.", "blocked", 3)
+    assert "\\*ci\\*" in text
+    assert "\\[x\\]" in text
+    assert "@acme/sre" not in text
