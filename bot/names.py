@@ -9,3 +9,5 @@ REFUSAL_CHECK = "conveyor/promotion"
 
 def refusal_check(environment: str) -> str:
     return f"{REFUSAL_CHECK} ({environment})"
+# On every commit Conveyor makes: its receipt, which only this app can post (see trust.py).
+RECEIPT_CHECK = "conveyor/commit"

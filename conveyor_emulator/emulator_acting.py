@@ -328,9 +328,9 @@ class Acting(EmulatorBase):
             raise ApiError(405, "Pull Request is not mergeable")
         base_sha = r.branch_sha(pr.base_ref)
         assert base_sha is not None
-        sig = self.ops.web_flow()
+        sig, signed = self.ops.merge_committer()
         sha = r.store.put_commit(Commit(tree, (base_sha, pr.head_sha),
-                                        f"Merge pull request #{number}", sig, sig, True))
+                                        f"Merge pull request #{number}", sig, sig, signed))
         branch = f"gh-readonly-queue/{pr.base_ref}/pr-{number}-{pr.head_sha}"
         r.refs["refs/heads/" + branch] = sha
         commit = r.store.commit(sha)

@@ -25,10 +25,12 @@ class EmulatorBase:
     def __init__(self, *, app_id: int = 1, app_slug: str = "conveyor", webhook_secret: str,
                  webhook_url: str | None = None, validate_openapi: bool = False, seed: int = 0,
                  clock: Callable[[], datetime] | None = None,
-                 timer: Callable[[], float] = time.time) -> None:
+                 timer: Callable[[], float] = time.time,
+                 web_commit_signing: bool = True) -> None:
         """`clock` stamps data (`created_at`...); `timer` (epoch seconds) runs the rate-limit
         windows and their headers, so that a test can share one virtual time with the bot."""
         self.world = World(app_id=app_id, app_slug=app_slug, seed=seed, clock=clock)
+        self.world.web_commit_signing = web_commit_signing
         self.app_private_key_pem, self.app_public_key_pem = generate_private_key()
         self.webhook_secret = webhook_secret
         self.faults = Faults()

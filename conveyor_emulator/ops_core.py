@@ -26,6 +26,21 @@ class OpsCore:
     def web_flow(self) -> Signature:
         return Signature("GitHub", "noreply@github.com", self.world.now())
 
+    def web_committer(self, author: Signature) -> tuple[Signature, bool]:
+        """The committer of a commit GitHub makes for an API write, and whether it is signed:
+        `web-flow` and signed where web commit signing is on, else the author, unsigned."""
+        if self.world.web_commit_signing:
+            return self.web_flow(), True
+        return author, False
+
+    def merge_committer(self) -> tuple[Signature, bool]:
+        """The committer of a merge GitHub performs: `web-flow`, signed; on a server without
+        web commit signing an unsigned one that names no account."""
+        if self.world.web_commit_signing:
+            return self.web_flow(), True
+        host = self.world.web_url.split("://", 1)[-1].split("/", 1)[0]
+        return Signature("GitHub Enterprise", f"noreply@{host}", self.world.now()), False
+
     def envelope(self, repo: Repo | None, sender: str, owner: str | None = None) -> JSON | None:
         """Common payload fields, or None when the app is not installed where this happened."""
         world = self.world

@@ -36,7 +36,7 @@ class GitOps(OpsCore):
                      message: str, actor: str, *, verified: bool) -> str:
         parent = repo.branch_sha(branch)
         author = self.signature(actor)
-        committer = self.web_flow() if verified else author
+        committer, verified = self.web_committer(author) if verified else (author, False)
         sha = self.write_commit(repo, parent, files, message, author, committer, verified)
         self.update_ref(repo, "refs/heads/" + branch, sha, actor)
         return sha

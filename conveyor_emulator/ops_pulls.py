@@ -64,13 +64,13 @@ class PullOps(GitOps, IssueOps):
         base_tip = repo.branch_sha(pr.base_ref)
         assert base_tip is not None
         _, commits = pull_changes(repo, item)
-        committer = self.web_flow()
+        committer, signed = self.merge_committer()
         if method == "merge":
             msg = (title or f"Merge pull request #{item.number} from "
                    f"{repo.owner}/{pr.head_ref}") + "\n\n" + (message if message is not None
                                                                else item.title)
             new = store.put_commit(Commit(tree, (base_tip, pr.head_sha), msg.rstrip("\n"),
-                                          self.signature(actor), committer, True))
+                                          self.signature(actor), committer, signed))
         elif method == "squash":
             default_body = "\n\n".join(
                 "* " + (store.commit(c).message if store.commit(c) else "")  # type: ignore[union-attr]
@@ -80,7 +80,7 @@ class PullOps(GitOps, IssueOps):
             if body:
                 msg += "\n\n" + body
             new = store.put_commit(Commit(tree, (base_tip,), msg, self.signature(item.user),
-                                          committer, True))
+                                          committer, signed))
         else:
             new = base_tip
             for sha_ in commits:
@@ -97,7 +97,7 @@ class PullOps(GitOps, IssueOps):
                 except MergeConflict as exc:
                     raise ApiError(405, "This branch can't be rebased") from exc
                 new = store.put_commit(Commit(replay, (new,), original.message,
-                                              original.author, committer, True))
+                                              original.author, committer, signed))
         now = self.world.now()
         pr.merged = True
         pr.merged_at = now

@@ -103,9 +103,10 @@ async def create_git_commit(ctx: Ctx) -> Reply:
     ops = ctx.ops
     custom = "author" in body or "committer" in body
     author = _signature(body.get("author"), ops.signature(ctx.actor))
-    committer = _signature(body.get("committer"), author) if custom else ops.web_flow()
+    committer, signed = ((_signature(body.get("committer"), author), False) if custom
+                         else ops.web_committer(author))
     sha = repo.store.put_commit(Commit(tree, tuple(parents), message, author, committer,
-                                       not custom))
+                                       signed))
     return Reply(201, shapes_git.git_commit(ctx.world, repo, sha))
 
 

@@ -119,9 +119,10 @@ async def put_contents(ctx: Ctx) -> Reply:
     author_default = ops.signature(ctx.actor)
     author = _signature(body.get("author"), author_default)
     custom = "author" in body or "committer" in body
-    committer = _signature(body.get("committer"), author) if custom else ops.web_flow()
+    committer, signed = ((_signature(body.get("committer"), author), False) if custom
+                         else ops.web_committer(author))
     sha = ops.write_commit(repo, parent, {path: data}, message, author, committer,
-                           verified=not custom)
+                           verified=signed)
     ops.update_ref(repo, "refs/heads/" + branch, sha, ctx.actor)
     new_commit = repo.store.commit(sha)
     assert new_commit is not None

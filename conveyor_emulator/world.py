@@ -49,6 +49,11 @@ class World:
         self.token_ttl = 3600.0
         # other GitHub Apps installed beside Conveyor (Argo CD notifications, ...): id -> slug
         self.other_apps: dict[int, str] = {}
+        # github.com signs the commits made through the API and the merges it performs
+        # (committer `web-flow`, verification.verified); a GitHub Enterprise Server signs them
+        # only once its administrator configures web commit signing ("Configuring web commit
+        # signing", GitHub Enterprise Server docs): False plays a server without it.
+        self.web_commit_signing = True
 
     def now(self) -> datetime:
         value = self._clock()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -101,16 +102,26 @@ FAST_RETRY = RetryPolicy(base_delay=0.01, max_delay=0.05, request_timeout=5)
 QUICK_REGISTRY = RegistryPolicy(timeout=5, base_delay=0.01, max_delay=0.05)
 
 
+def commit_signing() -> bool:
+    """Whether the emulated GitHub signs the commits of API writes and merges: github.com
+    does; `CONVEYOR_TEST_SIGNING=off` plays a GitHub Enterprise Server without web commit
+    signing (CI runs the behaviour tests both ways)."""
+    return os.environ.get("CONVEYOR_TEST_SIGNING", "on").lower() != "off"
+
+
 async def make_world(*, files: Mapping[str, str] | None = None, workers: int = 4,
                      validate_openapi: bool = True, retry: RetryPolicy = FAST_RETRY,
                      registry_policy: RegistryPolicy | None = QUICK_REGISTRY,
-                     source_repos: tuple[str, ...] = (), **settings: Any) -> World:
+                     source_repos: tuple[str, ...] = (), signing: bool | None = None,
+                     **settings: Any) -> World:
     """The demo organisation (or `files` as its deployment repository, and `source_repos`
-    besides) on the emulator, and the bot with `settings` over the test defaults."""
+    besides) on the emulator, and the bot with `settings` over the test defaults. ``signing``
+    None follows `commit_signing()`."""
     clock = Clock()
     virtual = VirtualTime()
     emulator = Emulator(webhook_secret=SECRET, validate_openapi=validate_openapi, clock=clock,
-                        timer=virtual)
+                        timer=virtual,
+                        web_commit_signing=commit_signing() if signing is None else signing)
     await emulator.start()
     for repo in source_repos:
         emulator.add_repo(repo, files={"README.md": f"# {repo}\n"})

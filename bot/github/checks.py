@@ -51,3 +51,11 @@ async def create_check_run(gh: GitHubAPI, repo: str, head_sha: str, run: Mapping
 async def update_check_run(gh: GitHubAPI, repo: str, run_id: int, data: Mapping[str, Any]
                            ) -> None:
     await gh.patch(f"/repos/{repo}/check-runs/{run_id}", data=dict(data))
+
+
+def is_own(run: Mapping[str, Any], own_app_id: int | None, own_login: str) -> bool:
+    """Whether this app made the check run (its id where known, else its bot login)."""
+    app = run.get("app") or {}
+    if own_app_id is not None and app.get("id") is not None:
+        return int(app["id"]) == own_app_id
+    return bool(own_login) and f"{app.get('slug', '')}[bot]".lower() == own_login.lower()

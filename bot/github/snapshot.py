@@ -38,6 +38,7 @@ ARCHIVE_FROM = 8
 # An archive is downloaded only when the tree's files add up to less than this.
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
 MIN_BLOBS_KEPT = 512
+MAX_BLOBS_KEPT = 50_000
 
 
 @dataclass(frozen=True)
@@ -125,14 +126,21 @@ class RepoFiles:
                                  else f"`{path}` is not UTF-8 text")
         return Snapshot(head, files)
 
-    async def texts_at(self, gh: GitHubAPI, repo: str, commit: str, paths: Iterable[str]
-                       ) -> dict[str, str | None]:
+    def remember(self, sha: str, text: str) -> None:
+        """A blob's text read some other way (the contents API)."""
+        self._texts[sha] = text
+
+    async def texts_at(self, gh: GitHubAPI, repo: str, commit: str, paths: Iterable[str], *,
+                       archive_from: int = ARCHIVE_FROM) -> dict[str, str | None]:
         """The texts of ``paths`` at ``commit`` (None: not UTF-8 text or larger than GitHub
-        returns). Raises KeyError for a path the commit's tree does not hold, and
-        TreeTruncated when GitHub does not list the whole tree."""
+        returns); from ``archive_from`` unknown blobs on, one archive instead of a request
+        each. Raises KeyError for a path the commit's tree does not hold, and TreeTruncated
+        when GitHub does not list the whole tree."""
         wanted = list(dict.fromkeys(paths))
+        # A build of many overlays reads them all at once: room for every text it asks for.
+        self.ensure_capacity(min(MAX_BLOBS_KEPT, 2 * len(wanted)))
         tree = await self.tree(gh, repo, commit)
-        await self._prefetch(gh, repo, commit, tree, wanted)
+        await self._prefetch(gh, repo, commit, tree, wanted, archive_from)
         texts: dict[str, str | None] = {}
         for path in wanted:
             sha, size = tree[path]
@@ -153,11 +161,12 @@ class RepoFiles:
         return tree
 
     async def _prefetch(self, gh: GitHubAPI, repo: str, commit: str,
-                        tree: dict[str, tuple[str, int]], wanted: Iterable[str]) -> None:
+                        tree: dict[str, tuple[str, int]], wanted: Iterable[str],
+                        archive_from: int = ARCHIVE_FROM) -> None:
         """Many texts missing: read them from the commit's archive in one request."""
         missing = {tree[path][0] for path in wanted
                    if path in tree and tree[path][0] not in self._texts}
-        if len(missing) >= ARCHIVE_FROM and sum(
+        if len(missing) >= archive_from and sum(
                 size for _, size in tree.values()) <= MAX_ARCHIVE_BYTES:
             await self._from_archive(gh, repo, commit, missing)
 

@@ -58,6 +58,11 @@ def policy_overlays(policy: Policy, index: TreeIndex, *, gated_only: bool = Fals
             for (env, folder), services in found.items()]
 
 
+# A build needs every file it reads at once: from three unknown blobs on, the commit's
+# archive (one request) instead of a request each.
+BUILD_ARCHIVE_FROM = 3
+
+
 class RepoBuilds:
     """Builds of one repository's overlays at its commits, for one job."""
 
@@ -86,7 +91,8 @@ class RepoBuilds:
     async def prefetch(self, commit: str, paths: Iterable[str]) -> None:
         """Read many files of ``commit`` at once (one archive when many are new), so that
         the builds after it find their texts kept."""
-        await self.ctx.files.texts_at(self.gh, self.repo, commit, paths)
+        await self.ctx.files.texts_at(self.gh, self.repo, commit, paths,
+                                      archive_from=BUILD_ARCHIVE_FROM)
 
     async def prefetch_kustomizations(self, commit: str) -> None:
         """Every kustomization file of ``commit``: what walking many overlays reads."""
@@ -121,7 +127,8 @@ class RepoBuilds:
         tree = await self.ctx.files.tree(self.gh, self.repo, commit)
         files: dict[str, str] = {}
         read = await self.ctx.files.texts_at(self.gh, self.repo, commit,
-                                             [p for p in inputs.files if p not in replaced])
+                                             [p for p in inputs.files if p not in replaced],
+                                             archive_from=BUILD_ARCHIVE_FROM)
         for path in inputs.files:
             text = replaced[path] if path in replaced else read[path]
             if text is None:

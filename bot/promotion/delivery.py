@@ -22,9 +22,10 @@ from gidgethub.abc import GitHubAPI
 from ..domain.delivery import Figures, Outage, Promotion, figures
 from ..domain.deployed import Report, Trust, check_run_state, deployment_state
 from ..domain.policy import Environment, Policy
+from ..github.checks import is_own
 from ..github.repos import commit_for_ref
 from .deployed import Target, parse_time
-from .failure_mark import MARK_PREFIX, is_own
+from .failure_mark import MARK_PREFIX
 from .flows import find_release
 from .trust import trusted_pull
 

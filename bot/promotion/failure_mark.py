@@ -25,7 +25,13 @@ from urllib.parse import quote
 from gidgethub.abc import GitHubAPI
 
 from ..domain.gate_model import FailureMark
-from ..github.checks import check_output, check_run, create_check_run, update_check_run
+from ..github.checks import (
+    check_output,
+    check_run,
+    create_check_run,
+    is_own,
+    update_check_run,
+)
 from .deployed import parse_time
 
 MARK_PREFIX = "conveyor/reported-failing"
@@ -57,11 +63,6 @@ class Mark:
                            url=self.url)
 
 
-def is_own(run: dict[str, Any], own_app_id: int | None, own_login: str) -> bool:
-    app = run.get("app") or {}
-    if own_app_id is not None and app.get("id") is not None:
-        return int(app["id"]) == own_app_id
-    return bool(own_login) and f"{app.get('slug', '')}[bot]".lower() == own_login.lower()
 
 
 async def find_mark(gh: GitHubAPI, repo: str, sha: str, service: str, environment: str,

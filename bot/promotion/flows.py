@@ -11,7 +11,7 @@ import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from ..domain.tags import version_from_tag
-from ..github.checks import check_output, check_run, create_check_run, update_check_run
+from ..github.checks import check_output, check_run, create_check_run, is_own, update_check_run
 from ..github.limits import OUTPUT_LIMIT, fit
 from ..github.refusals import or_none
 from ..github.repos import commit_for_ref
@@ -19,7 +19,6 @@ from ..jobmemo import remembered
 from ..names import POLICY_PATH, refusal_check
 from ..registry.errors import RegistryError
 from .candidates import Candidate, release_tag_variants
-from .failure_mark import is_own
 from .opener import Opener, OpenResult
 from .policies import DeploymentRepo
 from .provenance import LazyProvenance

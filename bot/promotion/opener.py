@@ -45,6 +45,7 @@ from .candidates import Candidate
 from .marker import PromotionMarker, branch_name, branch_prefix, parse_marker
 from .policies import DeploymentRepo
 from .provenance import LazyProvenance, with_compare
+from .receipts import post_receipt
 from .trust import trusted_marker
 
 if TYPE_CHECKING:
@@ -300,6 +301,7 @@ class Opener(RepoOpener[_Promotion]):
         before = found.edit.occurrences[0] if found.edit.occurrences else None
         effect = PromotionEffect()
         if found.edit.changed and self.ctx.builder is not None:
+            self.ctx.files.remember(found.file.sha, found.file.text)
             found.base_sha = await branch_head(self.gh, self.repo.full_name,
                                                self.default_branch)
             effect = await promotion_effect(
@@ -349,6 +351,9 @@ class Opener(RepoOpener[_Promotion]):
             },
         )
         head_sha = str(committed["commit"]["sha"])
+        await post_receipt(self.ctx, self.gh, repo, head_sha,
+                           f"{'Rollback of' if rollback else 'Promotion of'} "
+                           f"{candidate.service} {candidate.version} in {env.name}.")
         marker = PromotionMarker(
             service=candidate.service, environment=env.name, digest=candidate.digest,
             tag=candidate.tag, version=candidate.version, paths=(path,),

@@ -42,6 +42,7 @@ from .opener import (
     refusal_for_tags,
 )
 from .provenance import gather_provenance, with_compare
+from .receipts import post_receipt
 from .train_body import Move, TrainTooLarge, train_body, train_commit_message, train_title
 from .trust import opened_by_conveyor
 
@@ -233,6 +234,7 @@ class TrainOpener(RepoOpener[_Train]):
         })
         sha = str(commit["sha"])
         await self._create_branch(branch, sha)
+        await post_receipt(self.ctx, self.gh, repo, sha, message.split("\n", 1)[0] + ".")
         return sha
 
     async def _supersede(self, group: str, environment: str, branch: str, number: int,

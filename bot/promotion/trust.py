@@ -1,11 +1,14 @@
 """What Conveyor trusts about a pull request: only what Conveyor alone can have written.
 
 Any writer can edit a PR's body (and its marker), title, labels and comments, and can name a
-branch `conveyor/...`. Nobody but this app can open a PR as the app, or make a commit that
-GitHub attributes to the app *and* signs itself (a commit made through the API by the app's
-installation token: author the app's bot, committer GitHub's `web-flow`, verified). A person
-who copies the bot's e-mail into a commit gets neither GitHub's signature nor its committer.
-So every trust decision reads the trailers of that commit:
+branch `conveyor/...`. Nobody but this app can open a PR as the app, or post a check run under
+the app's name: Conveyor posts its receipt (`receipts.py`) on every commit it makes, and on no
+other. A commit attributed to the app's bot counts as Conveyor's when it carries that receipt,
+or when GitHub signed it as the app's (a commit made through the API by the app's installation
+token on github.com: committer GitHub's `web-flow`, verified). A person who copies the bot's
+e-mail into a commit gets neither. A GitHub Enterprise Server without web commit signing
+signs nothing: there the receipt alone proves it. So every trust decision reads the trailers of
+that commit:
 
     Conveyor-Service / -Environment / -Digest / -Source / -Version / -Tag / -Requested-By /
     -Kind (rollback) / -Train
@@ -23,9 +26,11 @@ from gidgethub.abc import GitHubAPI
 from ..github.repos import commit_for_ref
 from ..text import short_digest
 from .marker import PromotionMarker, parse_marker
+from .receipts import has_receipt
 
 __all__ = [
     "ConveyorCommit",
+    "authored_by",
     "conveyor_commit",
     "made_by",
     "opened_by_conveyor",
@@ -94,21 +99,30 @@ def parse_trailers(message: str) -> dict[str, list[str]]:
     return found
 
 
-def made_by(commit: dict[str, Any], bot_login: str) -> bool:
-    """Whether GitHub attributes the commit to the app and signed it itself."""
-    if not bot_login:
-        return False
+def authored_by(commit: dict[str, Any], bot_login: str) -> bool:
+    """Whether GitHub attributes the commit to the app's bot (anyone can claim that)."""
     author = (commit.get("author") or {}).get("login") or ""
+    return bool(bot_login) and author.lower() == bot_login.lower()
+
+
+def signed_as(commit: dict[str, Any], bot_login: str) -> bool:
+    """Whether GitHub signed the commit as one the app made through the API."""
     committer = (commit.get("committer") or {}).get("login") or ""
     verified = ((commit.get("commit") or {}).get("verification") or {}).get("verified")
-    return (author.lower() == bot_login.lower() and verified is True
-            and committer.lower() in (bot_login.lower(), WEB_FLOW))
+    return verified is True and committer.lower() in (bot_login.lower(), WEB_FLOW)
 
 
-def conveyor_commit(commit: dict[str, Any], bot_login: str, *, head: bool
-                    ) -> ConveyorCommit | None:
-    if not made_by(commit, bot_login):
-        return None
+async def made_by(gh: GitHubAPI, repo: str, commit: dict[str, Any], bot_login: str) -> bool:
+    """Whether Conveyor made the commit: the app's bot is its author, and GitHub signed it
+    so or it carries Conveyor's receipt (asked only when GitHub did not sign it)."""
+    if not authored_by(commit, bot_login):
+        return False
+    return signed_as(commit, bot_login) or await has_receipt(gh, repo, str(commit["sha"]),
+                                                             bot_login)
+
+
+def conveyor_commit(commit: dict[str, Any], *, head: bool) -> ConveyorCommit | None:
+    """The promotion a commit's trailers describe (whoever made it: ask `made_by`)."""
     trailers = parse_trailers(str((commit.get("commit") or {}).get("message") or ""))
     environment = (trailers.get("Conveyor-Environment") or [""])[0]
     services = tuple(trailers.get("Conveyor-Service") or ())
@@ -143,16 +157,22 @@ async def trusted_pull(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: 
         return None
     head_sha = str((pr.get("head") or {}).get("sha") or "")
     head = await commit_for_ref(gh, repo, head_sha) if head_sha else None
-    found = conveyor_commit(head, bot_login, head=True) if head else None
+    found = await _own_promotion(gh, repo, head, bot_login, head=True) if head else None
     if found is not None:
         return found
     commits = await gh.getitem(
         f"/repos/{repo}/pulls/{pr['number']}/commits?per_page={PULL_COMMITS_PAGE}")
     for commit in commits or []:
-        found = conveyor_commit(commit, bot_login, head=False)
+        found = await _own_promotion(gh, repo, commit, bot_login, head=False)
         if found is not None:
             return found
     return None
+
+
+async def _own_promotion(gh: GitHubAPI, repo: str, commit: dict[str, Any], bot_login: str,
+                         *, head: bool) -> ConveyorCommit | None:
+    found = conveyor_commit(commit, head=head)
+    return found if found is not None and await made_by(gh, repo, commit, bot_login) else None
 
 
 def reconcile(marker: PromotionMarker | None, trusted: ConveyorCommit) -> PromotionMarker:

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from bot.promotion.marker import PromotionMarker
-from bot.promotion.trust import conveyor_commit, made_by, parse_trailers, reconcile
+from bot.promotion.trust import (
+    authored_by,
+    conveyor_commit,
+    parse_trailers,
+    reconcile,
+    signed_as,
+)
 
 BOT = "conveyor[bot]"
 DIGEST = "sha256:" + "a" * 64
@@ -23,13 +29,14 @@ def commit(author: str = BOT, committer: str = "web-flow", verified: bool = True
             "commit": {"message": message, "verification": {"verified": verified}}}
 
 
-def test_only_a_commit_github_attributes_to_the_app_and_signed_is_conveyors() -> None:
-    assert made_by(commit(), BOT)
-    assert made_by(commit(committer=BOT), BOT)
-    assert not made_by(commit(verified=False), BOT)  # the bot's e-mail in a pushed commit
-    assert not made_by(commit(author="alice"), BOT)
-    assert not made_by(commit(committer="alice"), BOT)
-    assert not made_by(commit(), "")
+def test_githubs_signature_as_the_app_is_one_proof_of_a_conveyor_commit() -> None:
+    """The other, Conveyor's receipt, is read over HTTP (tests/flows/test_unsigned_server.py)."""
+    assert authored_by(commit(), BOT) and signed_as(commit(), BOT)
+    assert signed_as(commit(committer=BOT), BOT)
+    assert not signed_as(commit(verified=False), BOT)  # the bot's e-mail in a pushed commit
+    assert not authored_by(commit(author="alice"), BOT)
+    assert not signed_as(commit(committer="alice"), BOT)
+    assert not authored_by(commit(), "")
 
 
 def test_trailers_are_the_last_paragraph_only() -> None:
@@ -39,7 +46,7 @@ def test_trailers_are_the_last_paragraph_only() -> None:
 
 
 def test_the_trusted_facts_override_an_edited_marker() -> None:
-    found = conveyor_commit(commit(), BOT, head=True)
+    found = conveyor_commit(commit(), head=True)
     assert found is not None
     assert (found.service, found.digest, found.requester, found.tag) == (
         "web", DIGEST, "dave", "v1.4.2")
@@ -57,4 +64,4 @@ def test_the_trusted_facts_override_an_edited_marker() -> None:
 
 
 def test_a_commit_without_trailers_is_not_a_promotion() -> None:
-    assert conveyor_commit(commit(message="Update README\n"), BOT, head=True) is None
+    assert conveyor_commit(commit(message="Update README\n"), head=True) is None
