@@ -24,5 +24,6 @@ async def on_recheck_timer(event: sansio.Event, gh: ConveyorGitHubAPI, services:
 async def on_merge_retry(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
     await merge_promotion(services.ctx, gh, event.data["repository"]["full_name"],
                           int(event.data["number"]), event.data["head"], event.data["method"],
+                          environment=str(event.data.get("environment") or "unknown"),
                           attempt=int(event.data.get("attempt") or 1),
                           gated=bool(event.data.get("gated")))

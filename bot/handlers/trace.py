@@ -12,7 +12,14 @@ from typing import Any
 from gidgethub import routing, sansio
 
 from ..github.client import ConveyorGitHubAPI
-from ..promotion.dashboard import DASHBOARD_EVENT, refresh_dashboard, schedule_dashboard
+from ..promotion.dashboard import (
+    DASHBOARD_EVENT,
+    DELIVERY_EVENT,
+    refresh_dashboard,
+    refresh_repo_delivery,
+    schedule_dashboard,
+    schedule_delivery,
+)
 from ..promotion.marker import PromotionMarker, parse_marker, service_markers
 from ..promotion.policies import DeploymentRepo
 from ..promotion.trace import Promotion, report_promotion, source_commit
@@ -40,6 +47,8 @@ async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, servic
     marker = parse_marker(pr.get("body"))
     if not pr.get("merged") or marker is None or marker.kind not in TRACED_KINDS:
         return
+    # The delivery figures read the merged promotions themselves: the marker only says when.
+    schedule_delivery(services.ctx, event.data["installation"]["id"], repo.full_name)
     if marker.is_train:
         # A release train is traced as the promotion of each service it moved.
         for promoted in service_markers(marker):
@@ -105,6 +114,13 @@ async def on_default_branch_push(event: sansio.Event, gh: ConveyorGitHubAPI, ser
     repo = await indexed_repo(event, gh, services)
     if repo is not None:
         schedule_dashboard(services.ctx, event.data["installation"]["id"], repo.full_name)
+
+
+@router.register(INTERNAL_PREFIX + DELIVERY_EVENT)
+async def on_delivery_due(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
+    repo = await deployment_repo(event, gh, services)
+    if repo is not None:
+        await refresh_repo_delivery(services, gh, repo)
 
 
 @router.register(INTERNAL_PREFIX + DASHBOARD_EVENT)

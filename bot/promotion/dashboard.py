@@ -206,6 +206,33 @@ def schedule_dashboard(ctx: Context, installation_id: int, repo: str) -> None:
     })
 
 
+DELIVERY_EVENT = "delivery"
+# After a merge, the repository's delivery figures are read again this much later: a train of
+# merges makes one read, and /metrics shows the merge well within a minute.
+DELIVERY_DEBOUNCE = timedelta(seconds=20)
+
+
+def schedule_delivery(ctx: Context, installation_id: int, repo: str) -> None:
+    """Read the repository's delivery figures again shortly (a pending read is kept, so a
+    stream of merges cannot postpone it)."""
+    key = f"delivery:{repo.lower()}"
+    if key in ctx.scheduler.pending():
+        return
+    ctx.scheduler.at(key, ctx.clock() + DELIVERY_DEBOUNCE, DELIVERY_EVENT, {
+        "installation": {"id": installation_id}, "repository": {"full_name": repo},
+    })
+
+
+async def refresh_repo_delivery(services: Services, gh: GitHubAPI, repo: DeploymentRepo
+                                ) -> None:
+    """One repository's figures read now (after a merge), and its dashboard scheduled."""
+    ctx = services.ctx
+    services.delivery.store(await read_snapshot(ctx, gh, repo, ctx.clock()))
+    installation = getattr(gh, "installation_id", None)
+    if installation is not None:
+        schedule_dashboard(ctx, int(installation), repo.full_name)
+
+
 async def refresh_delivery(services: Services) -> int:
     """Read every deployment repository's figures when due, and schedule its dashboard;
     returns how many were read."""

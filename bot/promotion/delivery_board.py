@@ -2,8 +2,9 @@
 `/metrics` and as a section of the dashboard issue.
 
 The figures are read by the background loop at most once per :data:`REFRESH_EVERY` (they move
-slowly and each read lists merged pull requests and their reports), over the trailing
-:data:`WINDOW`. Labels come from the policy only: repository, service and environment.
+slowly and each read lists merged pull requests and their reports), and for one repository
+again shortly after a promotion of it merges (debounced), over the trailing :data:`WINDOW`.
+Labels come from the policy only: repository, service and environment.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import gidgethub.abc
 from prometheus_client.core import (
-    CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
@@ -84,7 +84,8 @@ class DeliveryBoard:
         return []  # the families depend on what was read; nothing to check at registration
 
     def collect(self) -> Iterator[Metric]:
-        merged = CounterMetricFamily(
+        # A count over a trailing window falls as old merges leave it: a gauge, not a counter.
+        merged = GaugeMetricFamily(
             "conveyor_promotions_merged",
             "Promotion PRs merged in the trailing 30 days (rollbacks included)", labels=LABELS)
         failed = GaugeMetricFamily(

@@ -176,4 +176,4 @@ class GateService:
                      extra={"pull": facts.number})
             return
         await merge_promotion(self.ctx, gh, repo.full_name, facts.number, facts.head_sha,
-                              env.merge_method, gated=True)
+                              env.merge_method, environment=env.name, gated=True)

@@ -41,9 +41,10 @@ STATES = {
 
 
 async def merge_promotion(ctx: Context, gh: GitHubAPI, repo: str, number: int, expected_head: str,
-                          method: str, *, attempt: int = 1, gated: bool = False) -> bool:
+                          method: str, *, environment: str, attempt: int = 1,
+                          gated: bool = False) -> bool:
     """Merge if the head is still the commit Conveyor made; retry later (bounded) while GitHub
-    refuses. A PR a human has pushed to is never merged."""
+    refuses. A PR a human has pushed to is never merged. ``environment`` labels the metric."""
     try:
         await gh.put(f"/repos/{repo}/pulls/{number}/merge",
                      data={"sha": expected_head, "merge_method": method})
@@ -53,16 +54,19 @@ async def merge_promotion(ctx: Context, gh: GitHubAPI, repo: str, number: int, e
                      extra={"repository": repo, "pull": number})
             return False
         if exc.status_code in (405, 422):
-            return await _refused(ctx, gh, repo, number, expected_head, method, attempt, gated,
-                                  str(exc))
+            return await _refused(ctx, gh, repo, number, {
+                "head": expected_head, "method": method, "gated": gated,
+                "environment": environment}, attempt, str(exc))
         raise
-    ctx.metrics.promotions.labels("any", "merged").inc()
+    ctx.metrics.promotions.labels(environment, "merged").inc()
     log.info("promotion merged", extra={"repository": repo, "pull": number})
     return True
 
 
-async def _refused(ctx: Context, gh: GitHubAPI, repo: str, number: int, expected_head: str,
-                   method: str, attempt: int, gated: bool, answer: str) -> bool:
+async def _refused(ctx: Context, gh: GitHubAPI, repo: str, number: int, retry: dict[str, Any],
+                   attempt: int, answer: str) -> bool:
+    """``retry``: what a later attempt needs (head, method, gated, environment)."""
+    expected_head = retry["head"]
     pr = await gh.getitem(f"/repos/{repo}/pulls/{number}")
     fields = {"repository": repo, "pull": number, "attempt": attempt, "error": answer}
     if pr.get("merged"):
@@ -73,16 +77,13 @@ async def _refused(ctx: Context, gh: GitHubAPI, repo: str, number: int, expected
     state = str(pr.get("mergeable_state") or "unknown")
     if state == "dirty" or attempt >= MAX_ATTEMPTS:
         log.warning("merge given up; the PR says why", extra={**fields, "state": state})
-        await say_stopped(ctx, gh, repo, number, stopped_text(answer, state, attempt),
-                          {"head": expected_head, "method": method, "gated": gated})
+        await say_stopped(ctx, gh, repo, number, stopped_text(answer, state, attempt), retry)
         return False
     log.info("not mergeable yet, retrying later", extra={**fields, "state": state})
     installation = getattr(gh, "installation_id", None)
     ctx.scheduler.at(f"merge:{repo}#{number}", ctx.clock() + RETRY_AFTER, "merge",
-                     {"repository": {"full_name": repo}, "number": number,
-                      "head": expected_head, "method": method, "attempt": attempt + 1,
-                      "gated": gated,
-                      "installation": {"id": installation}})
+                     {"repository": {"full_name": repo}, "number": number, **retry,
+                      "attempt": attempt + 1, "installation": {"id": installation}})
     return False
 
 
@@ -129,4 +130,5 @@ async def retry_stopped_merge(ctx: Context, gh: GitHubAPI, repo: str, number: in
         return False
     if gated:
         return False
-    return await merge_promotion(ctx, gh, repo, number, head, method)
+    return await merge_promotion(ctx, gh, repo, number, head, method,
+                                 environment=str(retry.get("environment") or "unknown"))

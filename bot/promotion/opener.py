@@ -180,7 +180,7 @@ class RepoOpener(ABC, Generic[F]):
         if self.ctx.gate is not None:
             await self.ctx.gate.evaluate(self.gh, self.repo, number)
         return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
-                                     env.merge_method)
+                                     env.merge_method, environment=env.name)
 
     async def _create_branch(self, branch: str, sha: str) -> None:
         """Create ``branch`` at ``sha``; one left behind by an interrupted attempt is reset

@@ -223,7 +223,8 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
         log.info("resync: merging a promotion whose auto-merge did not happen",
                  extra={"repository": repo.full_name, "pull": pr["number"]})
         await merge_promotion(ctx, gh, repo.full_name, pull.number, str(pr["head"]["sha"]),
-                              policy.environments[pull.environment].merge_method)
+                              policy.environments[pull.environment].merge_method,
+                              environment=pull.environment)
 
 
 async def _live_tag(gh: GitHubAPI, repo: DeploymentRepo, service: str, environment: str

@@ -202,4 +202,4 @@ async def finish_interrupted_trains(ctx: Context, gh: GitHubAPI, repo: Deploymen
         log.info("resync: merging a train whose auto-merge did not happen",
                  extra={"repository": repo.full_name, "pull": pr["number"]})
         await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), str(marker.commit),
-                              env.merge_method)
+                              env.merge_method, environment=env.name)

@@ -115,7 +115,7 @@ async def test_metrics_and_the_dashboard_show_the_figures_of_report(world: World
     samples = await scrape(world)
     web = (("environment", "staging"), ("repository", world.repo), ("service", "web"))
     staging = next(f for f in found if (f.service, f.environment) == ("web", "staging"))
-    assert samples["conveyor_promotions_merged_total", web] == staging.deployments == 4
+    assert samples["conveyor_promotions_merged", web] == staging.deployments == 4
     assert samples["conveyor_change_failure_rate", web] == staging.change_failure_rate == 1 / 3
     assert samples["conveyor_time_to_restore_seconds", web] == 1200.0
     merged = tuple(sorted((*web, ("until", "merged"))))
@@ -127,7 +127,7 @@ async def test_metrics_and_the_dashboard_show_the_figures_of_report(world: World
     assert samples["conveyor_lead_time_seconds_sum", deployed] == 9000.0 + 11100.0
     production = (("environment", "production"), ("repository", world.repo),
                   ("service", "web"))
-    assert samples["conveyor_promotions_merged_total", production] == 0.0
+    assert samples["conveyor_promotions_merged", production] == 0.0
     assert ("conveyor_change_failure_rate", production) not in samples  # no change: no rate
     assert {dict(labels)["service"] for _, labels in samples} == {"web", "api"}
 
@@ -141,3 +141,23 @@ async def test_metrics_and_the_dashboard_show_the_figures_of_report(world: World
     # weeks from Nov 20: 1.0.0 (Nov 30, 2h), 1.1.0 (Dec 7, 1h), 1.2.0 (Dec 14, 3h)
     assert "    bar [0.0, 2.0, 1.0, 3.0, 0.0]" in body
     assert "```mermaid\nxychart-beta" in body
+
+
+async def test_a_merge_shows_on_metrics_within_a_minute_and_the_count_is_a_gauge(
+        world: World) -> None:
+    services = world.runtime.services
+    assert await refresh_delivery(services) == 1  # the hourly read: nothing merged yet
+    web = (("environment", "staging"), ("repository", world.repo), ("service", "web"))
+    assert (await scrape(world))["conveyor_promotions_merged", web] == 0.0
+    await world.release("web", "1.0.0")
+    assert world.pull("Promote web 1.0.0 to staging")["merged"]
+    world.clock.advance(seconds=21)  # the read after a merge is debounced by 20 s
+    world.runtime.ctx.scheduler.fire_due()
+    await world.settle()
+    assert (await scrape(world))["conveyor_promotions_merged", web] == 1.0
+    url = world.webhook_url.replace("/api/github/webhooks", "/metrics")
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        text = await response.text()
+    assert "# TYPE conveyor_promotions_merged gauge" in text
+    assert "conveyor_promotions_merged_total" not in text
+    assert 'conveyor_promotions_total{action="merged",environment="staging"} 1.0' in text
