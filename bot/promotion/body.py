@@ -16,6 +16,7 @@ from .candidates import Candidate
 from .marker import PromotionMarker
 
 MAX_BODY = 60_000
+MAX_WORKLOAD_ROWS = 100  # a body stays readable (and within GitHub's limit)
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,9 @@ def effect_lines(effect: PromotionEffect) -> list[str]:
     lines = ["", f"Building {where} with this change, these workloads run a new image:", "",
              "| workload | from | to |", "| --- | --- | --- |"]
     lines += [f"| {escape_markdown(str(c.slot))} | {escape_markdown(c.old or '—')} | "
-              f"{escape_markdown(c.new)} |" for c in effect.changes]
+              f"{escape_markdown(c.new)} |" for c in effect.changes[:MAX_WORKLOAD_ROWS]]
+    if len(effect.changes) > MAX_WORKLOAD_ROWS:
+        lines.append(f"| … and {len(effect.changes) - MAX_WORKLOAD_ROWS} more | | |")
     return lines
 
 

@@ -19,8 +19,11 @@ from ..domain.opening import FileEdit, Opening, OpeningFacts, Reading, TrainSubj
 from ..domain.provenance import Provenance
 from ..domain.trains import train_digest
 from ..github.repos import add_labels, branch_head, get_file
+from ..github.snapshot import TreeTruncated
 from ..manifests import ManifestError, promote_image
+from ..render.inputs import overlay_folder
 from .body import Change
+from .builds import RepoBuilds, promotion_effect
 from .candidates import Candidate
 from .marker import (
     PromotionMarker,
@@ -149,6 +152,9 @@ class TrainOpener(RepoOpener[_Train]):
         plan = await self._plan(found.candidates, facts.environment)
         if isinstance(plan, str):
             return replace(facts, edit=FileEdit(plan))
+        refusal = await self._render(plan)
+        if refusal is not None:
+            return replace(facts, edit=FileEdit(refusal))
         found.plan = plan
         if not plan.moves:
             return replace(facts, edit=FileEdit(changed=False))
@@ -184,6 +190,35 @@ class TrainOpener(RepoOpener[_Train]):
             plan.moves.append((candidate, Change(path, before.tag if before else None,
                                                  before.digest if before else None, edit.notes)))
         return plan
+
+    async def _render(self, plan: _Plan) -> str | None:
+        """Each Kustomize overlay the train edits, built with all its edits: the workloads
+        whose image changes go to the PR body; a service whose move changes no workload's
+        image refuses the train (it would change nothing in any cluster)."""
+        if self.ctx.builder is None or not plan.moves:
+            return None
+        builds = RepoBuilds(self.ctx, self.gh, self.repo.full_name)
+        try:
+            index = await builds.index(plan.base_sha)
+        except TreeTruncated:
+            return None  # not built: the gate judges what it cannot build
+        edited: dict[str, dict[str, str]] = {}
+        for path in plan.changed:
+            folder = overlay_folder(index, path)
+            if folder is not None:
+                edited.setdefault(folder, {})[path] = plan.texts[path]
+        effects = {folder: await promotion_effect(builds, plan.base_sha, texts)
+                   for folder, texts in edited.items()}
+        for position, (candidate, change) in enumerate(plan.moves):
+            effect = effects.get(overlay_folder(index, change.path) or "")
+            if effect is None:
+                continue
+            if effect.problem is None and not any(candidate.digest in c.new
+                                                  for c in effect.changes):
+                image = self.policy.services[candidate.service].image
+                return f"{candidate.service}: {effect.refusal(image)}"
+            plan.moves[position] = (candidate, replace(change, effect=effect))
+        return None
 
     async def _provenance(self, candidate: Candidate, change: Change) -> Provenance:
         provenance = await gather_provenance(self.gh, candidate, self.ctx.web_url)

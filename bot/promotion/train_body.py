@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from ..domain.policy import Environment
 from ..domain.provenance import Provenance
 from ..text import short_digest
-from .body import MAX_BODY, Change, commands_lines, gate_lines, provenance_lines
+from .body import MAX_BODY, Change, commands_lines, effect_lines, gate_lines, provenance_lines
 from .candidates import Candidate
 from .marker import PromotionMarker
 
@@ -119,6 +119,9 @@ def _head(group: str, environment: Environment, moves: Sequence[Move],
     notes = [f"{move.candidate.service}: {note}" for move in moves for note in move.change.notes]
     if notes:
         lines += ["", *[f"> {note}" for note in notes]]
+    built = {move.change.effect.overlay: move.change.effect for move in moves}
+    for effect in built.values():
+        lines += effect_lines(effect)
     if left_out:
         named = ", ".join(f"{service} `{version}`" for service, version in left_out)
         lines += ["", f"Left out, already at that digest in {environment.name}: {named}."]

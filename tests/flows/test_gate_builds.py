@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from bot.render.tool import find_kustomize
-from bot.sandbox.demo import DEMO_FILES
+from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY
 from bot.text import unescape_markdown
 from tests.harness import World, close_world, hand_pr, make_world
 
@@ -257,6 +257,63 @@ async def test_without_kustomize_files_are_judged_as_files_and_the_gate_says_so(
             health = await resp.json()
         assert health["rendering"] == ("off (no kustomize: Kustomize environments are judged "
                                        "file by file)")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+# -- release trains --------------------------------------------------------------------------
+def merged_evidence_policy() -> str:
+    kept = [line for line in DEMO_POLICY.splitlines(keepends=True)
+            if not line.lstrip().startswith(("approvers:", "deployed_context:", "deployed_by:"))]
+    policy = "".join(kept).replace("evidence: [merged, deployed]", "evidence: [merged]")
+    return policy.replace("soak: 30m", "soak: 0s").replace("approvals: 1", "approvals: 0")
+
+
+async def train_reply(world: World) -> str:
+    for service in ("web", "api"):
+        await world.release(service, "1.0.0")
+        assert world.pull(f"Promote {service} 1.0.0 to staging")["merged"]
+    created = await world.emulator.open_issue(world.repo, "Release", author="alice")
+    await world.settle()
+    posted = await world.emulator.comment(world.repo, int(created["number"]), "alice",
+                                          "/promote production storefront")
+    await world.settle()
+    [reply] = [c["body"] for c in world.emulator.comments(world.repo, created["number"])
+               if f"<!-- conveyor:reply {posted['id']} -->" in c["body"]]
+    return unescape_markdown(reply)
+
+
+async def test_a_train_lists_the_workloads_of_each_overlay_it_builds() -> None:
+    world = await make_world(files={**DEMO_FILES, ".github/conveyor.yml":
+                                    merged_evidence_policy()})
+    try:
+        await train_reply(world)
+        [train] = [pr for pr in world.open_pulls() if pr["title"].startswith("Promote storefront")]
+        body = unescape_markdown(train["body"])
+        digest = world.published["web:1.0.0"]
+        assert "Building apps/web/overlays/prod with this change" in body, body
+        assert (f"| Deployment web, container web | ghcr.io/acme/web:0.9.0 | "
+                f"ghcr.io/acme/web:1.0.0@{digest} |") in body
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_a_train_with_a_service_whose_move_changes_no_workload_is_refused() -> None:
+    prod_only = PATCHED_PROD.replace("  - path: replicas.yaml\n", "  - path: replicas.yaml\n"
+                                     "  - path: frontend.yaml\n")
+    frontend = REPLICAS.replace("  replicas: 3\n", "  template:\n    spec:\n      containers:\n"
+                                "        - name: web\n"
+                                "          image: ghcr.io/acme/web-frontend:0.9.0\n")
+    world = await make_world(files={
+        **DEMO_FILES, ".github/conveyor.yml": merged_evidence_policy(), PROD: prod_only,
+        PROD_PATCH: REPLICAS, COMPONENT: DEBUG_COMPONENT,
+        "apps/web/overlays/prod/frontend.yaml": frontend})
+    try:
+        reply = await train_reply(world)
+        assert "web: the build of `apps/web/overlays/prod` runs the same images" in reply, reply
+        assert not [pr for pr in world.open_pulls() if pr["title"].startswith("Promote store")]
     finally:
         await close_world(world)
     assert world.emulator.violations == []
