@@ -34,6 +34,7 @@ from .queue import (
     WorkerPool,
 )
 from .registry.client import RegistryClient, RegistryPolicy
+from .registry.credentials import AuthFile
 from .registry.lookup import ImageLookup
 from .render.build import Builder
 from .render.tool import rendering_text
@@ -106,7 +107,9 @@ def create_app(
     )
     intake: DeliveryQueue = queue or MemoryQueue(settings.queue_size, sleep=limits.timer.sleep)
     registry = RegistryClient(
-        lambda: clients.session, credentials=settings.registry_credentials,
+        lambda: clients.session,
+        credentials=AuthFile(settings.registry_auth_file, settings.registry_credentials)
+        if settings.registry_auth_file is not None else settings.registry_credentials,
         endpoints=settings.registry_endpoints, policy=registry_policy,
         on_request=lambda host, status: metrics.registry_requests.labels(
             host, str(status) if status is not None else "none").inc())

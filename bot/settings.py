@@ -40,6 +40,7 @@ class Settings:
     redis_claim_timeout: float = 30.0
     # Registries: credentials by host (from CONVEYOR_REGISTRY_AUTH_FILE) and endpoint overrides.
     registry_credentials: Mapping[str, Credential] = field(default_factory=dict, repr=False)
+    registry_auth_file: Path | None = None  # where they came from: read again when it changes
     registry_endpoints: Mapping[str, str] = field(default_factory=dict)
     # The kustomize that builds overlays (CONVEYOR_KUSTOMIZE); None: rendering is off.
     kustomize: Kustomize | None = field(default_factory=lambda: find_kustomize(None))
@@ -184,6 +185,11 @@ def _registry_credentials(env: Mapping[str, str]) -> dict[str, Credential]:
         raise SettingsError(f"CONVEYOR_REGISTRY_AUTH_FILE {path}: {exc}") from None
 
 
+def _registry_auth_file(env: Mapping[str, str]) -> Path | None:
+    path = env.get("CONVEYOR_REGISTRY_AUTH_FILE", "").strip()
+    return Path(path).expanduser() if path else None
+
+
 def _registry_endpoints(env: Mapping[str, str]) -> dict[str, str]:
     try:
         return parse_endpoints(env.get("CONVEYOR_REGISTRY_ENDPOINTS", ""))
@@ -227,6 +233,7 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         redis_url=_redis_url(env),
         redis_claim_timeout=max(0.5, _number(env, "CONVEYOR_REDIS_CLAIM_TIMEOUT", 30.0)),
         registry_credentials=_registry_credentials(env),
+        registry_auth_file=_registry_auth_file(env),
         registry_endpoints=_registry_endpoints(env),
         kustomize=_kustomize(env),
     )

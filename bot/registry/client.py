@@ -22,7 +22,7 @@ from multidict import CIMultiDict
 
 from ..domain.images import is_digest
 from .challenge import Challenge, parse_challenge
-from .credentials import Credential
+from .credentials import AuthFile, Credential
 from .errors import invalid, refusal, unreachable
 from .manifests import (
     ACCEPT,
@@ -71,14 +71,18 @@ class _Answer:
 
 class RegistryClient:
     def __init__(self, session: Callable[[], aiohttp.ClientSession], *,
-                 credentials: Mapping[str, Credential] | None = None,
+                 credentials: Mapping[str, Credential] | AuthFile | None = None,
                  endpoints: Mapping[str, str] | None = None,
                  policy: RegistryPolicy | None = None,
                  on_request: Callable[[str, int | None], None] | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._session = session
-        self._credentials = dict(credentials or {})
+        if isinstance(credentials, AuthFile):
+            self._credentials_now: Callable[[], Mapping[str, Credential]] = credentials.current
+        else:
+            fixed = dict(credentials or {})
+            self._credentials_now = lambda: fixed
         self._endpoints = dict(endpoints or {})
         self.policy = policy or RegistryPolicy()
         self._on_request = on_request
@@ -102,7 +106,7 @@ class RegistryClient:
         return endpoint_for(repository.host, self._endpoints)
 
     def has_credential(self, host: str) -> bool:
-        return host in self._credentials
+        return host in self._credentials_now()
 
     # -- the API ---------------------------------------------------------------------------------
     async def manifest(self, repository: Repository, reference: str) -> Manifest | None:
@@ -228,13 +232,13 @@ class RegistryClient:
         token = self._tokens.get((repository.host, repository.name))
         if token is not None and token[1] > self._clock():
             return f"Bearer {token[0]}"
-        credential = self._credentials.get(repository.host)
+        credential = self._credentials_now().get(repository.host)
         if repository.host in self._basic_hosts and credential is not None:
             return credential.basic
         return None
 
     async def _authorize(self, repository: Repository, challenge: Challenge) -> str | None:
-        credential = self._credentials.get(repository.host)
+        credential = self._credentials_now().get(repository.host)
         if challenge.scheme == "basic":
             self._basic_hosts.add(repository.host)
             return credential.basic if credential is not None else None

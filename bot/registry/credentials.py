@@ -11,11 +11,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .names import host_key
+
+log = logging.getLogger(__name__)
 
 MAX_AUTH_FILE_BYTES = 1024 * 1024
 
@@ -88,3 +93,53 @@ def load_auth_file(path: Path) -> dict[str, Credential]:
     except (ValueError, UnicodeDecodeError):
         raise AuthFileError("is not JSON (expected a Docker config.json)") from None
     return parse_auths(data)
+
+
+# How often the auth file is looked at (a stat, no read) for a change.
+CHECK_EVERY = 5.0
+
+
+class AuthFile:
+    """The credentials of an auth file that may change while the server runs: a mounted pull
+    secret that the kubelet updates, an ECR token refreshed every 12 hours. The file is looked
+    at no more than every ``check_every`` seconds and read again when its modification time,
+    size or inode changed; a file that stops being readable or valid keeps the credentials
+    read last, with a warning in the log (never their content)."""
+
+    def __init__(self, path: Path, credentials: Mapping[str, Credential], *,
+                 clock: Callable[[], float] = time.monotonic,
+                 check_every: float = CHECK_EVERY) -> None:
+        self.path = path
+        self._credentials = dict(credentials)
+        self._clock = clock
+        self._check_every = check_every
+        self._checked = clock()
+        self._seen = self._identity()
+
+    def current(self) -> Mapping[str, Credential]:
+        now = self._clock()
+        if now - self._checked >= self._check_every:
+            self._checked = now
+            seen = self._identity()
+            if seen != self._seen:
+                self._seen = seen
+                self._reload()
+        return self._credentials
+
+    def _identity(self) -> tuple[int, int, int] | None:
+        try:
+            found = self.path.stat()
+        except OSError:
+            return None
+        return found.st_mtime_ns, found.st_size, found.st_ino
+
+    def _reload(self) -> None:
+        try:
+            self._credentials = load_auth_file(self.path)
+        except AuthFileError as exc:
+            log.warning("the registry auth file changed and cannot be used; keeping the "
+                        "credentials read before", extra={"path": str(self.path),
+                                                          "error": str(exc)})
+            return
+        log.info("registry credentials read again", extra={
+            "path": str(self.path), "hosts": sorted(self._credentials)})
