@@ -203,9 +203,12 @@ class RedisQueue:
         return None
 
     async def take(self) -> Job:
+        """The next job; once paused (shutdown), the worker asking for one ends. That also ends
+        a worker whose cancellation redis-py swallowed when it landed as its socket timeout
+        expired: the next turn of this loop sees the pause, however the cancel was lost."""
         while True:
             if self._paused.is_set():
-                await asyncio.Future()  # parked until the worker is cancelled
+                raise asyncio.CancelledError
             if self._claimed:
                 job = self._claimed.popleft()
                 self._held[job.receipt] = job

@@ -182,3 +182,15 @@ async def test_timers_fire_once_across_replicas(redis_client: Any) -> None:
     finally:
         for scheduler in schedulers:
             await scheduler.close()
+
+
+async def test_a_paused_queue_ends_the_worker_taking_even_without_its_cancellation(
+        redis_client: Any) -> None:
+    """A cancellation lost inside redis-py's blocking read cannot keep a worker: the read
+    returns after its block time, sees the pause and ends the take."""
+    queue = replica(redis_client, "stopping")
+    taking = asyncio.ensure_future(queue.take())
+    await asyncio.sleep(0.05)  # blocked in XREADGROUP on an empty stream
+    queue.pause()
+    await asyncio.wait({taking}, timeout=2)
+    assert taking.cancelled()
