@@ -1,6 +1,6 @@
 """8. The gate with Kustomize builds on a large repository: builds, cache hits, requests, time.
 
-A deployment repository of 500 services (50 with --quick), each a base and a staging and a
+A deployment repository of 500 services (20 with --quick), each a base and a staging and a
 production overlay; production is gated, and every production overlay also builds a shared
 component. The gate of hand-written pull requests is evaluated in this process through the
 bot's own installation client (`GateService.verdict_for`), so the emulator counts exactly its
@@ -127,7 +127,7 @@ class Bench:
 
 
 async def run(quick: bool) -> Section:
-    services = 50 if quick else 500
+    services = 20 if quick else 500
     tool = find_kustomize(None)
     section = Section(f"8. The gate with Kustomize builds: {services} services × 2 overlays")
     if tool is None:
