@@ -126,10 +126,6 @@ class RepoFiles:
                                  else f"`{path}` is not UTF-8 text")
         return Snapshot(head, files)
 
-    def remember(self, sha: str, text: str) -> None:
-        """A blob's text read some other way (the contents API)."""
-        self._texts[sha] = text
-
     async def texts_at(self, gh: GitHubAPI, repo: str, commit: str, paths: Iterable[str], *,
                        archive_from: int = ARCHIVE_FROM) -> dict[str, str | None]:
         """The texts of ``paths`` at ``commit`` (None: not UTF-8 text or larger than GitHub
@@ -151,6 +147,15 @@ class RepoFiles:
                 self._texts[sha] = await _blob_text(gh, repo, sha)
             texts[path] = self._texts[sha]
         return texts
+
+    async def from_archive(self, gh: GitHubAPI, repo: str, commit: str, paths: Iterable[str],
+                           *, archive_from: int) -> None:
+        """The texts of ``paths`` from the commit's archive when ``archive_from`` or more are
+        unknown; nothing is read blob by blob here."""
+        wanted = list(dict.fromkeys(paths))
+        self.ensure_capacity(min(MAX_BLOBS_KEPT, 2 * len(wanted)))
+        await self._prefetch(gh, repo, commit, await self.tree(gh, repo, commit), wanted,
+                             archive_from)
 
     async def tree(self, gh: GitHubAPI, repo: str, commit: str) -> dict[str, tuple[str, int]]:
         """path → (blob sha, size) of every file of ``commit``; TreeTruncated when GitHub

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from gidgethub.abc import GitHubAPI
 
 from ..domain.policy import Policy
+from ..github.repos import MAX_FILE_BYTES, FileTooLarge, RepoFile
 from ..github.snapshot import TreeTruncated, git_blob_sha
 from ..render.build import BuildResult
 from ..render.inputs import (
@@ -93,6 +94,21 @@ class RepoBuilds:
         the builds after it find their texts kept."""
         await self.ctx.files.texts_at(self.gh, self.repo, commit, paths,
                                       archive_from=BUILD_ARCHIVE_FROM)
+
+    async def file(self, commit: str, path: str) -> RepoFile | None:
+        """One file at ``commit`` read through the tree, the build's way: a cold read takes
+        the commit's archive (one request) for every file a build may need next. None when
+        the commit has no such file or it is not UTF-8; FileTooLarge past 1 MB."""
+        tree = await self.ctx.files.tree(self.gh, self.repo, commit)
+        if path not in tree:
+            return None
+        sha, size = tree[path]
+        if size > MAX_FILE_BYTES:
+            raise FileTooLarge(f"{path} is larger than {MAX_FILE_BYTES} bytes")
+        await self.ctx.files.from_archive(self.gh, self.repo, commit, tree,
+                                          archive_from=BUILD_ARCHIVE_FROM)
+        text = (await self.ctx.files.texts_at(self.gh, self.repo, commit, [path]))[path]
+        return RepoFile(path, text, sha) if text is not None else None
 
     async def prefetch_kustomizations(self, commit: str) -> None:
         """Every kustomization file of ``commit``: what walking many overlays reads."""

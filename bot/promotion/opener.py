@@ -37,6 +37,7 @@ from ..github.repos import (
     content_path,
     get_file,
 )
+from ..github.snapshot import TreeTruncated
 from ..manifests import Edit, ManifestError, promote_image
 from ..offload import run_cpu
 from .body import Change, commit_message, pr_body, pr_title
@@ -286,8 +287,19 @@ class Opener(RepoOpener[_Promotion]):
         raise ValueError(f"a promotion does not read {reading}")
 
     async def _edit(self, subject: ServiceSubject, found: _Promotion) -> FileEdit:
-        """The candidate's digest set in the service's file at the default branch's head."""
-        found.file = await get_file(self.gh, self.repo.full_name, subject.path)
+        """The candidate's digest set in the service's file at the default branch's head (read
+        through the tree where the environment is built: the build needs it anyway)."""
+        builds = RepoBuilds(self.ctx, self.gh, self.repo.full_name)
+        if builds.rendering:
+            found.base_sha = await branch_head(self.gh, self.repo.full_name,
+                                               self.default_branch)
+            try:
+                found.file = await builds.file(found.base_sha, subject.path)
+            except TreeTruncated:
+                found.file = await get_file(self.gh, self.repo.full_name, subject.path,
+                                            found.base_sha)
+        else:
+            found.file = await get_file(self.gh, self.repo.full_name, subject.path)
         if found.file is None:
             return FileEdit(f"`{subject.path}` does not exist on {self.default_branch}")
         service = self.policy.services[subject.service]
@@ -300,13 +312,9 @@ class Opener(RepoOpener[_Promotion]):
             return FileEdit(f"cannot edit {exc}")
         before = found.edit.occurrences[0] if found.edit.occurrences else None
         effect = PromotionEffect()
-        if found.edit.changed and self.ctx.builder is not None:
-            self.ctx.files.remember(found.file.sha, found.file.text)
-            found.base_sha = await branch_head(self.gh, self.repo.full_name,
-                                               self.default_branch)
-            effect = await promotion_effect(
-                RepoBuilds(self.ctx, self.gh, self.repo.full_name), found.base_sha,
-                {subject.path: found.edit.new_text})
+        if found.edit.changed and found.base_sha is not None:
+            effect = await promotion_effect(builds, found.base_sha,
+                                            {subject.path: found.edit.new_text})
             if effect.changes_nothing:
                 return FileEdit(effect.refusal(service.image))
         found.change = Change(subject.path, before.tag if before else None,
