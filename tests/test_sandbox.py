@@ -396,7 +396,7 @@ async def test_plain_manifests_through_two_gates_to_production(tmp_path: Path) -
         '7. alice comments "/promote production" on #2',
         "8. Argo CD records a successful deployment to staging of main@"
         + numbered(text)[7].rsplit("@", 1)[1],
-        "9. 2 hours pass (the sandbox clock moves from 10:00 to 12:00 UTC; 2 timer(s) of "
+        "9. 2 hours pass (the sandbox clock moves from 10:00 to 12:00 UTC; 3 timer(s) of "
         "Conveyor fire)",
         "10. bob (@northwind/sre) approves #3",
         "11. dave (@northwind/sre) approves #3",

@@ -74,8 +74,10 @@ async def test_nothing_changed_means_no_edit(world: World) -> None:
 async def test_a_burst_of_changes_makes_one_update(world: World) -> None:
     await world.release("web", "1.4.2")
     await world.release("api", "2.0.0")
-    # two PRs opened and merged, two pushes: one pending refresh
-    assert list(world.runtime.ctx.scheduler.pending()) == ["dashboard:acme/deploy"]
+    # two PRs opened and merged, two pushes: one pending refresh of the dashboard, and one
+    # read of the delivery figures the merges changed
+    assert list(world.runtime.ctx.scheduler.pending()) == ["dashboard:acme/deploy",
+                                                           "delivery:acme/deploy"]
     await fire_timers(world)
     [issue] = dashboards(world)
     assert world.emulator.requests.count("POST", ISSUES) == 1
