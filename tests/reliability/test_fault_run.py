@@ -1,5 +1,6 @@
 """The randomized fault run (`fault_run.py`), a few bounded seeds: in memory, and three
-replicas on a real Redis. `python -m tests.reliability.fault_run` runs longer ones."""
+replicas on a real Redis. Most of each run is the bot pacing its writes within GitHub's 80 a
+minute, so CI keeps them short; `python -m tests.reliability.fault_run` runs longer ones."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ from tests.reliability.fault_run import RunConfig, fault_run
 
 @pytest.mark.parametrize("seed", [11])
 async def test_a_fault_run_in_memory_keeps_every_invariant(tmp_path: Path, seed: int) -> None:
-    report = await fault_run(RunConfig(seed=seed, releases=12, kills=2), tmp_path)
+    report = await fault_run(RunConfig(seed=seed, releases=10, kills=2), tmp_path)
     assert not report.problems, "\n".join(report.lines())
-    assert report.killed == 2 and sum(map(len, report.released.values())) == 12
+    assert report.killed == 2 and sum(map(len, report.released.values())) == 10
 
 
 @pytest.mark.skipif(redis_binary() is None and not os.environ.get("CI"), reason=REDIS_MISSING)
 async def test_a_fault_run_with_replicas_on_redis_keeps_every_invariant(tmp_path: Path) -> None:
-    report = await fault_run(RunConfig(seed=21, releases=8, kills=2, mode="redis"), tmp_path)
+    report = await fault_run(RunConfig(seed=21, releases=6, kills=2, mode="redis"), tmp_path)
     assert not report.problems, "\n".join(report.lines())
     assert report.killed == 2
