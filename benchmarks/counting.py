@@ -44,8 +44,6 @@ RELEASE_TO_PR: list[Need] = [
      "the artifact attestation of the digest (it also names the CI run)"),
     ("GET", "/repos/{owner}/{repo}/pulls",
      "open pull requests: an open one for the branch is adopted, older ones superseded"),
-    ("GET", "/repos/{owner}/{repo}/contents/{path}",
-     "the environment's file on the default branch, to edit"),
     ("GET", "/repos/{owner}/{repo}/pulls",
      "a pull request of the branch closed without merging is not reopened (`head=` filter; "
      "the open list cannot tell)"),
@@ -54,11 +52,26 @@ RELEASE_TO_PR: list[Need] = [
     ("GET", "/repos/{owner}/{repo}/git/ref/{ref}", "the default branch's head to branch from"),
     ("POST", "/repos/{owner}/{repo}/git/refs", "the promotion branch"),
     ("PUT", "/repos/{owner}/{repo}/contents/{path}", "the one commit that changes the file"),
+    ("POST", "/repos/{owner}/{repo}/check-runs",
+     "the commit's receipt `conveyor/commit`: how Conveyor knows its own commits where GitHub "
+     "does not sign them"),
     ("POST", "/repos/{owner}/{repo}/pulls", "the pull request"),
+]
+# A bot that has not read the default branch's files yet: the environment's file is read
+# through the tree with what its Kustomize build reads (rendering on), in one archive.
+COLD_FILES: list[Need] = [
+    ("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}",
+     "the default branch's tree at its head: the file's blob, whether it is part of a "
+     "Kustomize overlay and what that overlay's build reads"),
+    ("GET", "/repos/{owner}/{repo}/tarball/{ref}",
+     "the file and every file its build reads, in one archive (blobs are kept by sha: a warm "
+     "bot reads only the changed ones)"),
 ]
 AFTER_PR: list[Need] = [
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels",
      "labels `conveyor` and `env/<env>` (the create endpoint takes none)"),
+    ("POST", "/repos/{owner}/{repo}/check-runs",
+     "the gate, before the auto-merge: GitHub refuses to merge a PR without a required check"),
     ("PUT", "/repos/{owner}/{repo}/pulls/{pull_number}/merge",
      "auto_merge of the ungated entry environment"),
 ]

@@ -19,6 +19,7 @@ from conveyor_emulator.webhooks import Delivery
 
 from .counting import (
     AFTER_PR,
+    COLD_FILES,
     GATE_AFTER_REVIEW,
     GATE_RERUN,
     RELEASE_TO_PR,
@@ -39,7 +40,7 @@ GATE = "conveyor/promotion-gate"
 def cold_minimum() -> list[Need]:
     """REST's minimum for a release on a fresh bot (the installation's repositories fit one
     page of the list)."""
-    return [TOKEN, REPOSITORIES, *policy_reads(), *RELEASE_TO_PR, *AFTER_PR]
+    return [TOKEN, REPOSITORIES, *policy_reads(), *COLD_FILES, *RELEASE_TO_PR, *AFTER_PR]
 
 
 async def hold_release(stage: Stage, service: str, version: str) -> tuple[int, list[Delivery]]:

@@ -4,7 +4,7 @@ locks, leases and the clock."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -31,6 +31,9 @@ class GateEvaluator(Protocol):
 
     async def evaluate(self, gh: GitHubAPI, repo: Any, number: int,
                        pr: dict[str, Any] | None = None) -> Any: ...
+
+    async def post_own_commit(self, gh: GitHubAPI, repo: Any, number: int, head_sha: str,
+                              base_sha: str, paths: Sequence[str]) -> None: ...
 
 
 @dataclass

@@ -28,9 +28,10 @@ class GateCheckRuns:
     _posted: cachetools.LRUCache[tuple[str, str], tuple[int, str]] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=4096))
 
-    async def post(self, gh: GitHubAPI, repo: str, sha: str, verdict: Verdict
-                   ) -> None:
-        """Create or update the one gate check run of this head commit; skip if unchanged."""
+    async def post(self, gh: GitHubAPI, repo: str, sha: str, verdict: Verdict, *,
+                   fresh: bool = False) -> None:
+        """Create or update the one gate check run of this head commit; skip if unchanged.
+        ``fresh``: a commit Conveyor has just made, which no run can be on yet."""
         output = render_gate_output(verdict)
         fingerprint = hashlib.sha256(json.dumps(
             [verdict.status, verdict.conclusion, output], sort_keys=True).encode()).hexdigest()
@@ -40,7 +41,8 @@ class GateCheckRuns:
             return
         data = check_run(GATE_CHECK, output, status=verdict.status,
                          conclusion=verdict.conclusion, completed_at=self.ctx.clock())
-        run_id = known[0] if known else await self._existing_run(gh, repo, sha)
+        run_id = known[0] if known else None if fresh else await self._existing_run(
+            gh, repo, sha)
         if run_id is None:
             run_id = int((await create_check_run(gh, repo, sha, data))["id"])
         else:

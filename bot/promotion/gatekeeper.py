@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -11,11 +12,13 @@ from gidgethub.abc import GitHubAPI
 from ..domain.freeze import freeze_status
 from ..domain.gate import evaluate_gate
 from ..domain.gate_model import NO_GATED_CHANGE, EnvironmentRules, Evidence, GateInput, Verdict
+from ..github.snapshot import TreeTruncated
 from ..names import POLICY_PATH
 from .approvals import Approvals
 from .build_changes import read_build_changes
+from .builds import RepoBuilds
 from .evidence import EvidenceFinder
-from .gate_changes import ChangeReader
+from .gate_changes import ChangeReader, gated_owners
 from .gate_checkrun import GateCheckRuns
 from .hold import hold_of
 from .merger import merge_promotion
@@ -64,6 +67,33 @@ class GateService:
         finally:
             self._running.pop(key, None)
         return verdict
+
+    async def post_own_commit(self, gh: GitHubAPI, repo: DeploymentRepo, number: int,
+                              head_sha: str, base_sha: str, paths: Sequence[str]) -> None:
+        """The gate of a PR Conveyor has just opened into an ungated environment, before it
+        merges it: where no gated environment's file is among ``paths`` and no gated build
+        reads them at ``base_sha``, the verdict is "no gated environment changed", posted
+        without reading the PR; otherwise the full evaluation."""
+        policy = repo.policy
+        if any(gated_owners(policy, path) for path in paths) or \
+                await self._gated_builds_read(gh, repo, base_sha, paths):
+            await self.evaluate(gh, repo, number)
+            return
+        await self.runs.post(gh, repo.full_name, head_sha, NO_GATED_CHANGE, fresh=True)
+
+    async def _gated_builds_read(self, gh: GitHubAPI, repo: DeploymentRepo, commit: str,
+                                 paths: Sequence[str]) -> bool:
+        builds = RepoBuilds(self.ctx, gh, repo.full_name)
+        if not builds.rendering:
+            return False
+        try:
+            for overlay in await builds.overlays(commit, repo.policy, gated_only=True):
+                inputs = await builds.inputs(commit, overlay.overlay)
+                if any(inputs.reads(path) for path in paths):
+                    return True
+        except TreeTruncated:
+            return True  # cannot tell: the full evaluation judges it
+        return False
 
     async def facts_of(self, gh: GitHubAPI, repo: IndexedRepo,
                        pr: dict[str, Any]) -> PullFacts:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 
@@ -171,15 +172,18 @@ class RepoOpener(ABC, Generic[F]):
                             ) -> OpeningFacts:
         """The readings about what the PR moves: its files, its service's promotions."""
 
-    async def _merge_ungated(self, env: Environment, number: int, head_sha: str) -> bool:
-        """Merge a new PR into an ungated ``auto_merge`` environment, its gate posted first:
-        where `conveyor/promotion-gate` is required, GitHub refuses a merge without it."""
+    async def _merge_ungated(self, env: Environment, number: int, head_sha: str,
+                             base_sha: str, paths: Sequence[str]) -> bool:
+        """Merge a new PR into an ungated ``auto_merge`` environment (``paths`` changed on
+        ``base_sha``), its gate posted first: where `conveyor/promotion-gate` is required,
+        GitHub refuses a merge without it."""
         if not env.auto_merge or env.gated:
             return False
         from .merger import merge_promotion
 
         if self.ctx.gate is not None:
-            await self.ctx.gate.evaluate(self.gh, self.repo, number)
+            await self.ctx.gate.post_own_commit(self.gh, self.repo, number, head_sha,
+                                                base_sha, paths)
         return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
                                      env.merge_method, environment=env.name)
 
@@ -257,15 +261,16 @@ class Opener(RepoOpener[_Promotion]):
             with_link = await with_compare(self.gh, provenance or Provenance(), candidate,
                                            change.old_tag, self.ctx.web_url)
             branch = str(facts.branch)
+            base_sha = found.base_sha or await branch_head(self.gh, repo, self.default_branch)
             number, url, head_sha = await self._create(
                 candidate, env, branch, path, file.sha, edit.new_text, change,
-                with_link, rollback_note, upstream_pr, found.base_sha,
+                with_link, rollback_note, upstream_pr, base_sha,
             )
             if not rollback:
                 await self._supersede(candidate, environment, branch, number, found.pulls)
             # Still under the repository's lock: a newer promotion of the same service is
             # opened after this merge, from the new base, so the two PRs never conflict.
-            merged = await self._merge_ungated(env, number, head_sha)
+            merged = await self._merge_ungated(env, number, head_sha, base_sha, [path])
         self.ctx.metrics.promotions.labels(environment, "opened").inc()
         log.info("promotion opened", extra={"repository": repo, "pull": number,
                                             "service": candidate.service, "env": environment,
@@ -340,13 +345,11 @@ class Opener(RepoOpener[_Promotion]):
     async def _create(
         self, candidate: Candidate, env: Environment, branch: str, path: str, blob_sha: str,
         new_text: str, change: Change, provenance: Provenance, rollback_note: str | None,
-        upstream_pr: int | None, base_sha: str | None,
+        upstream_pr: int | None, base_sha: str,
     ) -> tuple[int, str, str]:
         repo = self.repo.full_name
         rollback = rollback_note is not None
         from_version = version_from_tag(change.old_tag) if change.old_tag else None
-        if base_sha is None:
-            base_sha = await branch_head(self.gh, repo, self.default_branch)
         await self._create_branch(branch, base_sha)
         committed = await self.gh.put(
             f"/repos/{repo}/contents/{content_path(path)}",

@@ -137,7 +137,7 @@ class TrainOpener(RepoOpener[_Train]):
                 superseded = await self._supersede(group, environment, branch, number,
                                                    found.pulls, superseding)
             merged = await self._merge_ungated(self.policy.environments[environment], number,
-                                               head_sha)
+                                               head_sha, plan.base_sha, plan.changed)
         self.ctx.metrics.promotions.labels(environment, "opened").inc()
         log.info("release train opened", extra={"repository": repo, "pull": number,
                                                 "group": group, "env": environment,
