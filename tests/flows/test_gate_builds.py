@@ -57,6 +57,19 @@ commonLabels:
 """
 
 
+def frontend_in_production() -> dict[str, str]:
+    """The demo where a production-only patch makes the web container run
+    `ghcr.io/acme/web-frontend`: the overlay's `images:` entry for `ghcr.io/acme/web` matches
+    no container there, while staging still runs `ghcr.io/acme/web`."""
+    prod = PATCHED_PROD.replace("  - path: replicas.yaml\n",
+                                "  - path: replicas.yaml\n  - path: frontend.yaml\n")
+    frontend = REPLICAS.replace("  replicas: 3\n", "  template:\n    spec:\n      containers:\n"
+                                "        - name: web\n"
+                                "          image: ghcr.io/acme/web-frontend:0.9.0\n")
+    return {**DEMO_FILES, PROD: prod, PROD_PATCH: REPLICAS, COMPONENT: DEBUG_COMPONENT,
+            "apps/web/overlays/prod/frontend.yaml": frontend}
+
+
 def summary(run: dict[str, Any]) -> str:
     return f"{run['output']['title']}\n{unescape_markdown(run['output']['summary'])}"
 
@@ -185,14 +198,7 @@ async def test_a_release_whose_overlay_entry_matches_no_container_opens_nothing(
 
 
 async def test_a_command_promotion_that_changes_no_workload_is_refused_in_its_reply() -> None:
-    prod_only = PATCHED_PROD.replace("  - path: replicas.yaml\n", "  - path: replicas.yaml\n"
-                                     "  - path: frontend.yaml\n")
-    frontend = REPLICAS.replace("  replicas: 3\n", "  template:\n    spec:\n      containers:\n"
-                                "        - name: web\n"
-                                "          image: ghcr.io/acme/web-frontend:0.9.0\n")
-    world = await make_world(files={
-        **DEMO_FILES, PROD: prod_only, PROD_PATCH: REPLICAS, COMPONENT: DEBUG_COMPONENT,
-        "apps/web/overlays/prod/frontend.yaml": frontend})
+    world = await make_world(files=frontend_in_production())
     try:
         await world.release("web", "1.0.0")
         assert world.pull("Promote web 1.0.0 to staging")["merged"]
@@ -301,15 +307,8 @@ async def test_a_train_lists_the_workloads_of_each_overlay_it_builds() -> None:
 
 
 async def test_a_train_with_a_service_whose_move_changes_no_workload_is_refused() -> None:
-    prod_only = PATCHED_PROD.replace("  - path: replicas.yaml\n", "  - path: replicas.yaml\n"
-                                     "  - path: frontend.yaml\n")
-    frontend = REPLICAS.replace("  replicas: 3\n", "  template:\n    spec:\n      containers:\n"
-                                "        - name: web\n"
-                                "          image: ghcr.io/acme/web-frontend:0.9.0\n")
-    world = await make_world(files={
-        **DEMO_FILES, ".github/conveyor.yml": merged_evidence_policy(), PROD: prod_only,
-        PROD_PATCH: REPLICAS, COMPONENT: DEBUG_COMPONENT,
-        "apps/web/overlays/prod/frontend.yaml": frontend})
+    world = await make_world(files={**frontend_in_production(),
+                                    ".github/conveyor.yml": merged_evidence_policy()})
     try:
         reply = await train_reply(world)
         assert "web: the build of `apps/web/overlays/prod` runs the same images" in reply, reply
