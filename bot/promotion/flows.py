@@ -147,10 +147,7 @@ async def complete_refusal(ctx: Context, gh: GitHubAPI, candidate: Candidate,
         return
     name = refusal_check(environment)
     try:
-        listed = await gh.getitem(
-            f"/repos/{candidate.source_repo}/commits/{candidate.source_sha}/check-runs"
-            f"?check_name={quote(name)}&filter=latest")
-        for run in listed.get("check_runs") or []:
+        for run in await _refusal_runs(gh, candidate, name):
             if run.get("conclusion") != "failure" or not is_own(run, ctx.app_id, ctx.bot_login):
                 continue
             earlier = str((run.get("output") or {}).get("summary") or "")
@@ -175,10 +172,7 @@ async def report_refusal(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
         return
     name = refusal_check(environment)
     try:
-        existing = await gh.getitem(
-            f"/repos/{candidate.source_repo}/commits/{candidate.source_sha}/check-runs"
-            f"?check_name={quote(name)}")
-        if existing.get("total_count"):
+        if await _refusal_runs(gh, candidate, name):
             return
         output = check_output(
             f"{candidate.service} {candidate.version} was not promoted to {environment}",
@@ -189,6 +183,14 @@ async def report_refusal(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     except gidgethub.GitHubException as exc:
         log.warning("could not report the refusal on the source commit",
                     extra={"error": str(exc), "repository": candidate.source_repo})
+
+
+async def _refusal_runs(gh: GitHubAPI, candidate: Candidate, name: str) -> list[dict[str, Any]]:
+    """The latest check runs of that name on the candidate's source commit."""
+    listed = await gh.getitem(
+        f"/repos/{candidate.source_repo}/commits/{candidate.source_sha}/check-runs"
+        f"?check_name={quote(name)}&filter=latest")
+    return list(listed.get("check_runs") or [])
 
 
 def _log_result(repo: DeploymentRepo, candidate: Candidate, env: str, result: OpenResult) -> None:
