@@ -126,7 +126,12 @@ def tree_json(ctx: Ctx, sha: str, recursive: bool) -> JSON:
             blob = repo.store.blob(entry.sha)
             item["size"] = len(blob.data) if blob else 0
         entries.append(item)
-    return {"sha": sha, "url": f"{api}/git/trees/{sha}", "tree": entries, "truncated": False}
+    # "Get a tree": with `recursive`, the tree array holds at most 100,000 entries (7 MB); past
+    # that GitHub answers the first ones and `truncated: true`.
+    limit = ctx.world.tree_entry_limit
+    truncated = recursive and len(entries) > limit
+    return {"sha": sha, "url": f"{api}/git/trees/{sha}",
+            "tree": entries[:limit] if truncated else entries, "truncated": truncated}
 
 
 @router.add("GET", R + "/trees/{tree_sha}")

@@ -54,6 +54,8 @@ class World:
         # only once its administrator configures web commit signing ("Configuring web commit
         # signing", GitHub Enterprise Server docs): False plays a server without it.
         self.web_commit_signing = True
+        # "Get a tree" with `recursive`: at most this many entries, then `truncated: true`
+        self.tree_entry_limit = 100_000
 
     def now(self) -> datetime:
         value = self._clock()

@@ -54,8 +54,13 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
             return found  # no changed file lies below any kustomization
         overlays = await _gated_overlays(builds, policy, facts)
     except TreeTruncated as exc:
-        envs = [env.name for env in policy.environments.values() if env.gated]
-        found.findings += [BuildFinding(env, ".", problem=str(exc)) for env in envs]
+        # Which files a build reads is unknown: every gated environment whose file is a
+        # kustomization fails closed (a tree this large is rare; a Helm or plain-manifest
+        # repository of that size keeps its file-level gate).
+        envs = {env.name for env in policy.environments.values() if env.gated for service
+                in policy.services if posixpath.basename(policy.path_for(service, env.name))
+                in KUSTOMIZATION_NAMES}
+        found.findings += [BuildFinding(env, ".", problem=str(exc)) for env in sorted(envs)]
         return found
     paths = [p for f in files for p in (f.path, f.previous) if p]
     if len(overlays) > 1:

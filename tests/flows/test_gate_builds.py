@@ -316,3 +316,13 @@ async def test_a_train_with_a_service_whose_move_changes_no_workload_is_refused(
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+async def test_a_tree_github_lists_in_part_fails_a_kustomize_gate_closed(patched: World) -> None:
+    """GitHub cuts a recursive tree at 100,000 entries: which files a build reads is then
+    unknown, and a Kustomize environment is not passed on a guess."""
+    world = patched
+    world.emulator.world.tree_entry_limit = 5
+    pr = await hand_pr(world, PROD_PATCH, REPLICAS.replace("replicas: 3", "replicas: 6"))
+    concluded(world, pr, "failure", "production build",
+              "GitHub lists only part of the tree")
