@@ -19,6 +19,7 @@ from .metrics import Metrics
 from .queue import KeyedLocks, RepoLocks
 from .registry.lookup import ImageLookup
 from .render.build import Builder
+from .render.inputs import BuildInputs
 from .scheduler import Scheduler
 
 
@@ -47,6 +48,9 @@ class Context:
     files: RepoFiles = field(default_factory=RepoFiles)
     # Builds Kustomize overlays; None when no kustomize is there (rendering is off).
     builder: Builder | None = None
+    # What building an overlay reads at a commit, (repo, commit, overlay) → its inputs.
+    build_inputs: cachetools.LRUCache[tuple[str, str, str], BuildInputs] = field(
+        default_factory=lambda: cachetools.LRUCache(maxsize=8192))
     # Refusal check runs this process posted on source commits, (repo, sha, env) → True: a
     # promotion that opens later completes them (package events look on GitHub too).
     refusals: cachetools.TTLCache[tuple[str, str, str], bool] = field(

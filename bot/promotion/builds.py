@@ -120,10 +120,15 @@ class RepoBuilds:
                      replaced: Mapping[str, str] | None = None) -> BuildInputs:
         """What building ``overlay`` at ``commit`` reads (``replaced``: texts that stand for
         the commit's own, as a promotion's edit would set them)."""
+        key = (self.repo.lower(), commit, overlay)
+        if not replaced and key in self.ctx.build_inputs:
+            return self.ctx.build_inputs[key]
         index = await self.index(commit)
         texts: dict[str, str | None] = dict(replaced or {})
         while isinstance(found := build_inputs(index, overlay, texts), NeedTexts):
             texts.update(await self.ctx.files.texts_at(self.gh, self.repo, commit, found.paths))
+        if not replaced:  # a commit's files never change: neither does what a build reads
+            self.ctx.build_inputs[key] = found
         return found
 
     async def build(self, commit: str, overlay: str,
