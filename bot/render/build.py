@@ -119,8 +119,7 @@ class Builder:
         except OutputTooLarge:
             _kill(process)
             await process.wait()
-            raise BuildError(f"the build printed more than {self.max_output // (1024 * 1024)} "
-                             "MB") from None
+            raise BuildError(f"the build printed more than {_size(self.max_output)}") from None
         if code != 0:
             message = errors.decode("utf-8", "replace").strip() or f"exit code {code}"
             raise BuildError(message)
@@ -154,6 +153,10 @@ async def _read_capped(stream: asyncio.StreamReader, cap: int) -> bytes:
             raise OutputTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _size(count: int) -> str:
+    return f"{count / (1024 * 1024):g} MB" if count >= 1024 * 1024 else f"{count} bytes"
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:
