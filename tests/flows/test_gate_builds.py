@@ -15,8 +15,9 @@ import aiohttp
 import pytest
 
 from bot.render.tool import find_kustomize
-from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY
+from bot.sandbox.demo import DEMO_FILES
 from bot.text import unescape_markdown
+from tests.flows.test_gate_integrity import evidence_only
 from tests.harness import World, close_world, hand_pr, make_world
 
 # CI never skips: a machine without kustomize fails these instead.
@@ -269,13 +270,6 @@ async def test_without_kustomize_files_are_judged_as_files_and_the_gate_says_so(
 
 
 # -- release trains --------------------------------------------------------------------------
-def merged_evidence_policy() -> str:
-    kept = [line for line in DEMO_POLICY.splitlines(keepends=True)
-            if not line.lstrip().startswith(("approvers:", "deployed_context:", "deployed_by:"))]
-    policy = "".join(kept).replace("evidence: [merged, deployed]", "evidence: [merged]")
-    return policy.replace("soak: 30m", "soak: 0s").replace("approvals: 1", "approvals: 0")
-
-
 async def train_reply(world: World) -> str:
     for service in ("web", "api"):
         await world.release(service, "1.0.0")
@@ -292,7 +286,7 @@ async def train_reply(world: World) -> str:
 
 async def test_a_train_lists_the_workloads_of_each_overlay_it_builds() -> None:
     world = await make_world(files={**DEMO_FILES, ".github/conveyor.yml":
-                                    merged_evidence_policy()})
+                                    evidence_only()})
     try:
         await train_reply(world)
         [train] = [pr for pr in world.open_pulls() if pr["title"].startswith("Promote storefront")]
@@ -308,7 +302,7 @@ async def test_a_train_lists_the_workloads_of_each_overlay_it_builds() -> None:
 
 async def test_a_train_with_a_service_whose_move_changes_no_workload_is_refused() -> None:
     world = await make_world(files={**frontend_in_production(),
-                                    ".github/conveyor.yml": merged_evidence_policy()})
+                                    ".github/conveyor.yml": evidence_only()})
     try:
         reply = await train_reply(world)
         assert "web: the build of `apps/web/overlays/prod` runs the same images" in reply, reply

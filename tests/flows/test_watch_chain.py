@@ -36,13 +36,17 @@ def chain_policy() -> str:
                         "    after: qa\n    promote: manual\n")
 
 
+def chain_files(policy: str) -> dict[str, str]:
+    """The demo with `policy` and a qa environment that starts as staging is."""
+    return {**DEMO_FILES, ".github/conveyor.yml": policy,
+            "apps/web/overlays/qa/kustomization.yaml":
+                DEMO_FILES["apps/web/overlays/staging/kustomization.yaml"],
+            "charts/api/values-qa.yaml": DEMO_FILES["charts/api/values-staging.yaml"]}
+
+
 @pytest.fixture
 async def world() -> AsyncIterator[World]:
-    files = {**DEMO_FILES, ".github/conveyor.yml": chain_policy(),
-             "apps/web/overlays/qa/kustomization.yaml":
-                 DEMO_FILES["apps/web/overlays/staging/kustomization.yaml"],
-             "charts/api/values-qa.yaml": DEMO_FILES["charts/api/values-staging.yaml"]}
-    built = await make_world(files=files)
+    built = await make_world(files=chain_files(chain_policy()))
     ArgoCD(built, app_slug="argocd").install()
     try:
         yield built
@@ -82,11 +86,7 @@ async def test_a_green_gate_downstream_fails_on_the_failure_reports_own_event() 
     relaxed = "".join(line for line in relaxed.splitlines(keepends=True)
                       if not line.lstrip().startswith(("approvers:", "deployed_context:",
                                                        "deployed_by:")))
-    files = {**DEMO_FILES, ".github/conveyor.yml": policy.replace(production, relaxed),
-             "apps/web/overlays/qa/kustomization.yaml":
-                 DEMO_FILES["apps/web/overlays/staging/kustomization.yaml"],
-             "charts/api/values-qa.yaml": DEMO_FILES["charts/api/values-staging.yaml"]}
-    world = await make_world(files=files)
+    world = await make_world(files=chain_files(policy.replace(production, relaxed)))
     ArgoCD(world, app_slug="argocd").install()
     try:
         await world.release("web", "1.1.0")
