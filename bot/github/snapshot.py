@@ -119,9 +119,7 @@ class RepoFiles:
                 files[path] = FileAt(path, sha, problem=f"{path} is larger than "
                                                         f"{MAX_FILE_BYTES} bytes")
                 continue
-            if sha not in self._texts:
-                self._texts[sha] = await _blob_text(gh, repo, sha)
-            text = self._texts[sha]
+            text = await self._text(gh, repo, sha)
             files[path] = FileAt(path, sha, text, None if text is not None
                                  else f"`{path}` is not UTF-8 text")
         return Snapshot(head, files)
@@ -133,19 +131,12 @@ class RepoFiles:
         each. Raises KeyError for a path the commit's tree does not hold, and TreeTruncated
         when GitHub does not list the whole tree."""
         wanted = list(dict.fromkeys(paths))
-        # A build of many overlays reads them all at once: room for every text it asks for.
-        self.ensure_capacity(min(MAX_BLOBS_KEPT, 2 * len(wanted)))
+        await self.from_archive(gh, repo, commit, wanted, archive_from=archive_from)
         tree = await self.tree(gh, repo, commit)
-        await self._prefetch(gh, repo, commit, tree, wanted, archive_from)
         texts: dict[str, str | None] = {}
         for path in wanted:
             sha, size = tree[path]
-            if size > MAX_FILE_BYTES:
-                texts[path] = None
-                continue
-            if sha not in self._texts:
-                self._texts[sha] = await _blob_text(gh, repo, sha)
-            texts[path] = self._texts[sha]
+            texts[path] = None if size > MAX_FILE_BYTES else await self._text(gh, repo, sha)
         return texts
 
     async def from_archive(self, gh: GitHubAPI, repo: str, commit: str, paths: Iterable[str],
@@ -153,9 +144,16 @@ class RepoFiles:
         """The texts of ``paths`` from the commit's archive when ``archive_from`` or more are
         unknown; nothing is read blob by blob here."""
         wanted = list(dict.fromkeys(paths))
+        # A build of many overlays reads them all at once: room for every text it asks for.
         self.ensure_capacity(min(MAX_BLOBS_KEPT, 2 * len(wanted)))
         await self._prefetch(gh, repo, commit, await self.tree(gh, repo, commit), wanted,
                              archive_from)
+
+    async def _text(self, gh: GitHubAPI, repo: str, sha: str) -> str | None:
+        """A blob's text, kept by its sha (None: not UTF-8)."""
+        if sha not in self._texts:
+            self._texts[sha] = await _blob_text(gh, repo, sha)
+        return self._texts[sha]
 
     async def tree(self, gh: GitHubAPI, repo: str, commit: str) -> dict[str, tuple[str, int]]:
         """path → (blob sha, size) of every file of ``commit``; TreeTruncated when GitHub
