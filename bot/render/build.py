@@ -113,12 +113,10 @@ class Builder:
                     _read_capped(process.stderr, 64 * 1024))
                 code = await process.wait()
         except TimeoutError:
-            _kill(process)
-            await process.wait()
+            await _end(process)
             raise BuildError(f"kustomize did not finish within {self.timeout:g} s") from None
         except OutputTooLarge:
-            _kill(process)
-            await process.wait()
+            await _end(process)
             raise BuildError(f"the build printed more than {_size(self.max_output)}") from None
         if code != 0:
             message = errors.decode("utf-8", "replace").strip() or f"exit code {code}"
@@ -159,9 +157,17 @@ def _size(count: int) -> str:
     return f"{count / (1024 * 1024):g} MB" if count >= 1024 * 1024 else f"{count} bytes"
 
 
-def _kill(process: asyncio.subprocess.Process) -> None:
+# How long a killed build's exit is waited for: its result is decided already, and a job must
+# never wait on a child the event loop is not told about.
+REAP_SECONDS = 5.0
+
+
+async def _end(process: asyncio.subprocess.Process) -> None:
+    """Kill the build's process group and wait, boundedly, for it to exit."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(process.wait(), REAP_SECONDS)
 
 
 def _private_copy(files: Mapping[str, str]) -> Path:
