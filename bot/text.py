@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 # Characters that start Markdown formatting, links, HTML or table cells in GitHub's renderer.
@@ -64,3 +65,10 @@ def short_digest(digest: str | None) -> str:
         return NOTHING
     algorithm, _, hexdigits = digest.partition(":")
     return f"{algorithm}:{hexdigits[:12]}" if hexdigits else digest
+
+
+def join_names(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(names) < 2:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} and {names[-1]}"

@@ -43,7 +43,7 @@ def image_findings(policy: Policy, path: str, text: str) -> list[Finding]:
                 findings.append(Finding(
                     path, occurrence.line,
                     f"{service.name} must be pinned by digest in {env.name} "
-                    f"(gated by {env.after}): use TAG@sha256:…",
+                    f"(gated by {env.upstreams}): use TAG@sha256:…",
                 ))
     return findings
 

@@ -32,6 +32,7 @@ __all__ = [
     "Promote",
     "PromoteExplicit",
     "PromoteTrain",
+    "PromoteUpstream",
     "Recheck",
     "Rollback",
     "RollbackTrain",
@@ -48,8 +49,8 @@ COMMAND_NAMES = ("promote", "rollback", "hold", "unhold", "recheck", "status", "
 ALL_SERVICES = "--all"
 
 USAGE = {
-    "promote": "/promote <env>, /promote <service> <tag-or-digest> <env>, "
-    "/promote <env> <group> or /promote <env> --all",
+    "promote": "/promote <env>, /promote <env> <service>, "
+    "/promote <service> <tag-or-digest> <env>, /promote <env> <group> or /promote <env> --all",
     "rollback": "/rollback <service> <env> [<tag-or-digest>] or /rollback <group> <env>",
     "hold": "/hold [reason]",
     "unhold": "/unhold",
@@ -62,6 +63,8 @@ HELP_TEXT = """\
 | command | where | effect |
 | --- | --- | --- |
 | `/promote <env>` | on a promotion PR | opens the promotion of the same digest to `<env>` |
+| `/promote <env> <service>` | any issue or PR | opens the promotion of what every upstream \
+environment of `<env>` runs (refused when they disagree) |
 | `/promote <service> <tag-or-digest> <env>` | any issue or PR | opens that promotion |
 | `/rollback <service> <env> [<tag-or-digest>]` | any issue or PR | PR back to the previous \
 (or given) digest that was live in `<env>` |
@@ -115,6 +118,15 @@ class PromoteTrain(Command):
 
     environment: str
     group: str | None
+
+
+@dataclass(frozen=True)
+class PromoteUpstream(Command):
+    """``/promote <env> <service>``: what every upstream environment of ``environment`` runs
+    (on an issue, ``/promote <env>`` of a policy with one service)."""
+
+    environment: str
+    service: str
 
 
 @dataclass(frozen=True)
@@ -278,9 +290,8 @@ def _parse_promote_train(line: _Line) -> Command | str:
             line.word, line.args, line.number, line.text, environment=environment, group=group
         )
     if group in line.services:
-        return (
-            f"{quote(group)} is a service, not a group: promote it with "
-            f"/promote {group} <tag-or-digest> {environment}"
+        return PromoteUpstream(
+            line.word, line.args, line.number, line.text, environment=environment, service=group
         )
     if group in line.environments:
         return (

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from bot.domain.durations import format_duration
-from bot.text import format_time, short_digest
+from bot.text import format_time, join_names, short_digest
 
 from .gate_model import HISTORY, Condition, EnvironmentRules, Evidence, GateInput, ImageChange
 
@@ -82,7 +82,8 @@ def _evidence_conditions(
         return [
             Condition(
                 ok=False,
-                text=f"evidence from {rules.after} cannot be looked up without a digest",
+                text=f"evidence from {join_names(rules.after)} cannot be looked up without a "
+                "digest",
                 subject=subject,
             )
         ]
@@ -95,42 +96,23 @@ def _evidence_conditions(
             subject=subject,
         )
         for mark in gate.failures.get(digest, ())
-        if mark.environment == rules.after or mark.environment in rules.earlier
+        if mark.environment in rules.after or mark.environment in rules.ancestors
     ]
-    # When all required evidence first existed: the latest of each kind's earliest evidence.
+    # When all required evidence first existed: the latest of each (upstream, kind)'s earliest.
     started: datetime | None = None
     complete = True
-    for kind in rules.evidence:
-        accepted = f"{kind} (or history)" if gate.rollback else kind
-        earliest = _earliest(
-            _matching(
-                gate.evidence.get(digest, ()), kind, digest, change, rules, rollback=gate.rollback
-            )
-        )
-        notes = gate.evidence_notes.get(digest, ()) if kind == "deployed" else ()
-        seen = "".join(f"; {note}" for note in notes)
-        if earliest is None:
-            complete = False
-            found.append(
-                Condition(
-                    ok=False,
-                    text=f"no {accepted} evidence from {rules.after} for {short_digest(digest)}"
-                    + seen,
-                    subject=subject,
-                )
-            )
-            continue
-        started = earliest.at if started is None else max(started, earliest.at)
-        where = change.environment if earliest.kind == HISTORY else rules.after
-        found.append(
-            Condition(
-                ok=True,
-                text=f"{earliest.kind} in {where} at {format_time(earliest.at)}: "
-                f"{earliest.description}{seen}",
-                link=earliest.url or None,
-                subject=subject,
-            )
-        )
+    for upstream in rules.after:
+        for kind in rules.evidence:
+            earliest = _earliest(_matching(gate.evidence.get(digest, ()), kind, digest, change,
+                                           upstream, rollback=gate.rollback))
+            condition = _evidence_condition(change, kind, upstream, digest, earliest, gate,
+                                            subject)
+            if condition not in found:  # a rollback's history stands in for every upstream
+                found.append(condition)
+            if earliest is None:
+                complete = False
+            else:
+                started = earliest.at if started is None else max(started, earliest.at)
 
     if rules.soak <= timedelta(0) or not rules.evidence:
         return found
@@ -168,12 +150,40 @@ def _evidence_conditions(
     return found
 
 
+def _evidence_condition(
+    change: ImageChange,
+    kind: str,
+    upstream: str,
+    digest: str,
+    earliest: Evidence | None,
+    gate: GateInput,
+    subject: str,
+) -> Condition:
+    notes = gate.evidence_notes.get(digest, ()) if kind == "deployed" else ()
+    seen = "".join(f"; {note}" for note in notes)
+    if earliest is None:
+        accepted = f"{kind} (or history)" if gate.rollback else kind
+        return Condition(
+            ok=False,
+            text=f"no {accepted} evidence from {upstream} for {short_digest(digest)}{seen}",
+            subject=subject,
+        )
+    where = change.environment if earliest.kind == HISTORY else upstream
+    return Condition(
+        ok=True,
+        text=f"{earliest.kind} in {where} at {format_time(earliest.at)}: "
+        f"{earliest.description}{seen}",
+        link=earliest.url or None,
+        subject=subject,
+    )
+
+
 def _matching(
     evidence: Iterable[Evidence],
     kind: str,
     digest: str,
     change: ImageChange,
-    rules: EnvironmentRules,
+    upstream: str,
     *,
     rollback: bool,
 ) -> list[Evidence]:
@@ -184,7 +194,7 @@ def _matching(
         if None not in (item.image, change.canonical) and item.image != change.canonical:
             continue
         if item.kind == kind:
-            expected = rules.after
+            expected = upstream
         elif rollback and item.kind == HISTORY:
             expected = change.environment
         else:

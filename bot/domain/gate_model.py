@@ -102,14 +102,14 @@ class EnvironmentRules:
     """A gated environment's rules from the policy, as plain values."""
 
     name: str
-    after: str
+    after: tuple[str, ...]  # the upstream environments: evidence is asked of each
     evidence: tuple[str, ...]
     soak: timedelta
     approvals: int
     allow_self_approval: bool = False
-    # the environments further up the chain than `after` (its own `after`, and so on): a digest
-    # reported failing in any of them is refused here too
-    earlier: tuple[str, ...] = ()
+    # every environment this one comes after, directly or through others: a digest reported
+    # failing in any of them is refused here
+    ancestors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -66,10 +66,9 @@ def concerns_a_gate(policy: Policy, report: Report, own_login: str, own_app_id: 
                     ) -> bool:
     """Whether some gated environment reads this report as deployed evidence."""
     for environment in policy.environments.values():
-        upstream = environment.after
-        if upstream is None or "deployed" not in environment.evidence:
-            continue
-        if not may_match(report.kind, environment.deployed_context, upstream, report.name):
+        if "deployed" not in environment.evidence or not any(
+                may_match(report.kind, environment.deployed_context, upstream, report.name)
+                for upstream in environment.after):
             continue
         if Trust(environment.deployed_by, own_login, own_app_id).refusal(report) is None:
             return True

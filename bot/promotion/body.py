@@ -151,12 +151,22 @@ def provenance_lines(provenance: Provenance) -> list[str]:
     return lines
 
 
+def follows_note(environment: Environment, upstream_pr: int) -> str:
+    """The line that links the upstream promotion a downstream one follows."""
+    if len(environment.after) == 1:
+        return f"Follows #{upstream_pr} in {environment.upstreams}."
+    return (f"Follows #{upstream_pr}; {environment.name} needs this digest in "
+            f"{environment.upstreams}.")
+
+
 def gate_lines(environment: Environment, what: str) -> list[str]:
     """The evidence checklist of a gated environment (``what``: which digests it is for)."""
-    lines = [f"This environment needs evidence from **{environment.after}** {what} before "
-             f"the check `{GATE_CHECK}` passes:"]
-    for kind in environment.evidence:
-        lines.append(f"- [ ] {kind} in {environment.after}")
+    every = "every one of " if len(environment.after) > 1 else ""
+    lines = [f"This environment needs evidence from {every}**{environment.upstreams}** {what} "
+             f"before the check `{GATE_CHECK}` passes:"]
+    for upstream in environment.after:
+        for kind in environment.evidence:
+            lines.append(f"- [ ] {kind} in {upstream}")
     if environment.soak:
         lines.append(f"- [ ] soaked for {format_duration(environment.soak)} since that evidence")
     if environment.approvals:

@@ -25,6 +25,7 @@ from ..domain.commands import (
     Promote,
     PromoteExplicit,
     PromoteTrain,
+    PromoteUpstream,
     Recheck,
     Rollback,
     RollbackTrain,
@@ -36,7 +37,12 @@ from ..registry.errors import RegistryError
 from ..text import error_text, escape_markdown
 from .command_run import CommandRun, Invocation
 from .gate_commands import hold, recheck, unhold
-from .promote_commands import promote_explicit, promote_same_digest, promote_train
+from .promote_commands import (
+    promote_explicit,
+    promote_from_upstreams,
+    promote_same_digest,
+    promote_train,
+)
 from .replies import Reply
 from .rollback_commands import rollback, rollback_train
 from .status import render_status
@@ -102,6 +108,8 @@ async def _dispatch(run: CommandRun, command: Command) -> str:
         return await promote_explicit(run, command)
     if isinstance(command, PromoteTrain):
         return await promote_train(run, command)
+    if isinstance(command, PromoteUpstream):
+        return await promote_from_upstreams(run, command.environment, command.service)
     if isinstance(command, Rollback):
         return await rollback(run, command)
     if isinstance(command, RollbackTrain):

@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 from gidgethub.abc import GitHubAPI
 
 from .candidates import Candidate, Trigger
+from .evidence import EvidenceFinder
 from .marker import PromotionMarker
 from .opener import Opener, OpenResult, open_pulls
 from .policies import DeploymentRepo, IndexedRepo
 from .provenance import LazyProvenance
+from .upstream_pins import upstream_pins
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -42,7 +44,8 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
         return []
     if environments is None:
         targets = [env.name for env in policy.downstream_of(marker.environment)
-                   if env.promote == "auto"]
+                   if env.promote == "auto"
+                   and await auto_may_open(ctx, gh, repo, marker, env.name)]
     else:
         targets = environments
     if not targets:
@@ -62,6 +65,41 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
                  extra={"env": env, "pull": result.number, "detail": result.message})
         results.append((env, result))
     return results
+
+
+async def auto_may_open(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                        marker: PromotionMarker, environment: str) -> bool:
+    """Whether `promote: auto` opens ``environment`` for the digest just merged upstream: every
+    other upstream of a fan-in pins it already (the last one to merge opens the PR), and no
+    environment before it holds a standing failure mark of it (a halted wave stays halted until
+    `/unhold`)."""
+    policy = repo.policy
+    env = policy.environments[environment]
+    others = [name for name in env.after if name != marker.environment]
+    if others:
+        pins = {name: (await upstream_pins(gh, repo, [marker.service], name))[marker.service]
+                for name in others}
+        waiting = [name for name, pin in pins.items()
+                   if isinstance(pin, str) or pin[1] != marker.digest]
+        if waiting:
+            log.info("promote: auto waits for every upstream", extra={
+                "env": environment, "service": marker.service, "digest": marker.digest,
+                "detail": f"not yet in {', '.join(waiting)}"})
+            return False
+    watched = [name for name in policy.ancestors(environment)
+               if policy.environments[name].on_failure is not None]
+    if not watched:
+        return True
+    finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, ctx.web_url,
+                            own_login=ctx.bot_login, own_app_id=ctx.app_id)
+    marks = await finder.find_failure_marks(
+        marker.service, watched, policy.services[marker.service].image, marker.digest)
+    if marks:
+        log.warning("promote: auto halted by a failure mark", extra={
+            "env": environment, "service": marker.service, "digest": marker.digest,
+            "detail": "; ".join(f"reported failing in {mark.environment}" for mark in marks)})
+        return False
+    return True
 
 
 async def reevaluate_open_pulls(gates: GateService, gh: GitHubAPI, repo: IndexedRepo) -> None:

@@ -9,6 +9,7 @@ environment before.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -60,12 +61,21 @@ class EvidenceFinder:
 
     async def for_digest(self, service: str, environment: Environment, digest: str, *,
                          image: str | None = None) -> list[Evidence]:
-        """Evidence that ``image`` (default: the service's) at ``digest`` passed upstream:
-        the upstream file of the same service, on the default branch, pinned it."""
-        upstream = environment.after
-        if upstream is None:
-            return []
-        image = image or self.policy.services[service].image
+        """Evidence that ``image`` (default: the service's) at ``digest`` passed in each
+        upstream of ``environment``: the upstream file of the same service, on the default
+        branch, pinned it (and the reports ``evidence`` asks for)."""
+        found: list[Evidence] = []
+        for upstream in environment.after:
+            found += await self._from_upstream(service, environment, upstream, digest,
+                                               image or self.policy.services[service].image)
+        if found:  # without evidence the gate fails anyway: no need to read further up
+            await self._failure_marks_further_up(service, environment,
+                                                 image or self.policy.services[service].image,
+                                                 digest)
+        return found
+
+    async def _from_upstream(self, service: str, environment: Environment, upstream: str,
+                             digest: str, image: str) -> list[Evidence]:
         path = self.policy.path_for(service, upstream)
         tag_keys = self._tag_keys(service)
 
@@ -82,12 +92,11 @@ class EvidenceFinder:
         found = [await self._merged(stretch[-1], upstream, path, image, digest)]
         if self.policy.environments[upstream].on_failure is not None:
             await self._failure_mark(stretch[-1]["sha"], service, upstream, digest)
-        await self._failure_marks_further_up(service, upstream, image, digest)
         if "deployed" in environment.evidence:
             deployed, notes = await self._deployed(search, target, environment, digest)
             found += deployed
             if notes:
-                self.notes[digest] = notes
+                self.notes[digest] = (*self.notes.get(digest, ()), *notes)
         return found
 
     async def _failure_mark(self, sha: str, service: str, environment: str,
@@ -100,23 +109,34 @@ class EvidenceFinder:
         if failure is not None:
             self.failures.setdefault(digest, []).append(failure)
 
-    async def _failure_marks_further_up(self, service: str, upstream: str, image: str,
-                                        digest: str) -> None:
-        """A digest reported failing in any earlier environment of the chain blocks every
-        later one, not only the next: marks of watched environments before `upstream`."""
+    async def _failure_marks_further_up(self, service: str, environment: Environment,
+                                        image: str, digest: str) -> None:
+        """A digest reported failing in any environment before ``environment`` blocks it, not
+        only in its direct upstreams: the marks of the watched environments further up."""
+        further = [name for name in self.policy.ancestors(environment.name)
+                   if name not in environment.after]
+        await self.find_failure_marks(service, further, image, digest)
+
+    async def find_failure_marks(self, service: str, environments: Iterable[str], image: str,
+                                 digest: str) -> list[FailureMark]:
+        """Conveyor's standing marks of ``digest`` in those of ``environments`` that are
+        watched (``on_failure``); they are kept in ``failures`` too."""
         tag_keys = self._tag_keys(service)
-        for name in self.policy.chain_before(upstream):
-            if self.policy.environments[name].on_failure is not None:
-                path = self.policy.path_for(service, name)
+        before = len(self.failures.get(digest, ()))
+        for name in environments:
+            if self.policy.environments[name].on_failure is None:
+                continue
+            path = self.policy.path_for(service, name)
 
-                async def pinned_at(sha: str, path: str = path) -> bool:
-                    file = await get_file(self.gh, self.repo, path, sha)
-                    return pins(file.text if file else None, image, digest, path, tag_keys)
+            async def pinned_at(sha: str, path: str = path) -> bool:
+                file = await get_file(self.gh, self.repo, path, sha)
+                return pins(file.text if file else None, image, digest, path, tag_keys)
 
-                search = DeployedSearch(self.gh, self.repo, self.default_branch, pinned_at)
-                stretch = await search.pinning_commits(Target(service, name, path, None))
-                if stretch:
-                    await self._failure_mark(stretch[-1]["sha"], service, name, digest)
+            search = DeployedSearch(self.gh, self.repo, self.default_branch, pinned_at)
+            stretch = await search.pinning_commits(Target(service, name, path, None))
+            if stretch:
+                await self._failure_mark(stretch[-1]["sha"], service, name, digest)
+        return self.failures.get(digest, [])[before:]
 
     async def _merged(self, commit: dict[str, Any], upstream: str, path: str, image: str,
                       digest: str) -> Evidence:

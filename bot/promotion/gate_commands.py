@@ -60,21 +60,25 @@ async def unhold(run: CommandRun) -> str:
 
 
 async def clear_failure_mark(run: CommandRun) -> str | None:
-    """`/unhold` on a promotion whose digest is marked failed upstream: a person decides
-    that it may go on; the mark is cleared (the gate still asks for everything else)."""
+    """`/unhold` on a promotion whose digest is marked failed in an environment before its
+    own (directly upstream or further up the graph): a person decides that it may go on; the
+    marks are cleared (the gate still asks for everything else)."""
     found = await trusted_marker(run.gh, run.repo, await run.pull(), run.ctx.bot_login)
     if found is None:
         return None
     marker = found[0]
-    env = run.where.policy.environments.get(marker.environment)
-    if env is None or env.after is None:
+    policy = run.where.policy
+    if marker.environment not in policy.environments or marker.service not in policy.services:
         return None
-    mark = await watcher(run.services, run.gh, run.where.repo).clear(
-        marker.service, env.after, marker.digest, run.where.commenter)
-    if mark is None:
+    watching = watcher(run.services, run.gh, run.where.repo)
+    cleared = [mark for name in policy.ancestors(marker.environment)
+               if (mark := await watching.clear(marker.service, name, marker.digest,
+                                                run.where.commenter)) is not None]
+    if not cleared:
         return None
-    return (f"▶️ the failure mark is cleared: {mark.title} — `{GATE_CHECK}` is evaluated "
-            "again without it.")
+    titles = "; ".join(mark.title for mark in cleared)
+    what = "the failure mark is" if len(cleared) == 1 else "the failure marks are"
+    return f"▶️ {what} cleared: {titles} — `{GATE_CHECK}` is evaluated again without it."
 
 
 async def recheck(run: CommandRun) -> str:

@@ -166,11 +166,11 @@ class GateService:
             f.environment for f in built.findings if f.environment in policy.environments}
         rules = {
             name: EnvironmentRules(
-                name=name, after=policy.environments[name].after or "",
+                name=name, after=policy.environments[name].after,
                 evidence=policy.environments[name].evidence, soak=policy.environments[name].soak,
                 approvals=policy.environments[name].approvals,
                 allow_self_approval=policy.environments[name].allow_self_approval,
-                earlier=policy.chain_before(policy.environments[name].after),
+                ancestors=policy.ancestors(name),
             ) for name in envs
         }
         now = self.ctx.clock()

@@ -41,7 +41,7 @@ from ..github.repos import (
 from ..github.snapshot import TreeTruncated
 from ..manifests import Edit, ManifestError, promote_image
 from ..offload import run_cpu
-from .body import Change, commit_message, pr_body, pr_title
+from .body import Change, commit_message, follows_note, pr_body, pr_title
 from .builds import PromotionEffect, RepoBuilds, promotion_effect
 from .candidates import Candidate
 from .marker import PromotionMarker, branch_name, branch_prefix, parse_marker
@@ -373,7 +373,7 @@ class Opener(RepoOpener[_Promotion]):
             commit=head_sha, previous_digest=change.old_digest, previous_tag=change.old_tag,
             release_tag=candidate.release_tag, upstream_pr=upstream_pr,
         )
-        upstream_note = f"Follows #{upstream_pr} in {env.after}." if upstream_pr else None
+        upstream_note = follows_note(env, upstream_pr) if upstream_pr else None
         body = pr_body(candidate, env, [change], provenance, marker,
                        upstream_note=upstream_note, rollback_note=rollback_note)
         pull = await open_pull(

@@ -4,7 +4,6 @@ train."""
 from __future__ import annotations
 
 from ..domain.commands import Promote, PromoteExplicit, PromoteTrain
-from ..domain.policy import Policy
 from ..domain.trains import ALL_GROUP
 from ..text import short_digest
 from .candidates import Candidate, release_tag_variants
@@ -16,13 +15,18 @@ from .provenance import gather_provenance
 from .replies import describe_result, describe_train
 from .train_flows import promote_group
 from .trust import opened_by_conveyor, trusted_marker
+from .upstream_pins import agreed_pins
 
 
 async def promote_same_digest(run: CommandRun, command: Promote) -> str:
-    refusal = run.not_a_pull("promote <env>", "(a promotion PR)")
-    if refusal:
-        return (refusal + " Here, name the image: "
-                "`/promote <service> <tag-or-digest> <env>`.")
+    if not run.where.is_pull:
+        services = list(run.where.policy.services)
+        if len(services) == 1:
+            return await promote_from_upstreams(run, command.environment, services[0])
+        return (f"❌ on an issue, `/promote {command.environment}` needs the service: "
+                f"`/promote {command.environment} <service>` promotes what every environment "
+                f"before {command.environment} runs, `/promote <service> <tag-or-digest> "
+                f"{command.environment}` a version you name.")
     pr = await run.pull()
     shown = parse_marker(pr.get("body"))
     target = command.environment
@@ -42,7 +46,7 @@ async def promote_same_digest(run: CommandRun, command: Promote) -> str:
         return (f"❌ #{run.where.number} was closed without merging; promote from an open "
                 "or merged promotion PR, or name the image with "
                 "`/promote <service> <tag-or-digest> <env>`.")
-    reachable = downstream_of(run.where.policy, marker.environment)
+    reachable = list(run.where.policy.descendants(marker.environment))
     if target not in reachable:
         return "❌ " + unreachable(marker, target, reachable)
     results = await promote_downstream(
@@ -53,6 +57,26 @@ async def promote_same_digest(run: CommandRun, command: Promote) -> str:
         return f"❌ the service {marker.service} is no longer in the policy."
     _, result = results[0]
     return describe_result(result, marker.service, marker.version, target)
+
+
+async def promote_from_upstreams(run: CommandRun, environment: str, service: str) -> str:
+    """What every upstream environment of ``environment`` runs, promoted there; refused when
+    they disagree (each named with what it runs) or one runs nothing pinned."""
+    env = run.where.policy.environments[environment]
+    if not env.gated:
+        return (f"❌ {environment} is an entry environment: nothing comes before it to take "
+                f"the digest from; name the version: `/promote {service} <tag-or-digest> "
+                f"{environment}`.")
+    pin = (await agreed_pins(run.gh, run.where.repo, [service], environment))[service]
+    if isinstance(pin, str):
+        return (f"❌ {service} cannot be promoted to {environment} from {env.upstreams}: {pin}. "
+                f"Name the version: `/promote {service} <tag-or-digest> {environment}`.")
+    tag, digest = pin
+    candidate = await run.candidate(service, digest, tag, "command")
+    provenance = await gather_provenance(run.gh, candidate, run.ctx.web_url)
+    result = await Opener(run.ctx, run.gh, run.where.repo).open(
+        candidate, environment, provenance=provenance, explicit=True)
+    return describe_result(result, service, candidate.version, environment)
 
 
 async def promote_explicit(run: CommandRun, command: PromoteExplicit) -> str:
@@ -93,7 +117,7 @@ async def promote_explicit(run: CommandRun, command: PromoteExplicit) -> str:
 async def promote_train(run: CommandRun, command: PromoteTrain) -> str:
     group = command.group or ALL_GROUP
     env = run.where.policy.environments[command.environment]
-    if env.after is None:
+    if not env.gated:
         return (f"❌ {command.environment} is an entry environment: a train carries what "
                 "holds evidence in the environment before it, so name an environment with "
                 "`after:`.")
@@ -105,18 +129,6 @@ async def promote_train(run: CommandRun, command: PromoteTrain) -> str:
                                  command.environment, requester=run.where.commenter,
                                  candidate_for=candidate_for)
     return describe_train(result, group, command.environment)
-
-
-def downstream_of(policy: Policy, environment: str) -> list[str]:
-    """Every environment reachable through `after:` from ``environment``, nearest first."""
-    found: list[str] = []
-    frontier = [environment]
-    while frontier:
-        following = [env.name for name in frontier for env in policy.downstream_of(name)
-                     if env.name not in found and env.name != environment]
-        found.extend(dict.fromkeys(following))
-        frontier = following
-    return found
 
 
 def unreachable(marker: PromotionMarker, target: str, reachable: list[str]) -> str:

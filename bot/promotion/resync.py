@@ -272,11 +272,9 @@ async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRe
     policy = repo.policy
     trains: set[tuple[str, str]] = set()  # (group, upstream) of the trains followed already
     for service in policy.services.values():
-        upstreams = dict.fromkeys(env.after for env in policy.environments.values()
-                                  if env.after and env.promote == "auto")
+        upstreams = dict.fromkeys(upstream for env in policy.environments.values()
+                                  if env.promote == "auto" for upstream in env.after)
         for upstream in upstreams:
-            if upstream is None:
-                continue
             path = policy.path_for(service.name, upstream)
             merged = await _last_promotion_of(ctx, gh, repo.full_name, path)
             if merged is None:

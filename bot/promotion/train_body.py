@@ -103,9 +103,9 @@ def _head(group: str, environment: Environment, moves: Sequence[Move],
     if rollback_note is not None:
         intro = (f"Rolls back the release train **{group}** in **{environment.name}**: "
                  f"{count} return to the combination that ran there before.")
-    elif environment.after:
+    elif environment.gated:
         intro = (f"Promotes the release train **{group}** to **{environment.name}**: {count}, "
-                 f"each to the digest that holds evidence in **{environment.after}** now.")
+                 f"each to the digest that holds evidence in **{environment.upstreams}** now.")
     else:
         intro = (f"Promotes the release train **{group}** to **{environment.name}**: {count} "
                  "of one release, together.")

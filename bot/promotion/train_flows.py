@@ -6,7 +6,7 @@ trains a failed job left half done. Opening one is :class:`TrainOpener`'s job.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,6 @@ from gidgethub.abc import GitHubAPI
 from ..domain.tags import version_from_tag
 from ..domain.trains import ALL_GROUP
 from ..github.repos import get_file
-from ..manifests import ManifestError, find_images
 from ..text import short_digest
 from .candidates import Candidate, Trigger
 from .evidence import pins as pins_digest
@@ -25,6 +24,7 @@ from .opener import close_superseded
 from .policies import DeploymentRepo
 from .train import TrainOpener, TrainResult
 from .trust import opened_by_conveyor
+from .upstream_pins import agreed_pins
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -34,36 +34,6 @@ log = logging.getLogger(__name__)
 # About 170 services fit one body with one link each (names of a few characters); above this
 # the train is refused before any provenance is looked up.
 MAX_TRAIN_SERVICES = 200
-
-
-async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[str],
-                        upstream: str) -> dict[str, tuple[str | None, str] | str]:
-    """Per service, the (tag, digest) its file in ``upstream`` pins on the default branch —
-    the `merged` evidence a downstream gate looks for — or why there is none."""
-    policy = repo.policy
-    texts: dict[str, str | None] = {}
-    pins: dict[str, tuple[str | None, str] | str] = {}
-    for service in services:
-        path = policy.path_for(service, upstream)
-        if path not in texts:
-            found = await get_file(gh, repo.full_name, path)
-            texts[path] = found.text if found is not None else None
-        text = texts[path]
-        if text is None:
-            pins[service] = f"`{path}` does not exist"
-            continue
-        try:
-            occurrences = find_images(text, policy.services[service].image, path=path,
-                                      tag_key=policy.services[service].tag_key)
-        except ManifestError as exc:
-            pins[service] = f"`{path}`: {exc}"
-            continue
-        pinned = next((o for o in occurrences if o.digest), None)
-        if pinned is None or pinned.digest is None:
-            pins[service] = f"not pinned by digest in `{path}`"
-        else:
-            pins[service] = (pinned.tag, pinned.digest)
-    return pins
 
 
 CandidateFor = Callable[[str, str | None, str], Awaitable[Candidate]]
@@ -78,13 +48,12 @@ async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group
     policy = repo.policy
     services = (list(policy.services) if group == ALL_GROUP
                 else list(policy.groups[group].services))
-    upstream = policy.environments[environment].after
-    assert upstream is not None
-    pins = await upstream_pins(gh, repo, services, upstream)
+    upstreams = policy.environments[environment].upstreams
+    pins = await agreed_pins(gh, repo, services, environment)
     unpinned = [f"{service} ({pin})" for service, pin in pins.items() if isinstance(pin, str)]
     if unpinned:
         return TrainResult("refused", f"the train takes every service's digest from "
-                                      f"{upstream}, and these have none there: "
+                                      f"{upstreams}, and these have none there: "
                                       f"{'; '.join(unpinned)}")
     live = await already_pinned(gh, repo, pins, environment)
     moving = len(pins) - len(live)

@@ -61,7 +61,9 @@ class Story:
         because = "; ".join(seen) or f"Conveyor said nothing on GitHub; {self.see_log()}"
         return StoryFailed(f'Conveyor opened no "{title}" in {self.repo}: {because}')
 
-    async def release(self) -> dict[str, Any]:
+    async def release(self) -> dict[str, dict[str, Any]]:
+        """The release, and its promotion PR into every entry environment on the way, merged;
+        by environment."""
         plan, em, say = self.plan, self.sandbox.emulator, self.narrator
         say.step(f"CI publishes {plan.service.image}:{plan.version} "
                  f"({short_digest(plan.digest)}) and "
@@ -70,26 +72,31 @@ class Story:
                               plan.version, plan.digest, tag=plan.tag,
                               author=plan.cast.requester, provenance=True)
         await self.sandbox.settle()
-        title = f"Promote {plan.service.name} {plan.version} to {plan.entry.name}"
-        pr = find_pull(self.sandbox, self.repo, title)
-        if pr is None:
-            raise self.nothing_opened(title, env=plan.entry.name)
         for refusal in self.refusals():  # another entry environment may have refused it
             say.problem(f"Conveyor refused a promotion: {refusal}")
+        return {entry.name: await self.entry_merged(entry)
+                for entry in plan.entries or (plan.entry,)}
+
+    async def entry_merged(self, entry: Environment) -> dict[str, Any]:
+        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
+        title = f"Promote {plan.service.name} {plan.version} to {entry.name}"
+        pr = find_pull(self.sandbox, self.repo, title)
+        if pr is None:
+            raise self.nothing_opened(title, env=entry.name)
         if pr["merged"]:
-            done = "merged it (auto_merge)" if plan.entry.auto_merge else "it is merged"
+            done = "merged it (auto_merge)" if entry.auto_merge else "it is merged"
             say.said(f'Conveyor opened #{pr["number"]} "{title}" and {done}')
             return pr
-        if plan.entry.auto_merge:
+        if entry.auto_merge:
             say.said(f'Conveyor opened #{pr["number"]} "{title}"')
-            say.problem(f"#{pr['number']} was not merged although {plan.entry.name} has "
+            say.problem(f"#{pr['number']} was not merged although {entry.name} has "
                         f"auto_merge; {gate_text(gate_of(self.sandbox, self.repo, pr))}")
         else:
             say.said(f'Conveyor opened #{pr["number"]} "{title}" (no auto_merge in '
-                     f"{plan.entry.name})")
+                     f"{entry.name})")
         say.step(f"{plan.cast.merger} merges #{pr['number']}")
         await em.merge_pull(self.repo, pr["number"], user=plan.cast.merger,
-                            method=plan.entry.merge_method)
+                            method=entry.merge_method)
         await self.sandbox.settle()
         return pr
 
@@ -117,8 +124,11 @@ class Story:
         return pr
 
     async def deployed(self, pr: dict[str, Any], gated: Environment) -> None:
+        for upstream in gated.after:
+            await self.deployed_in(pr, gated, upstream)
+
+    async def deployed_in(self, pr: dict[str, Any], gated: Environment, upstream: str) -> None:
         em, say = self.sandbox.emulator, self.narrator
-        upstream = gated.after or ""
         context = fill_context(gated.deployed_context, self.plan.service.name, upstream) \
             if gated.deployed_context else None
         tool = reporting_tool(context)
@@ -144,7 +154,7 @@ class Story:
         run = gate_of(self.sandbox, self.repo, pr)
         say.said(gate_text(run))
         if run is not None and "deployed" in str(run["output"].get("title") or "") \
-                and gate_state(run) == "failure":
+                and gate_state(run) == "failure" and upstream == gated.after[-1]:
             say.problem(f"the deployment of {upstream} did not count as evidence")
 
     async def soak(self, pr: dict[str, Any], gated: Environment) -> None:
@@ -381,16 +391,19 @@ class Story:
 
     async def play(self) -> None:
         plan, say = self.plan, self.narrator
-        pr = await self.release()
+        merged = await self.release()
+        pr = next(iter(merged.values()))
         if not plan.chain:
             say.said(f"the policy has no gated environment after {plan.entry.name}: "
                      "the story ends here")
         for gated in plan.chain:
-            pr = await self.promote(pr, gated)
+            # a fan-in follows the last of its upstreams to get the digest
+            pr = await self.promote(merged[gated.after[-1]], gated)
             await self.deployed(pr, gated)
             await self.soak(pr, gated)
             await self.approve(pr, gated)
             await self.merge(pr, gated)
+            merged[gated.name] = pr
         if plan.chain:
             await self.rollback(pr, plan.chain[-1])
             await self.train(pr)

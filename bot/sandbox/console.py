@@ -137,7 +137,7 @@ class Console:
         if env not in plan.policy.environments:
             raise Refused(f"no environment {env}; environments are: "
                           f"{', '.join(plan.policy.environments)}")
-        downstream = [e for e in plan.policy.environments.values() if e.after == env]
+        downstream = plan.policy.downstream_of(env)
         context = next((fill_context(e.deployed_context, plan.service.name, env)
                         for e in downstream if e.deployed_context), None)
         reporter = next((login for e in downstream for login in e.deployed_by), "argocd[bot]")

@@ -52,7 +52,8 @@ class Plan:
     policy: Policy
     service: Service
     entry: Environment
-    chain: tuple[Environment, ...]  # the gated environments from the entry to the target
+    # the gated environments from the entries to the target, each after all its upstreams
+    chain: tuple[Environment, ...]
     tag: str  # the git tag of the release
     version: str
     next_tag: str | None  # a later release, for the `--keep` receive example
@@ -61,6 +62,8 @@ class Plan:
     live: Mapping[str, str]  # environment → the version its file pins today
     teams: Mapping[str, tuple[str, ...]]  # "org/slug" → members
     demo: bool
+    # every entry environment the target descends from (a fan-in may start in several)
+    entries: tuple[Environment, ...] = ()
 
     @property
     def digest(self) -> str:
@@ -165,24 +168,33 @@ def newest(versions: Sequence[str]) -> str | None:
     return best
 
 
-def route(policy: Policy, to: str | None) -> tuple[Environment, tuple[Environment, ...]]:
-    """(entry environment, gated environments from it to `to`, in order)."""
+def route(policy: Policy, to: str | None
+          ) -> tuple[tuple[Environment, ...], tuple[Environment, ...]]:
+    """(the entry environments `to` descends from, the gated environments on every way from
+    them to `to`, each after all its upstreams, `to` last)."""
     envs = policy.environments
     if to is None:
         entry = next((env for env in envs.values() if not env.gated), None)
         if entry is None:
             raise PlanError("no entry environment (one without `after:`)")
         first = next(iter(policy.downstream_of(entry.name)), None)
-        return entry, (first,) if first is not None else ()
+        if first is None:
+            return (entry,), ()
+        to = first.name
     if to not in envs:
         raise PlanError(f"--to {to}: no such environment; environments are: "
                         f"{', '.join(envs)}")
-    chain: list[Environment] = []
-    current = envs[to]
-    while current.after is not None:
-        chain.insert(0, current)
-        current = envs[current.after]
-    return current, tuple(chain)
+    on_the_way = [envs[name] for name in reversed(policy.ancestors(to))] + [envs[to]]
+    entries = tuple(env for env in on_the_way if not env.gated)
+    placed: list[Environment] = []
+    waiting = [env for env in on_the_way if env.gated]
+    while waiting:  # the graph is acyclic: each round places at least one environment
+        ready = [env for env in waiting
+                 if all(up in {e.name for e in entries} | {p.name for p in placed}
+                        for up in env.after)]
+        placed += ready
+        waiting = [env for env in waiting if env not in ready]
+    return entries, tuple(placed)
 
 
 def cast_for(chain: Sequence[Environment], teams: Mapping[str, tuple[str, ...]]) -> Cast:
@@ -225,7 +237,8 @@ def make_plan(policy: Policy, files: Mapping[str, str], *, deploy_repo: str, dem
         raise PlanError(f"--service {service_name}: no such service; services are: "
                         f"{', '.join(policy.services)}")
     service = policy.services[service_name or next(iter(policy.services))]
-    entry, chain = route(policy, to)
+    entries, chain = route(policy, to)
+    entry, on_the_way = entries[0], (*entries[1:], *chain)
     if teams is None:
         teams = {approver[1:].lower(): TEAM_MEMBERS for env in policy.environments.values()
                  for approver in env.approvers if approver.startswith("@")}
@@ -234,11 +247,11 @@ def make_plan(policy: Policy, files: Mapping[str, str], *, deploy_repo: str, dem
                    service.tag_key) if chain else None
     previous = (found[0], found[1]) if found is not None and found[1] is not None else None
     running = newest(list(live.values()))
-    tags = [tag] if tag is not None else choose_tags(policy, service, entry, chain, running)
+    tags = [tag] if tag is not None else choose_tags(policy, service, entry, on_the_way, running)
     if tag is None and tags and running is not None and entry.name in live \
             and (compare_versions(tags[0], running) or 0) <= 0:
         # nothing admitted is newer than everything: newer than the entry's at least
-        tags = choose_tags(policy, service, entry, chain, live[entry.name]) or tags
+        tags = choose_tags(policy, service, entry, on_the_way, live[entry.name]) or tags
     if not tags:
         newer = ""
         if running is not None:
@@ -247,10 +260,10 @@ def make_plan(policy: Policy, files: Mapping[str, str], *, deploy_repo: str, dem
         raise PlanError(f"the sandbox found no release tag that service {service.name}'s tag "
                         f"policy `{service.tags}` admits into {entry.name}{newer}")
     later = [next_tag] if next_tag is not None else choose_tags(
-        policy, service, entry, chain, version_from_tag(tags[0]))
+        policy, service, entry, on_the_way, version_from_tag(tags[0]))
     return Plan(deploy_repo, files, policy, service, entry, chain, tags[0],
                 version_from_tag(tags[0]), later[0] if later else None, cast_for(chain, teams),
-                previous, live, teams, demo)
+                previous, live, teams, demo, entries)
 
 
 # The sandbox's staging watches its own Argo CD reports and rolls back a failing deployment.
@@ -324,7 +337,7 @@ def describe_policy(plan: Plan) -> list[str]:
     lines.append(f"{entry.name}: entry ({'from ' + (entry.entry_from or 'any')} events"
                  f"{', auto-merge' if entry.auto_merge else ''}{watch}) — {plan.path(entry)}")
     for gated in plan.chain:
-        facts = [f"after {gated.after}", f"promote {gated.promote}",
+        facts = [f"after {gated.upstreams}", f"promote {gated.promote}",
                  f"evidence {', '.join(gated.evidence) or 'none'}",
                  f"soak {format_duration(gated.soak)}"]
         if gated.approvals:

@@ -102,7 +102,7 @@ async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path
         narrator.line(f"{plan.deploy_repo} with {where}:")
         for line in describe_policy(plan):
             narrator.line(f"  {line}")
-        for env in (plan.entry, *plan.chain):
+        for env in (*plan.entries, *plan.chain):
             path = plan.path(env)
             if path not in plan.files:
                 narrator.line(f"  note: {path} is not in the folder of the policy; "

@@ -17,6 +17,7 @@ from bot.domain.commands import (
     Promote,
     PromoteExplicit,
     PromoteTrain,
+    PromoteUpstream,
     Recheck,
     Rollback,
     RollbackTrain,
@@ -155,8 +156,8 @@ def test_trailing_punctuation_after_the_command_word() -> None:
 
 
 PROMOTE_USAGE = (
-    "/promote <env>, /promote <service> <tag-or-digest> <env>, /promote <env> <group> or "
-    "/promote <env> --all"
+    "/promote <env>, /promote <env> <service>, /promote <service> <tag-or-digest> <env>, "
+    "/promote <env> <group> or /promote <env> --all"
 )
 PROMOTE_ARITY = f"/promote takes 1 to 3 arguments: {PROMOTE_USAGE}"
 ROLLBACK_USAGE = "/rollback <service> <env> [<tag-or-digest>] or /rollback <group> <env>"
@@ -453,7 +454,7 @@ def test_help_text_lists_every_command() -> None:
 
 def test_help_table_rows_are_well_formed() -> None:
     rows = [line for line in HELP_TEXT.splitlines() if line.startswith("|")]
-    assert len(rows) == 11
+    assert len(rows) == 12
     assert all(row.endswith("|") and row.count(" | ") == 2 for row in rows)
 
 
@@ -498,11 +499,6 @@ def test_rollback_a_group() -> None:
             "(or --all for every service)",
         ),
         (
-            "/promote production web",
-            "'web' is a service, not a group: promote it with "
-            "/promote web <tag-or-digest> production",
-        ),
-        (
             "/promote storefront production",
             "the environment comes first: /promote production storefront",
         ),
@@ -539,3 +535,9 @@ def test_without_groups_a_second_word_is_an_unknown_group() -> None:
     assert parsed.message == (
         "unknown group 'storefront'; no groups are configured (or --all for every service)"
     )
+
+
+def test_an_environment_and_a_service_promote_what_the_upstreams_run() -> None:
+    parsed = train("/promote production web")
+    assert isinstance(parsed, PromoteUpstream)
+    assert (parsed.environment, parsed.service) == ("production", "web")

@@ -49,7 +49,7 @@ def change(**overrides: Any) -> ImageChange:
 def rules(**overrides: Any) -> EnvironmentRules:
     fields: dict[str, Any] = {
         "name": "production",
-        "after": "staging",
+        "after": ("staging",),
         "evidence": ("merged", "deployed"),
         "soak": timedelta(minutes=30),
         "approvals": 1,
@@ -713,7 +713,7 @@ def two_environments(**overrides: Any) -> GateInput:
         "changes": (change(), change(environment="dr", path="apps/web/overlays/dr/k.yaml")),
         "rules": {
             "production": rules(),
-            "dr": rules(name="dr", after="staging", approvals=2, allow_self_approval=True),
+            "dr": rules(name="dr", after=("staging",), approvals=2, allow_self_approval=True),
         },
     }
     fields.update(overrides)

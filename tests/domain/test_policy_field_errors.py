@@ -45,7 +45,8 @@ CASES: list[tuple[str, str, list[tuple[int, int, str]]]] = [
     ("promote outside its choices", GATED + "    promote: later\n",
      [(13, 14, "environments[1].promote: must be one of manual, auto, not 'later'")]),
     ("after that is not a name", HEAD + "  - name: prod\n    path: p.yaml\n    after: 7\n",
-     [(12, 12, "environments[1].after: expected the name of an environment, got integer")]),
+     [(12, 12, "environments[1].after: expected the name of an environment or a list of "
+                "names, got integer")]),
     ("no environment", BEFORE_ENVIRONMENTS + "environments: []\n",
      [(7, 15, "environments: define at least one environment")]),
     ("an environment that is a string", BEFORE_ENVIRONMENTS + "environments: [staging]\n",

@@ -91,7 +91,7 @@ def test_spec_example_loads(spec_policy: Policy) -> None:
     )
     prod = spec_policy.environments["production"]
     assert prod.gated
-    assert prod.after == "staging"
+    assert prod.after == ("staging",)
     assert prod.entry_from is None
     assert prod.promote == "manual"
     assert prod.evidence == ("merged", "deployed")
@@ -275,7 +275,7 @@ environments:
     after: staging
 """
     policy = load_policy(text)
-    assert policy.environments["production"].after == "staging"
+    assert policy.environments["production"].after == ("staging",)
     assert policy.path_for("web", "production") == "p/web.yaml"
 
 

@@ -8,11 +8,10 @@ import pytest
 
 from bot.domain.commands import HELP_TEXT, CommandError, parse_commands
 from bot.domain.gate_model import Verdict
-from bot.domain.policy import PolicyIssue, load_policy
+from bot.domain.policy import PolicyIssue
 from bot.handlers.commands import from_a_bot
 from bot.promotion.opener import OpenResult
 from bot.promotion.policies import BrokenPolicy
-from bot.promotion.promote_commands import downstream_of
 from bot.promotion.replies import (
     Reply,
     describe_result,
@@ -27,7 +26,6 @@ from bot.promotion.rollback import (
     live_periods,
     rollback_note,
 )
-from bot.sandbox.demo import DEMO_POLICY
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 D1, D2, D3 = ("sha256:" + c * 64 for c in "123")
@@ -121,18 +119,6 @@ def test_rollback_note_names_the_commits() -> None:
     truncated = live_periods(HISTORY[:2], truncated=True)
     assert "from before [`0000000`]" in rollback_note(truncated[-1], "production")
     assert "until now" in rollback_note(periods[0], "production")
-
-
-def test_downstream_of_follows_after_chains() -> None:
-    policy = load_policy(DEMO_POLICY, ".github/conveyor.yml")
-    assert downstream_of(policy, "staging") == ["production"]
-    assert downstream_of(policy, "production") == []
-    chain = DEMO_POLICY.replace("    after: staging\n", "    after: canary\n").replace(
-        "environments:\n", "environments:\n  - name: canary\n"
-        "    path: apps/{service}/overlays/canary/kustomization.yaml\n    after: staging\n"
-        "    promote: auto\n")
-    assert downstream_of(load_policy(chain, ".github/conveyor.yml"), "staging") == [
-        "canary", "production"]
 
 
 def test_describe_results() -> None:

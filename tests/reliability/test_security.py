@@ -113,7 +113,7 @@ async def test_a_pr_that_relaxes_its_own_gate_is_judged_by_the_default_branch_po
     repo = await policy.get(await world.runtime.ctx.clients.installation(
         world.demo.installation_id), world.demo.installation_id, DEPLOY_REPO)
     assert repo is not None and repo.policy is not None
-    assert repo.policy.environments["production"].after == "staging"
+    assert repo.policy.environments["production"].after == ("staging",)
 
 
 # -- paths ----------------------------------------------------------------------------------------

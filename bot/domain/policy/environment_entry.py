@@ -17,6 +17,7 @@ MAX_APPROVERS = 100
 MAX_FREEZE_WINDOWS = 50
 MAX_APPROVALS = 10
 MAX_REPORTERS = 20
+MAX_UPSTREAMS = 20
 
 ENV_KEYS = (
     "name", "path", "from", "after", "promote", "evidence", "soak", "tags", "approvals",
@@ -58,7 +59,7 @@ class EnvironmentParser:
                 reader, reader.value_pos(raw, "path"), f"{where}.path", template
             ):
                 path = str(template)
-        after = self._after(raw, where, name) if "after" in raw else None
+        after = self._after(raw, where, name) if "after" in raw else ()
         entry_from: str | None = None if gated else "any"
         if "from" in raw:
             if gated:
@@ -124,22 +125,37 @@ class EnvironmentParser:
             watch=watch,
         )
 
-    def _after(self, raw: dict[Any, Any], where: str, name: str) -> str | None:
+    def _after(self, raw: dict[Any, Any], where: str, name: str) -> tuple[str, ...]:
+        """A name, or a list of names (a fan-in: evidence from every one of them)."""
         reader = self.reader
-        after = reader.typed(raw, "after", str, "the name of an environment", where)
-        if after is None:
-            return None
-        pos = reader.value_pos(raw, "after")
-        if after == name:
-            reader.error(pos, f"{where}.after: an environment cannot come after itself")
-            return None
-        elif after not in self.names:
-            reader.error(
-                pos,
-                f"{where}.after: unknown environment '{after}'" + suggest(after, list(self.names)),
-            )
-            return None
-        return str(after)
+        value = raw.get("after")
+        if isinstance(value, list):
+            if not value:
+                reader.error(reader.value_pos(raw, "after"),
+                             f"{where}.after: name at least one environment (an empty list "
+                             "leaves this environment unreachable from any entry environment)")
+                return ()
+            entries = string_list(reader, raw, "after", where, MAX_UPSTREAMS)
+            labels = [(item, pos, f"{where}.after[{index}]")
+                      for index, (item, pos) in enumerate(entries)]
+        else:
+            single = reader.typed(raw, "after", str,
+                                  "the name of an environment or a list of names", where)
+            if single is None:
+                return ()
+            labels = [(str(single), reader.value_pos(raw, "after"), f"{where}.after")]
+        upstreams: list[str] = []
+        for after, pos, label in labels:
+            if after == name:
+                reader.error(pos, f"{label}: an environment cannot come after itself")
+            elif after not in self.names:
+                reader.error(pos, f"{label}: unknown environment '{after}'"
+                             + suggest(after, list(self.names)))
+            elif after in upstreams:
+                reader.error(pos, f"{label}: '{after}' is listed twice")
+            else:
+                upstreams.append(after)
+        return tuple(upstreams) if len(upstreams) == len(labels) else ()
 
     def _bool(self, raw: dict[Any, Any], key: str, where: str) -> bool:
         if key not in raw:

@@ -45,17 +45,16 @@ def _names(reader: Reader, seq: list[Any]) -> dict[str, int]:
 
 
 def _cycles(reader: Reader, seq: list[Any], envs: dict[str, Environment]) -> None:
+    """Every cycle through ``after`` (names or lists), reported once at the environment of the
+    cycle that comes first in the file."""
+    order = {name: index for index, name in enumerate(envs)}
     reported: set[frozenset[str]] = set()
     for start in envs:
-        chain = [start]
-        current = envs[start].after
-        while current is not None and current in envs and current not in chain:
-            chain.append(current)
-            current = envs[current].after
-        if current is None or current not in chain:
+        cycle = _cycle_from(start, envs)
+        if cycle is None or frozenset(cycle) in reported:
             continue
-        cycle = chain[chain.index(current) :]
-        if frozenset(cycle) in reported or start != cycle[0]:
+        first = min(cycle, key=order.__getitem__)
+        if start != first:
             continue
         reported.add(frozenset(cycle))
         index = next(
@@ -66,6 +65,27 @@ def _cycles(reader: Reader, seq: list[Any], envs: dict[str, Environment]) -> Non
             f"environments[{index}].after: cycle in 'after': "
             + " → ".join(reversed([*cycle, cycle[0]])),
         )
+
+
+def _cycle_from(start: str, envs: dict[str, Environment]) -> list[str] | None:
+    """A path ``start`` → … → ``start`` through ``after``, or None (depth first)."""
+    path = [start]
+    seen = {start}
+    stack = [iter(envs[start].after)]
+    while stack:
+        upstream = next(stack[-1], None)
+        if upstream is None:
+            stack.pop()
+            path.pop()
+            continue
+        if upstream == start:
+            return path
+        if upstream in seen or upstream not in envs:
+            continue
+        seen.add(upstream)
+        path.append(upstream)
+        stack.append(iter(envs[upstream].after))
+    return None
 
 
 def parse_environments(

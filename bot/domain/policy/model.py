@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copyreg
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
@@ -13,8 +13,22 @@ from bot.domain.policy.issues import PolicyIssue
 from bot.domain.policy.kubernetes import latest_kubernetes_version
 from bot.domain.policy.syntax import fill_template
 from bot.domain.tags import TagPolicy
+from bot.text import join_names
 
 ENTRY_EVENT_KINDS = ("release", "package")
+
+
+def _walk(start: str, step: Callable[[str], Sequence[str]]) -> tuple[str, ...]:
+    """Breadth-first from ``start`` (excluded), each name once."""
+    found: list[str] = []
+    frontier = [start]
+    while frontier:
+        following = [name for current in frontier for name in step(current)
+                     if name != start and name not in found]
+        following = list(dict.fromkeys(following))
+        found.extend(following)
+        frontier = following
+    return tuple(found)
 
 # A policy crosses to the worker process of `bot/offload.py` and back (a large policy loaded
 # there, a large file checked against it): its read-only mappings pickle as the dicts they wrap.
@@ -41,7 +55,7 @@ class Environment:
     name: str
     path: str
     entry_from: str | None  # "release" | "package" | "any" for entry environments
-    after: str | None
+    after: tuple[str, ...]  # the upstream environments (several: a fan-in); empty: an entry
     promote: str
     evidence: tuple[str, ...]
     soak: timedelta
@@ -63,7 +77,12 @@ class Environment:
 
     @property
     def gated(self) -> bool:
-        return self.after is not None
+        return bool(self.after)
+
+    @property
+    def upstreams(self) -> str:
+        """The upstream environments as prose: ``staging`` or ``staging-eu and staging-us``."""
+        return join_names(self.after)
 
 
 @dataclass(frozen=True)
@@ -111,18 +130,20 @@ class Policy:
             raise ValueError(f"event kind must be 'release' or 'package', not {event_kind!r}")
         return [env for env in self.environments.values() if env.entry_from in (event_kind, "any")]
 
-    def chain_before(self, env: str | None) -> tuple[str, ...]:
-        """The environments before ``env`` in its chain, nearest first (``env`` excluded)."""
-        chain: list[str] = []
-        current = self.environments[env].after if env and env in self.environments else None
-        while current is not None and current not in chain and current != env:
-            chain.append(current)
-            current = self.environments[current].after if current in self.environments else None
-        return tuple(chain)
+    def ancestors(self, env: str) -> tuple[str, ...]:
+        """Every environment ``env`` comes after, directly or through others, nearest first
+        (``env`` excluded)."""
+        return _walk(env, lambda name: self.environments[name].after
+                     if name in self.environments else ())
+
+    def descendants(self, env: str) -> tuple[str, ...]:
+        """Every environment that comes after ``env``, directly or through others, nearest
+        first (``env`` excluded)."""
+        return _walk(env, lambda name: tuple(e.name for e in self.downstream_of(name)))
 
     def downstream_of(self, env: str) -> list[Environment]:
         """Environments whose ``after`` names ``env`` directly, in file order."""
-        return [candidate for candidate in self.environments.values() if candidate.after == env]
+        return [candidate for candidate in self.environments.values() if env in candidate.after]
 
     def services_for_source(self, repo_full_name: str) -> list[Service]:
         wanted = repo_full_name.casefold()
