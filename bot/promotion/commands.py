@@ -37,6 +37,7 @@ from ..registry.errors import RegistryError
 from ..text import error_text, escape_markdown
 from .command_run import CommandRun, Invocation
 from .gate_commands import hold, recheck, unhold
+from .graph_chart import flowchart, policy_edges
 from .promote_commands import (
     promote_explicit,
     promote_from_upstreams,
@@ -133,7 +134,12 @@ async def show_status(run: CommandRun, command: Status) -> str:
     if command.group is not None:
         members = run.where.policy.groups[command.group].services
         rows = [row for row in rows if row.service in members]
-    return render_status(rows, command.service)
+    table = render_status(rows, command.service)
+    shown = [row for row in rows
+             if command.service is None or row.service.lower() == command.service.lower()]
+    if not shown:
+        return table
+    return f"{flowchart(policy_edges(run.where.policy), shown)}\n\n{table}"
 
 
 def _github_error(exc: gidgethub.GitHubException) -> str:

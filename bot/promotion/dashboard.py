@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -28,6 +28,7 @@ from gidgethub.abc import GitHubAPI
 from ..github.limits import BODY_LIMIT, fit
 from ..github.repos import write_comment
 from .delivery_board import read_snapshot, render_section
+from .graph_chart import flowchart, policy_edges
 from .policies import DeploymentRepo
 from .status import StatusRow, render_status
 
@@ -54,9 +55,11 @@ FOOTER = "Ask for the same table in any issue or pull request with `/status [ser
 
 
 def render_pages(repo: str, rows: Sequence[StatusRow], delivery: str | None = None, *,
-                 limit: int = PAGE_LIMIT) -> list[str]:
+                 limit: int = PAGE_LIMIT,
+                 edges: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """The issue body, then the comments that continue it, each within `limit` characters
-    (markers included). ``delivery``: the delivery section, once its figures have been read."""
+    (markers included). ``delivery``: the delivery section, once its figures have been read;
+    ``edges``: the environment graph, drawn above the tables."""
     services = list(dict.fromkeys(row.service for row in rows))
     environments = list(dict.fromkeys(row.environment for row in rows))
     by_service: dict[str, list[StatusRow]] = {}
@@ -66,6 +69,8 @@ def render_pages(repo: str, rows: Sequence[StatusRow], delivery: str | None = No
     header = "\n".join([f"| service | {' | '.join(environments)} |",
                         "| --- |" + " --- |" * len(environments)])
     items: list[tuple[str, bool]] = [(INTRO.format(repo=repo), False)]
+    if edges and rows:
+        items.append((flowchart(edges, rows), False))
     if not rows:
         items.append(("No services are configured in this repository's policy.", False))
     items += [(f"| {name} | " + " | ".join(cells.get((name, env), NONE) for env in environments)
@@ -156,7 +161,8 @@ async def refresh_dashboard(services: Services, gh: GitHubAPI, repo: DeploymentR
         snapshot = services.delivery.get(repo.full_name)
         rows = await services.status.collect(gh, repo)
         pages = render_pages(repo.full_name, rows,
-                             render_section(snapshot) if snapshot is not None else None)
+                             render_section(snapshot) if snapshot is not None else None,
+                             edges=policy_edges(repo.policy))
         body = pages[0]
         issue = await find_dashboard(ctx, gh, repo.full_name)
         if issue is None:

@@ -140,12 +140,24 @@ async def test_promote_env_on_a_hand_written_pr_is_refused(world: World) -> None
     assert len(world.open_pulls()) == 1
 
 
-async def test_promote_env_on_an_issue_is_refused(world: World) -> None:
+async def test_promote_env_on_an_issue_asks_for_the_service(world: World) -> None:
     await staged(world)
     number = await issue(world)
     posted = await say(world, number, "/promote production")
-    assert "works on a pull request" in reply_to(world, number, posted)
+    assert "needs the service: `/promote production <service>`" in reply_to(
+        world, number, posted)
     assert world.open_pulls() == []
+
+
+async def test_promote_env_and_service_from_an_issue_takes_what_staging_runs(
+        world: World) -> None:
+    digest, _ = await staged(world)
+    number = await issue(world)
+    posted = await say(world, number, "/promote production web", user="bob")
+    production = world.pull("Promote web 1.0.0 to production", state="open")
+    assert f"#{production['number']}" in reply_to(world, number, posted)
+    marker = parse_marker(production["body"])
+    assert marker is not None and marker.digest == digest
 
 
 async def test_promote_by_tag_from_an_issue(world: World) -> None:

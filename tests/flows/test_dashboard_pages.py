@@ -55,6 +55,25 @@ def test_a_thousand_services_fit_in_pages_and_every_row_is_there() -> None:
     assert [PART_MARKER_PREFIX in page for page in pages] == [False] + [True] * (len(pages) - 1)
 
 
+def test_the_environment_graph_is_drawn_within_the_body_limit_at_500_services() -> None:
+    edges = {"staging": (), "canary": ("staging",), "production": ("staging", "canary")}
+    pages = render_pages("acme/deploy", many_rows(500), edges=edges)
+    assert all(len(page) <= BODY_LIMIT for page in pages)
+    chart = pages[0].split("```mermaid\n", 1)[1].split("\n```", 1)[0]
+    assert chart.splitlines() == [
+        "flowchart LR",
+        '  e0["<b>staging</b><br/>service-0000 1.24.3<br/>service-0001 1.24.3<br/>'
+        'service-0002 1.24.3<br/>+497 more services"]',
+        '  e1["<b>canary</b><br/>service-0000 1.24.3<br/>service-0001 1.24.3<br/>'
+        'service-0002 1.24.3<br/>+497 more services"]',
+        '  e2["<b>production</b><br/>service-0000 1.24.3<br/>service-0001 1.24.3<br/>'
+        'service-0002 1.24.3<br/>+497 more services"]',
+        "  e0 --> e1",
+        "  e0 --> e2",
+        "  e1 --> e2",
+    ]
+
+
 def test_a_small_policy_is_one_body() -> None:
     [body] = render_pages("acme/deploy", many_rows(3))
     assert "comment" not in body.split(DASHBOARD_MARKER)[0].rsplit("\n", 1)[-1]

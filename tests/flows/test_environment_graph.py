@@ -183,6 +183,11 @@ async def test_a_fan_in_waits_for_the_last_upstream_then_passes_without_a_comman
     body = world.pull("Promote web 1.1.0 to production")["body"]
     assert "every one of **staging-eu and staging-us**" in body
 
+    status = await on_an_issue(world, "/status web")
+    assert '  e0["<b>staging-eu</b><br/>1.1.0"]' in status
+    assert '  e2["<b>production</b><br/>0.9.0"]' in status
+    assert "  e0 --> e2\n  e1 --> e2" in status
+
 
 async def test_promote_auto_opens_a_fan_in_once_the_last_upstream_merges() -> None:
     policy = FAN_IN.replace("    from: any\n    auto_merge: true\n  - name: production",
