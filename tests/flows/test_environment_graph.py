@@ -5,11 +5,14 @@ of every region after it on the report's own event and stops `promote: auto` the
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
 
 import pytest
 
 from bot.sandbox.demo import digest_of
+from bot.report import collect
 from tests.flows.gitops import ArgoCD
+from tests.flows.test_delivery_report import settings_of
 from tests.harness import World, close_world, make_world
 
 SERVICES = """version: 1
@@ -187,6 +190,22 @@ async def test_a_fan_in_waits_for_the_last_upstream_then_passes_without_a_comman
     assert '  e0["<b>staging-eu</b><br/>1.1.0"]' in status
     assert '  e2["<b>production</b><br/>0.9.0"]' in status
     assert "  e0 --> e2\n  e1 --> e2" in status
+
+    await world.emulator.merge_pull(world.repo, production["number"], user="bob")
+    await world.settle()
+    world.clock.advance(seconds=60)  # the report counts merges before its end
+    found, _, _ = await collect(settings_of(world), world.repo, timedelta(days=30),
+                                now=world.clock)
+    lead = {f.environment: f for f in found if f.service == "web"}
+    assert {env: lead[env].deployments for env in lead} == {
+        "staging-eu": 1, "staging-us": 1, "production": 1}
+    assert lead["production"].lead_time_merged is not None
+
+    reply = await comment(world, production["number"], "/rollback web production")
+    back = world.pull("Roll back web in production", state="open")
+    assert f"#{back['number']}" in reply
+    gate = world.gate(back)
+    assert "history in production" in gate["output"]["summary"], gate["output"]
 
 
 async def test_promote_auto_opens_a_fan_in_once_the_last_upstream_merges() -> None:
