@@ -499,3 +499,49 @@ def test_a_run_leaves_no_temporary_folder(tmp_path: Path) -> None:
     assert "Conveyor's log goes with the run's temporary folder (--log-dir DIR keeps it)." \
         in done.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+FAN_IN_POLICY = """\
+version: 1
+allowed_images: ["ghcr.io/example/"]
+services:
+  shop:
+    image: ghcr.io/example/shop
+    source: example/shop
+    tags: "semver:^2.3"
+environments:
+  - name: dev-eu
+    path: envs/dev-eu/{service}.yaml
+    from: release
+  - name: dev-us
+    path: envs/dev-us/{service}.yaml
+    from: release
+  - name: prod
+    path: envs/prod/{service}.yaml
+    after: [dev-eu, dev-us]
+    promote: auto
+    evidence: [merged, deployed]
+"""
+
+
+async def test_a_fan_in_config_plays_through_both_upstreams(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "repo", FAN_IN_POLICY, {
+        f"envs/{env}/shop.yaml": HELM_VALUES for env in ("dev-eu", "dev-us", "prod")})
+    status, text = await play(tmp_path, config)
+    assert status == 0, text
+    steps = numbered(text)
+    assert steps[1:6] == [
+        "2. bob merges #1",
+        "3. bob merges #2",
+        "4. #2 is merged; prod has `promote: auto`",
+        "5. Argo CD records a successful deployment to dev-eu of main@"
+        + steps[4].rsplit("@", 1)[1],
+        "6. Argo CD records a successful deployment to dev-us of main@"
+        + steps[5].rsplit("@", 1)[1],
+    ]
+    assert '   Conveyor opened #3 "Promote shop 2.3.1 to prod"; gate: failure' in text
+    assert "   gate: failure — shop → prod: no deployed evidence from dev-us for " in text
+    assert "  dev-eu: entry (from release events) — envs/dev-eu/shop.yaml" in text
+    assert "  dev-us: entry (from release events) — envs/dev-us/shop.yaml" in text
+    assert "  prod: gated (after dev-eu and dev-us; promote auto;" in text
+    assert "   prod         2.3.1" in text

@@ -16,6 +16,7 @@ from ..promotion.marker import branch_prefix, parse_marker
 from ..text import short_digest
 from .botlog import logged_reasons
 from .demo import digest_of
+from .failure_act import fail_a_deployment
 from .plan import Plan
 from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to
 from .runner import Sandbox
@@ -315,63 +316,6 @@ class Story:
                  + (f" (left out, already in {gated.name}: {', '.join(left)})" if left else "")
                  + f"; {gate_text(gate_of(self.sandbox, self.repo, train))}")
 
-    def last_promoted(self, env: Environment) -> str | None:
-        """The service of the newest promotion merged into ``env`` (read off its title)."""
-        merged = sorted((p for p in self.sandbox.emulator.pulls(self.repo, state="all")
-                         if p["merged"] and p["title"].startswith("Promote ")
-                         and p["title"].endswith(f" to {env.name}")),
-                        key=lambda p: str(p["merged_at"]))
-        for pr in reversed(merged):
-            name = str(pr["title"]).split(" ")[1]
-            if name in self.plan.policy.services:
-                return name
-        return None
-
-    async def failure(self) -> None:
-        """A deployment fails in the first environment with `on_failure`: Conveyor marks the
-        digest and (with `rollback`) opens the rollback itself."""
-        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
-        env = next((e for e in [plan.entry, *plan.chain] if e.on_failure), None)
-        if env is None:
-            say.skip("a deployment fails", "no environment has on_failure")
-            return
-        service = self.last_promoted(env) or plan.service.name
-        default = em.world.repo_by_name(self.repo).default_branch
-        head = em.commit(self.repo, default)["sha"]
-        reporter = env.deployed_by[0] if env.deployed_by else "argocd[bot]"
-        before = {p["number"] for p in em.pulls(self.repo, state="all")}
-        if env.deployed_context is not None:
-            context = fill_context(env.deployed_context, service, env.name)
-            say.step(f"{reporting_tool(context)} reports {context} failure on "
-                     f"{default}@{head[:7]}")
-            await em.set_status(self.repo, head, context, "failure", user=reporter,
-                                description="health check failed")
-        else:
-            say.step(f"a deployment to {env.name} of {default}@{head[:7]} fails")
-            await em.create_deployment(self.repo, head, env.name, state="failure",
-                                       user=reporter)
-        await self.sandbox.settle()
-        opened = [p for p in em.pulls(self.repo, state="all")
-                  if p["number"] not in before and p["title"].startswith("Roll back ")]
-        for back in opened:
-            done = " and merged it (auto_merge)" if back["merged"] else ""
-            say.said(f'Conveyor opened #{back["number"]} "{back["title"]}"{done}')
-        for pr in em.pulls(self.repo, state="closed"):
-            for comment in em.comments(self.repo, pr["number"]):
-                body = str(comment.get("body") or "")
-                if "conveyor:watch-comment" in body and "No rollback is opened" in body:
-                    why = body.split("No rollback is opened", 1)[1].split(")", 1)[0]
-                    say.said(f"Conveyor commented on #{pr['number']}: no rollback is "
-                             f"opened{plain(why)})")
-        blocked = [p for p in em.pulls(self.repo, state="open")
-                   if "reported failing" in str((gate_of(self.sandbox, self.repo, p) or {})
-                                                .get("output", {}).get("summary") or "")]
-        for pr in blocked:
-            say.said(f"#{pr['number']}: {gate_text(gate_of(self.sandbox, self.repo, pr))}")
-        if not opened and not blocked:
-            say.said(f"Conveyor acted on nothing (a report counts within {spoken(env.watch)} "
-                     f"of the merge; {self.see_log()})")
-
     async def dashboard(self) -> None:
         say, em = self.narrator, self.sandbox.emulator
         await self.sandbox.pass_time(DEBOUNCE + timedelta(seconds=1))
@@ -407,5 +351,5 @@ class Story:
         if plan.chain:
             await self.rollback(pr, plan.chain[-1])
             await self.train(pr)
-        await self.failure()
+        await fail_a_deployment(self.sandbox, plan, say, self.repo, self.see_log())
         await self.dashboard()

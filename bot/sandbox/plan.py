@@ -184,7 +184,8 @@ def route(policy: Policy, to: str | None
     if to not in envs:
         raise PlanError(f"--to {to}: no such environment; environments are: "
                         f"{', '.join(envs)}")
-    on_the_way = [envs[name] for name in reversed(policy.ancestors(to))] + [envs[to]]
+    wanted = {*policy.ancestors(to), to}
+    on_the_way = [env for env in envs.values() if env.name in wanted]
     entries = tuple(env for env in on_the_way if not env.gated)
     placed: list[Environment] = []
     waiting = [env for env in on_the_way if env.gated]
@@ -331,11 +332,12 @@ def describe_policy(plan: Plan) -> list[str]:
     lines = [f"services: {', '.join(services)}",
              f"service {plan.service.name}: {plan.service.image} from {plan.service.source}, "
              f"tags `{plan.service.tags}`"]
-    entry = plan.entry
-    watch = (f", on_failure {entry.on_failure} within {format_duration(entry.watch)}"
-             if entry.on_failure else "")
-    lines.append(f"{entry.name}: entry ({'from ' + (entry.entry_from or 'any')} events"
-                 f"{', auto-merge' if entry.auto_merge else ''}{watch}) — {plan.path(entry)}")
+    for entry in plan.entries or (plan.entry,):
+        watch = (f", on_failure {entry.on_failure} within {format_duration(entry.watch)}"
+                 if entry.on_failure else "")
+        lines.append(f"{entry.name}: entry ({'from ' + (entry.entry_from or 'any')} events"
+                     f"{', auto-merge' if entry.auto_merge else ''}{watch}) — "
+                     f"{plan.path(entry)}")
     for gated in plan.chain:
         facts = [f"after {gated.upstreams}", f"promote {gated.promote}",
                  f"evidence {', '.join(gated.evidence) or 'none'}",

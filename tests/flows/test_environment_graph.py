@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from bot.sandbox.demo import digest_of
 from bot.report import collect
+from bot.sandbox.demo import digest_of
 from tests.flows.gitops import ArgoCD
 from tests.flows.test_delivery_report import settings_of
 from tests.harness import World, close_world, make_world
