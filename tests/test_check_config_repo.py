@@ -37,6 +37,22 @@ def test_tag_pins_in_gated_environments_are_reported_like_the_check_run(tmp_path
     assert done.stderr == f"4 problem(s) in the files of {repo}\n"
 
 
+def test_a_fan_in_names_every_upstream(tmp_path: Path) -> None:
+    repo = copy_layout("plain-manifests", tmp_path)
+    policy = repo / ".github" / "conveyor.yml"
+    policy.write_text(policy.read_text().replace("    after: staging\n",
+                                                 "    after: [dev, staging]\n"))
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1
+    assert (f"{repo}/manifests/production/orders.yaml:19: orders must be pinned by digest in "
+            "production (gated by dev and staging): use TAG@sha256:…") in done.stdout
+    policy.write_text(policy.read_text().replace("after: [dev, staging]", "after: [dev, stage]"))
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1
+    assert ("environments[2].after[1]: unknown environment 'stage' (did you mean 'staging'?)"
+            in done.stdout + done.stderr)
+
+
 def test_missing_files_overlays_without_images_and_bad_bytes(tmp_path: Path) -> None:
     repo = copy_layout("boutique-kustomize", tmp_path)
     overlay = repo / "kustomize/overlays/production/kustomization.yaml"

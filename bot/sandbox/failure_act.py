@@ -23,6 +23,7 @@ def last_promoted(sandbox: Sandbox, plan: Plan, repo: str, env: Environment) -> 
             return name
     return None
 
+
 async def fail_a_deployment(sandbox: Sandbox, plan: Plan, say: Narrator, repo: str,
                             see_log: str) -> None:
     """A deployment fails in the first environment with `on_failure`: Conveyor marks the
