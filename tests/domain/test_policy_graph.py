@@ -3,6 +3,9 @@ cannot be played (with their positions), and the walks the rest of the bot uses.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from bot.domain.policy import PolicyError, load_policy
@@ -84,3 +87,16 @@ def test_a_fan_in_a_fan_out_and_a_wave_load() -> None:
     assert policy.ancestors("prod-us") == ("prod-eu", "production", "staging-eu", "staging-us")
     assert policy.descendants("staging-us") == ("production", "prod-eu", "prod-ap", "prod-us")
     assert policy.descendants("prod-us") == ()
+
+
+def test_the_policies_of_the_graph_page_load_as_written() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "environment-graphs.md").read_text()
+    policies = [load_policy(block) for block in re.findall(r"```yaml\n(.*?)```", page, re.S)
+                if block.startswith("version: 1")]
+    shapes = [{name: env.after for name, env in p.environments.items() if env.after}
+              for p in policies]
+    assert shapes == [
+        {"prod-eu": ("staging",), "prod-us": ("staging",)},
+        {"production": ("staging-eu", "staging-us")},
+        {"prod-eu": ("staging",), "prod-us": ("prod-eu",), "prod-ap": ("prod-us",)},
+    ]
