@@ -86,20 +86,31 @@ async def auto_may_open(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
                 "env": environment, "service": marker.service, "digest": marker.digest,
                 "detail": f"not yet in {', '.join(waiting)}"})
             return False
+    return not await halted(ctx, gh, repo, environment, [(marker.service, marker.digest)])
+
+
+async def halted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, environment: str,
+                 moves: list[tuple[str, str]]) -> bool:
+    """Whether any (service, digest) of ``moves`` holds a standing failure mark in an
+    environment before ``environment``: `promote: auto` opens nothing there then."""
+    policy = repo.policy
     watched = [name for name in policy.ancestors(environment)
                if policy.environments[name].on_failure is not None]
     if not watched:
-        return True
+        return False
     finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, ctx.web_url,
                             own_login=ctx.bot_login, own_app_id=ctx.app_id)
-    marks = await finder.find_failure_marks(
-        marker.service, watched, policy.services[marker.service].image, marker.digest)
-    if marks:
-        log.warning("promote: auto halted by a failure mark", extra={
-            "env": environment, "service": marker.service, "digest": marker.digest,
-            "detail": "; ".join(f"reported failing in {mark.environment}" for mark in marks)})
-        return False
-    return True
+    for service, digest in moves:
+        if service not in policy.services:
+            continue
+        marks = await finder.find_failure_marks(
+            service, watched, policy.services[service].image, digest)
+        if marks:
+            log.warning("promote: auto halted by a failure mark", extra={
+                "env": environment, "service": service, "digest": digest,
+                "detail": "; ".join(f"reported failing in {m.environment}" for m in marks)})
+            return True
+    return False
 
 
 async def reevaluate_open_pulls(gates: GateService, gh: GitHubAPI, repo: IndexedRepo) -> None:

@@ -17,6 +17,7 @@ from ..domain.trains import ALL_GROUP
 from ..github.repos import get_file
 from ..text import short_digest
 from .candidates import Candidate, Trigger
+from .downstream import halted
 from .evidence import pins as pins_digest
 from .marker import PromotionMarker, parse_marker, train_prefix
 from .merger import merge_promotion
@@ -127,8 +128,9 @@ async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: Deployment
             group != ALL_GROUP and group not in policy.groups):
         return []
     results = []
+    moves = [(member.service, member.digest) for member in marker.members]
     for env in policy.downstream_of(marker.environment):
-        if env.promote != "auto":
+        if env.promote != "auto" or await halted(ctx, gh, repo, env.name, moves):
             continue
         result = await promote_group(ctx, gh, repo, group, env.name,
                                      requester=marker.requester,

@@ -6,8 +6,8 @@ with `{env}` the environment itself, trusted by its `deployed_by`). When one say
 digest in was merged, Conveyor:
 
 1. marks the digest failed there (a check run of its own on that commit, see
-   :mod:`.failure_mark`): the gates of its promotions into the environments after this one
-   fail with the report linked;
+   :mod:`.failure_mark`): the gates of its promotions into every environment after this one
+   in the graph fail with the report linked, and `promote: auto` opens none there;
 2. with `on_failure: rollback`, opens the rollback PR of `/rollback` (back to the previous
    live digest; merged at once where the environment has `auto_merge` and no gate) — unless
    the digest is not live any more, or the failing promotion is itself a rollback (going back
@@ -230,16 +230,16 @@ class Watcher:
             rollback = "none: the digest is no longer live"
         else:
             rollback = "pending"
-        later = [e.name for e in self.policy.downstream_of(env.name)]
+        later = self.policy.descendants(env.name)
         title = (f"{service} {short_digest(digest)} reported failing in {env.name} at "
                  f"{format_time(report.at)}")
         where = f" ([report]({report.url}))" if report.url else ""
         summary = (f"{report.describe()}{where}, {format_duration(report.at - arrival.merged_at)} "
                    f"after the merge (watch: {_watch(env)}).\n\n"
-                   + (f"Promotions of this digest into {', '.join(later)} fail their gate "
-                      "while this mark stands; a success report later clears nothing: a "
-                      "person decides with `/unhold` on such a PR, or a new release brings "
-                      "another digest."
+                   + (f"Promotions of this digest into {', '.join(later)} fail their gate, "
+                      "and `promote: auto` opens none of them, while this mark stands; a "
+                      "success report later clears nothing: a person decides with `/unhold` "
+                      "on such a PR, or a new release brings another digest."
                       if later else "No environment comes after this one."))
         log.warning("a promotion was reported failing", extra={
             "repository": self.repo.full_name, "service": service, "env": env.name,

@@ -321,3 +321,21 @@ async def test_a_failure_mark_stops_promote_auto_until_unhold(wave: World) -> No
     assert "failure mark is cleared" in reply, reply
     gate = world.gate(world.pull("web 1.1.0 to prod-ap"))
     assert gate["conclusion"] == "success", gate["output"]
+
+
+async def test_a_train_merged_past_a_failure_mark_opens_nothing_further(wave: World) -> None:
+    world, argocd = wave, ArgoCD(wave, app_slug="argocd")
+    await world.release("web", "1.1.0")
+    await world.release("api", "1.1.0")
+    for pr in world.emulator.pulls(world.repo, state="open"):  # the single-service prod-us PRs
+        await world.emulator.close_pull(world.repo, pr["number"], user="bob")
+    await world.settle()
+    eu = world.pull("web 1.1.0 to prod-eu")
+    await argocd.status("web-prod-eu", eu["merge_commit_sha"], "failure")
+    await world.settle()
+    await on_an_issue(world, "/promote prod-us storefront")
+    train = world.pull("Promote storefront to prod-us (2 services)")
+    assert "reported failing in prod-eu" in world.gate(train)["output"]["summary"]
+    await world.emulator.merge_pull(world.repo, train["number"], user="bob")
+    await world.settle()
+    assert not [t for t in titles(world) if "prod-ap" in t]
