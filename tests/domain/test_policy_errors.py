@@ -522,7 +522,7 @@ CASES: list[tuple[str, str, list[tuple[int, int, str]]]] = [
                 "services.bad/name: invalid service name 'bad/name': use 1-63 letters, digits, "
                 "'.', '_' or '-', starting with a letter or digit",
             ),
-            (8, 5, "services.bad/name: missing required key 'image'"),
+            (8, 5, "services.bad/name: missing required key 'image' (or 'chart' for a Helm chart)"),
             (8, 5, "services.bad/name: missing required key 'source'"),
         ],
     ),

@@ -48,6 +48,12 @@ class Service:
     paths: Mapping[str, str]  # per-environment overrides of the environment's path template
     line: int
     tag_key: str | None = None  # the Helm values key the chart reads the tag from, if not `tag`
+    # what the OCI repository `image` holds: "image" (a container image) or "chart" (Helm)
+    kind: str = "image"
+
+    @property
+    def is_chart(self) -> bool:
+        return self.kind == "chart"
 
 
 @dataclass(frozen=True)

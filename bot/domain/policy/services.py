@@ -21,7 +21,7 @@ from bot.domain.tags import DEFAULT_TAG_POLICY, TagPolicy
 
 MAX_SERVICES = 2000
 MAX_ALLOWED_IMAGES = 100
-SERVICE_KEYS = ("image", "source", "tags", "paths", "tag_key")
+SERVICE_KEYS = ("image", "chart", "source", "tags", "paths", "tag_key")
 # a Helm values key such as `version` or `imageTag`; not one of the image's other parts
 TAG_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
 NOT_TAG_KEYS = frozenset({"repository", "registry", "digest", "name", "reference"})
@@ -69,8 +69,9 @@ class _ServiceParser:
     def parse(self, name: str, raw: dict[Any, Any], line: int) -> Service:
         reader, where = self.reader, f"services.{name}"
         reader.check_keys(raw, SERVICE_KEYS, where)
-        reader.require(raw, ("image", "source"), where, reader.node_pos(raw))
-        image = self._image(raw, where, name) if "image" in raw else ""
+        reader.require(raw, ("source",), where, reader.node_pos(raw))
+        kind = self._kind(raw, where)
+        image = self._image(raw, where, name, kind) if kind in raw else ""
         source = ""
         if "source" in raw:
             value = reader.typed(raw, "source", str, "a repository as owner/repo", where)
@@ -88,8 +89,25 @@ class _ServiceParser:
             tags=tags,
             paths=self._paths(raw, where) if "paths" in raw else MappingProxyType({}),
             line=line,
-            tag_key=self._tag_key(raw, where) if "tag_key" in raw else None,
+            tag_key=self._tag_key(raw, where) if "tag_key" in raw and kind == "image" else None,
+            kind=kind,
         )
+
+    def _kind(self, raw: dict[Any, Any], where: str) -> str:
+        """``image`` or ``chart``: exactly one of the two keys names what the service ships."""
+        reader = self.reader
+        if "image" in raw and "chart" in raw:
+            reader.error(reader.key_pos(raw, "chart"),
+                         f"{where}.chart: a service ships an image or a Helm chart, not both; "
+                         "keep one of image and chart")
+        elif "image" not in raw and "chart" not in raw:
+            reader.error(reader.node_pos(raw),
+                         f"{where}: missing required key 'image' (or 'chart' for a Helm chart)")
+        if "chart" in raw and "tag_key" in raw:
+            reader.error(reader.key_pos(raw, "tag_key"),
+                         f"{where}.tag_key: only applies to images; a chart's version is "
+                         "written where the chart is named")
+        return "chart" if "chart" in raw and "image" not in raw else "image"
 
     def _tag_key(self, raw: dict[Any, Any], where: str) -> str | None:
         reader = self.reader
@@ -105,25 +123,32 @@ class _ServiceParser:
             return None
         return str(value)
 
-    def _image(self, raw: dict[Any, Any], where: str, name: str) -> str:
+    def _image(self, raw: dict[Any, Any], where: str, name: str, kind: str) -> str:
         reader = self.reader
-        value = reader.typed(raw, "image", str, "an image name such as ghcr.io/acme/web", where)
+        expected = ("an image name such as ghcr.io/acme/web" if kind == "image"
+                    else "a chart such as ghcr.io/acme/charts/web")
+        value = reader.typed(raw, kind, str, expected, where)
         if value is None:
             return ""
-        pos = reader.value_pos(raw, "image")
+        pos = reader.value_pos(raw, kind)
+        if kind == "chart" and value.lower().startswith("oci://"):
+            reader.error(pos, f"{where}.chart: write the chart without oci://, such as "
+                              f"{value[len('oci://'):]}")
+            return str(value)
         problem = image_problem(value)
         if problem is not None:
-            reader.error(pos, f"{where}.image: {problem}")
+            reader.error(pos, f"{where}.{kind}: {problem.replace('image', kind, 1)}")
             return str(value)
         if self.allowed is not None and not image_allowed(value, self.allowed):
             reader.error(
                 pos,
-                f"{where}.image: '{value}' is not under any prefix of allowed_images "
+                f"{where}.{kind}: '{value}' is not under any prefix of allowed_images "
                 f"({', '.join(self.allowed) or 'none'}); add its prefix there or fix the name",
             )
         other = self.images.get(value.casefold())
         if other is not None:
-            reader.error(pos, f"{where}.image: '{value}' is already the image of service '{other}'")
+            reader.error(pos, f"{where}.{kind}: '{value}' is already the {kind} of service "
+                              f"'{other}'")
         else:
             self.images[value.casefold()] = name
         return str(value)
