@@ -129,7 +129,7 @@ def _not_found_message(image: str, found: list[Found]) -> str:
     message = (
         f"image {image} not found (looked for Kustomize images entries, Helm image blocks and "
         "parameters, image: strings and image volumes, Argo CD kustomize.images strings, Flux "
-        "setters and conveyor markers)"
+        "setters, conveyor markers and the places of OCI Helm charts)"
     )
     names = list(dict.fromkeys(f.name for f in found))
     if names:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.domain.images import canonical_image_name, is_digest
+from bot.manifests.charts import chart_places
 from bot.manifests.comments import Marker, Setter, parse_trailing_comment
 from bot.manifests.errors import AmbiguousImageError, UneditableImageError
 from bot.manifests.found import Found, Slot, reference, split_tag
@@ -66,6 +67,8 @@ class Locator:
         for document in documents:
             if document.root is not None:
                 self._walk(document.root)
+        for place in chart_places(documents):
+            self._add(place)
         self._comment_groups()
         self.found.sort(key=lambda f: f.line)
 

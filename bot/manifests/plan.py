@@ -65,6 +65,8 @@ class Planner:
             self._helm(found)
         elif found.edit == "group":
             self._group(found)
+        elif found.edit == "chart":
+            self._chart(found)
 
     def finish(self) -> Plan:
         """Give each merging block its own key where what it inherits would be wrong for it."""
@@ -142,6 +144,16 @@ class Planner:
             self._inherited.append((found, key, inherited, value))
         else:
             self._insert(found, [(key, value)])
+
+    def _chart(self, found: Found) -> None:
+        """A chart's version, and its digest where the place holds one (Flux OCIRepository)."""
+        if self.tag is None:
+            raise UneditableImageError(
+                self.path, found.line, f"{found.name} is a chart: give the version to write"
+            )
+        self._want(found, found.tag_key, found.tags, None, self.tag)
+        if found.digest_key is not None:
+            self._want(found, found.digest_key, found.digests, None, self.digest)
 
     def _group(self, found: Found) -> None:
         if not (found.refs or found.tags or found.digests):
