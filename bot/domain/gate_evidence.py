@@ -159,7 +159,7 @@ def _evidence_condition(
     gate: GateInput,
     subject: str,
 ) -> Condition:
-    notes = gate.evidence_notes.get(digest, ()) if kind == "deployed" else ()
+    notes = (gate.evidence_notes if kind == "deployed" else gate.merged_notes).get(digest, ())
     seen = "".join(f"; {note}" for note in notes)
     if earliest is None:
         accepted = f"{kind} (or history)" if gate.rollback else kind

@@ -146,6 +146,8 @@ class GateInput:
     # by digest: what the deployed search saw besides evidence (a newer failure, ignored
     # reports and whose), shown on the digest's deployed condition
     evidence_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # by digest: why an upstream file that names a chart's version is no `merged` evidence
+    merged_notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     problems: tuple[FileProblem, ...] = ()
     failures: Mapping[str, tuple[FailureMark, ...]] = field(default_factory=dict)  # by digest
     builds: tuple[BuildFinding, ...] = ()

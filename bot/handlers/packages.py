@@ -24,6 +24,7 @@ from ..promotion.candidates import (
 )
 from ..promotion.flows import find_release, promote_to_entry_environments, release_candidate
 from ..registry.errors import RegistryError
+from ..registry.lookup import kind_problem
 from ..services import Services
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,11 @@ async def _promote_package(data: dict[str, Any], facts: dict[str, Any], gh: Conv
             trigger="package", source_sha=revision, package_url=facts["package_url"],
             published_at=facts["published_at"],
         )
+        if service.is_chart:  # the event says "container" for any OCI artifact
+            version = await ctx.images.find_by_digest(service.image, facts["digest"])
+            if version is not None:
+                candidate = replace(candidate, kind_refusal=kind_problem(
+                    f"{service.image}:{facts['tag']}", version, chart=True))
         # A published release for this tag completes the candidate (release link, tag commit):
         # with `from: any` the package event is the one that opens the PR.
         completed = None

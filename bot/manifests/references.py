@@ -13,7 +13,9 @@ answer: which images will run once the file is synced, whoever wrote it. This re
   ``image:`` strings (containers, initContainers, ephemeralContainers, Helm values), image
   volumes (``image.reference``), Argo CD ``helm.parameters``, and documents held in strings
   (Argo CD's ``helm.values``, Kustomize inline ``patch``/``patchesStrategicMerge`` patches,
-  JSON 6902 operations on an ``…/image`` path);
+  JSON 6902 operations on an ``…/image`` path), and the OCI Helm charts of ``charts.py``
+  (Argo CD and Flux sources, ``Chart.yaml`` dependencies, helmfile releases: a version, and
+  a digest where the place holds one);
 - keeps a value that is not a valid reference (a Cyrillic ``е``, a stray space) as a
   reference with a ``problem``, so the gate names it instead of overlooking it.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.domain.images import ImageRef, canonical_image_name, is_digest, parse_image_ref
+from bot.manifests.charts import chart_places
 from bot.manifests.errors import DuplicateKeyError, ManifestError
 from bot.manifests.tree import MergeResolver, Resolved, parse_documents
 from bot.yamlread.nodes import MAX_NODES, Mapping, Node, Scalar, Sequence, resolve
@@ -42,7 +45,7 @@ class ImageReference:
     """
 
     line: int
-    shape: str  # "kustomize" | "helm" | "image" | "helm-parameters"
+    shape: str  # "kustomize" | "helm" | "image" | "helm-parameters" | a chart place
     name: str
     tag: str | None
     digest: str | None
@@ -86,7 +89,19 @@ def deploy_references(text: str, *, path: str = "<file>", tag_keys: tuple[str, .
     for document in documents:
         if document.root is not None:
             reader.walk(document.root)
-    return sorted(reader.found, key=lambda r: r.line)
+    places = chart_places(documents)
+    charts = [ImageReference(line=place.line, shape=place.shape, name=place.name,
+                             tag=place.tag, digest=place.digest) for place in places]
+    # a source that is an OCI chart is judged as that chart, by its digest
+    spans = [_key_lines(place.mapping) for place in places if place.mapping is not None]
+    found = [r for r in reader.found
+             if r.shape != "source" or not any(low <= r.line <= high for low, high in spans)]
+    return sorted([*found, *charts], key=lambda r: r.line)
+
+
+def _key_lines(mapping: Mapping) -> tuple[int, int]:
+    lines = [key.line for key, _ in mapping.pairs] or [mapping.line]
+    return min(lines), max(lines)
 
 
 def _string(node: Scalar | None) -> str | None:

@@ -37,6 +37,9 @@ class Candidate:
     published_at: str | None = None
     requester: str | None = None
     prerelease: bool = False
+    # why this service cannot take what the registry holds (a chart for an image service, or
+    # the reverse): the promotion is refused with it
+    kind_refusal: str | None = None
 
 
 def release_tag_variants(git_tag: str) -> list[str]:

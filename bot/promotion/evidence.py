@@ -23,24 +23,30 @@ from ..domain.images import canonical_image_name
 from ..domain.policy import Environment, Policy
 from ..github.repos import get_file
 from ..manifests import ManifestError
+from ..manifests.charts import VERSION_ONLY_SHAPES
 from ..manifests.references import deploy_references
 from ..text import short_digest
 from .deployed import DeployedSearch, Target, parse_time
 from .failure_mark import find_mark
+from .trust import trusted_pull
 
 # Bounds: how far back the history is read.
 MAX_HISTORY_COMMITS = 30
 
 
 def pins(text: str | None, image: str, digest: str, path: str,
-         tag_keys: tuple[str, ...] = ()) -> bool:
-    """Whether the file deploys ``image`` (its full name) at exactly ``digest``."""
+         tag_keys: tuple[str, ...] = (), *, version: str | None = None) -> bool:
+    """Whether the file deploys ``image`` (its full name) at exactly ``digest`` — or, given
+    a chart's ``version``, names that version in a place that holds no digest (whose digest
+    the caller must establish otherwise)."""
     if text is None:
         return False
     try:
         wanted = canonical_image_name(image)
-        return any(r.canonical_name == wanted and r.digest == digest
-                   for r in deploy_references(text, path=path, tag_keys=tag_keys))
+        return any(r.canonical_name == wanted and (
+            r.digest == digest or (version is not None and r.digest is None
+                                   and r.tag == version and r.shape in VERSION_ONLY_SHAPES))
+            for r in deploy_references(text, path=path, tag_keys=tag_keys))
     except (ManifestError, ValueError):
         return False
 
@@ -56,18 +62,24 @@ class EvidenceFinder:
     own_app_id: int | None = None
     # what the deployed search found besides evidence (the latest failure, ignored reports)
     notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # by digest: why an upstream that names the chart's version alone is no merged evidence
+    chart_notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # by digest: Conveyor's marks that the digest was reported failing upstream (on_failure)
     failures: dict[str, list[FailureMark]] = field(default_factory=dict)
 
     async def for_digest(self, service: str, environment: Environment, digest: str, *,
-                         image: str | None = None) -> list[Evidence]:
+                         image: str | None = None, version: str | None = None
+                         ) -> list[Evidence]:
         """Evidence that ``image`` (default: the service's) at ``digest`` passed in each
         upstream of ``environment``: the upstream file of the same service, on the default
-        branch, pinned it (and the reports ``evidence`` asks for)."""
+        branch, pinned it (and the reports ``evidence`` asks for). ``version``: the chart
+        version the change writes, for upstream files that name a chart by version alone."""
+        chart_version = version if self.policy.services[service].is_chart else None
         found: list[Evidence] = []
         for upstream in environment.after:
             found += await self._from_upstream(service, environment, upstream, digest,
-                                               image or self.policy.services[service].image)
+                                               image or self.policy.services[service].image,
+                                               chart_version)
         if found:  # without evidence the gate fails anyway: no need to read further up
             await self._failure_marks_further_up(service, environment,
                                                  image or self.policy.services[service].image,
@@ -75,18 +87,22 @@ class EvidenceFinder:
         return found
 
     async def _from_upstream(self, service: str, environment: Environment, upstream: str,
-                             digest: str, image: str) -> list[Evidence]:
+                             digest: str, image: str, version: str | None) -> list[Evidence]:
         path = self.policy.path_for(service, upstream)
         tag_keys = self._tag_keys(service)
 
         async def pinned_at(sha: str) -> bool:
             file = await get_file(self.gh, self.repo, path, sha)
-            return pins(file.text if file else None, image, digest, path, tag_keys)
+            return pins(file.text if file else None, image, digest, path, tag_keys,
+                        version=version)
 
         search = DeployedSearch(self.gh, self.repo, self.default_branch, pinned_at)
         target = Target(service, upstream, path, environment.deployed_context)
         stretch = await search.pinning_commits(target)
         if not stretch:
+            return []
+        if version is not None and not await self._chart_ran(
+                stretch[-1], service, upstream, path, image, digest, version):
             return []
         # The oldest commit of the stretch is the one that brought the digest to the branch.
         found = [await self._merged(stretch[-1], upstream, path, image, digest)]
@@ -98,6 +114,40 @@ class EvidenceFinder:
             if notes:
                 self.notes[digest] = (*self.notes.get(digest, ()), *notes)
         return found
+
+    async def _chart_ran(self, commit: dict[str, Any], service: str, upstream: str, path: str,
+                         image: str, digest: str, version: str) -> bool:
+        """Whether the upstream took ``digest`` when the commit brought the chart's version
+        in. A file that names the version alone holds no digest: Conveyor's own promotion
+        commit (its trailers, which nobody else can write) says which digest it wrote; a tag
+        pushed again since then resolves to another digest and is no evidence."""
+        file = await get_file(self.gh, self.repo, path, str(commit["sha"]))
+        if pins(file.text if file else None, image, digest, path):
+            return True  # the upstream place holds the digest itself
+        ran = await self._digest_written(commit, service, upstream)
+        if ran == digest:
+            return True
+        how = (f"as {short_digest(ran)}" if ran else
+               "in a commit Conveyor did not promote, so which chart it ran is not known")
+        note = (f"{upstream} took {version} {how}; {version} resolves to "
+                f"{short_digest(digest)} now")
+        self.chart_notes[digest] = (*self.chart_notes.get(digest, ()), note)
+        return False
+
+    async def _digest_written(self, commit: dict[str, Any], service: str, upstream: str
+                              ) -> str | None:
+        """The digest of ``service`` in the promotion PR whose merge is this commit, when
+        Conveyor opened it and nobody pushed after Conveyor's commit."""
+        pulls = await self.gh.getitem(f"/repos/{self.repo}/commits/{commit['sha']}/pulls")
+        for pr in pulls or []:
+            if not pr.get("merged_at"):
+                continue
+            own = await trusted_pull(self.gh, self.repo, pr, self.own_login)
+            if own is None or not own.head or own.environment != upstream:
+                continue
+            return next((d for name, d in zip(own.services, own.digests, strict=False)
+                         if name == service), None)
+        return None
 
     async def _failure_mark(self, sha: str, service: str, environment: str,
                             digest: str) -> None:

@@ -18,6 +18,7 @@ from ..github.repos import commit_for_ref
 from ..jobmemo import remembered
 from ..names import POLICY_PATH, refusal_check
 from ..registry.errors import RegistryError
+from ..registry.lookup import kind_problem
 from .candidates import Candidate, release_tag_variants
 from .opener import Opener, OpenResult
 from .policies import DeploymentRepo
@@ -47,6 +48,8 @@ async def release_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, s
     commit = await commit_for_ref(gh, source, git_tag)
     return Candidate(
         service=service, image=image, digest=found.digest, tag=found.tag,
+        kind_refusal=kind_problem(f"{image}:{found.tag}", found,
+                                  chart=repo.policy.services[service].is_chart),
         version=version_from_tag(git_tag), source_repo=source, trigger="release",
         source_sha=str(commit["sha"]) if commit else None, release_tag=git_tag,
         release_url=release.get("html_url"),

@@ -249,8 +249,9 @@ def _judging_owner(policy: Policy, owners: list[tuple[Service, Environment]],
 
 
 async def registry_digest(ctx: Context, gh: GitHubAPI, image: str, tag: str) -> str | None:
-    """The digest ``image:tag`` names in its registry (None: no such tag)."""
-    found = await ctx.images.find_by_tags(image, [tag])
+    """The digest ``image:tag`` names in its registry now (None: no such tag): the gate asks
+    every time, so a tag pushed again is judged by its new digest at once."""
+    found = await ctx.images.find_by_tags(image, [tag], revalidate=True)
     return found.digest if found else None
 
 

@@ -153,7 +153,7 @@ class GateService:
             looked.add(key)
             env = policy.environments[change.environment]
             found = await finder.for_digest(change.service, env, change.new_digest,
-                                            image=change.image)
+                                            image=change.image, version=change.new_tag)
             if rollback:
                 found += await finder.history(change.service, change.environment,
                                               change.new_digest, image=change.image)
@@ -179,6 +179,7 @@ class GateService:
             changes=tuple(changes), rules=rules,
             evidence={digest: tuple(items) for digest, items in evidence.items()},
             rollback=rollback, problems=tuple(problems), evidence_notes=dict(finder.notes),
+            merged_notes=dict(finder.chart_notes),
             failures={digest: tuple(marks) for digest, marks in finder.failures.items()},
             builds=tuple(built.findings),
             reviews=tuple(await self.approvals.reviews(gh, repo, policy, facts, envs)),

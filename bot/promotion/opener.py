@@ -238,7 +238,8 @@ class Opener(RepoOpener[_Promotion]):
         """
         env = self.policy.environments[environment]
         rollback = rollback_note is not None
-        refusal = refusal_for_tags(self.policy, candidate.service, environment, candidate)
+        refusal = candidate.kind_refusal or refusal_for_tags(
+            self.policy, candidate.service, environment, candidate)
         path = self.policy.path_for(candidate.service, environment)
         facts = OpeningFacts(
             subject=ServiceSubject(candidate.service, candidate.version, path),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..domain.commands import Promote, PromoteExplicit, PromoteTrain
 from ..domain.trains import ALL_GROUP
+from ..registry.lookup import kind_problem
 from ..text import short_digest
 from .candidates import Candidate, release_tag_variants
 from .command_run import CommandRun
@@ -85,6 +86,10 @@ async def promote_explicit(run: CommandRun, command: PromoteExplicit) -> str:
     if command.is_digest:
         digest = command.ref
         found = await run.ctx.images.find_by_digest(image, digest)
+        problem = kind_problem(f"{image}@{short_digest(digest)}", found, chart=policy.services[
+            command.service].is_chart) if found is not None else None
+        if problem is not None:
+            return f"❌ {problem}."
         known = await run.marker_for(command.service, digest)
         if found is None and known is None:
             return (f"❌ no published version of `{image}` has the digest "
@@ -107,6 +112,10 @@ async def promote_explicit(run: CommandRun, command: PromoteExplicit) -> str:
             looked = ", ".join(f"`{v}`" for v in variants)
             return f"❌ `{image}` has no published image tagged {looked}."
         tag, digest = by_tag.tag, by_tag.digest
+        problem = kind_problem(f"{image}:{tag}", by_tag, chart=policy.services[command.service]
+                               .is_chart)
+        if problem is not None:
+            return f"❌ {problem}."
     candidate = await run.candidate(command.service, digest, tag, "command")
     provenance = await gather_provenance(run.gh, candidate, run.ctx.web_url)
     result = await Opener(run.ctx, run.gh, run.where.repo).open(

@@ -28,6 +28,7 @@ from ..github.refusals import or_none
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
 from ..registry.errors import RegistryError
+from ..registry.lookup import kind_problem
 from .candidates import Candidate
 from .dashboard import refresh_dashboard
 from .downstream import promote_downstream, reevaluate_open_pulls
@@ -171,6 +172,7 @@ async def _promote_newest_image(ctx: Context, gh: GitHubAPI, repo: DeploymentRep
     same_source = (labelled.source_repo or "").lower() == service.source.lower()
     candidate = Candidate(
         service=service.name, image=service.image, digest=found.digest, tag=newest,
+        kind_refusal=kind_problem(f"{service.image}:{newest}", found, chart=service.is_chart),
         version=version_from_tag(newest), source_repo=service.source, trigger="package",
         source_sha=labelled.revision if same_source else None)
     await promote_to_entry_environments(ctx, gh, repo, candidate, "package",

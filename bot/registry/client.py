@@ -109,8 +109,11 @@ class RegistryClient:
         return host in self._credentials_now()
 
     # -- the API ---------------------------------------------------------------------------------
-    async def manifest(self, repository: Repository, reference: str) -> Manifest | None:
-        """The manifest or index a tag or digest names; None when the registry has none."""
+    async def manifest(self, repository: Repository, reference: str, *,
+                       revalidate: bool = False) -> Manifest | None:
+        """The manifest or index a tag or digest names; None when the registry has none.
+        ``revalidate``: ask the registry about a tag even when its last answer is fresh (a
+        conditional request: a tag pushed again is seen at once)."""
         base = self.endpoint(repository)
         if is_digest(reference):
             cached = self._manifests.get((base, repository.name, reference))
@@ -120,7 +123,7 @@ class RegistryClient:
         tag_key = (base, repository.name, reference)
         known = None if is_digest(reference) else self._by_tag.get(tag_key)
         if known is not None and (base, repository.name, known[1]) in self._manifests:
-            if self._clock() - known[2] < TAG_FRESH_SECONDS:
+            if self._clock() - known[2] < TAG_FRESH_SECONDS and not revalidate:
                 return self._manifests[(base, repository.name, known[1])]
             headers["If-None-Match"] = known[0]
         answer = await self._get(repository, f"{base}/v2/{repository.name}/manifests/{reference}",

@@ -11,7 +11,7 @@ import cachetools
 
 from ..domain.tags import version_from_tag
 from .client import RegistryClient
-from .manifests import Manifest, image_platform
+from .manifests import HELM_CONFIG, Manifest, image_platform
 from .names import Repository, repository_of
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,8 @@ class ImageVersion:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where an image came from, as its OCI labels say."""
+    """Where an image came from, as its OCI labels say (a chart: its manifest's
+    annotations)."""
 
     source_repo: str | None
     revision: str | None
@@ -51,11 +52,13 @@ class ImageLookup:
     def package_page(self, image: str, digest: str) -> str | None:
         return self._package_pages.get((image.lower(), digest))
 
-    async def find_by_tags(self, image: str, tags: list[str]) -> ImageVersion | None:
-        """The image published under the first of `tags` that exists."""
+    async def find_by_tags(self, image: str, tags: list[str], *,
+                           revalidate: bool = False) -> ImageVersion | None:
+        """The image published under the first of `tags` that exists (``revalidate``: never
+        from a cached answer about a tag, see `RegistryClient.manifest`)."""
         repository = repository_of(image)
         for tag in dict.fromkeys(tags):
-            manifest = await self.client.manifest(repository, tag)
+            manifest = await self.client.manifest(repository, tag, revalidate=revalidate)
             if manifest is not None:
                 return ImageVersion(manifest.digest, tag, manifest)
         return None
@@ -97,6 +100,11 @@ class ImageLookup:
             platform = image_platform(manifest)
             manifest = (await self.client.manifest(repository, platform.digest)
                         if platform else None)
+        if manifest is not None and manifest.is_chart:
+            # `helm push` writes no image configuration: a chart's own annotations name it
+            return Provenance(
+                repo_from_source(manifest.annotation("org.opencontainers.image.source")),
+                manifest.annotation("org.opencontainers.image.revision") or None)
         if manifest is None or manifest.config_digest is None:
             return Provenance(None, None)
         labels = await self.client.labels(repository, manifest.config_digest)
@@ -111,6 +119,17 @@ class ImageLookup:
             if manifest is not None and wanted(manifest):
                 return ImageVersion(manifest.digest, tag, manifest)
         return None
+
+
+def kind_problem(reference: str, found: ImageVersion, *, chart: bool) -> str | None:
+    """Why a chart service cannot take what the registry holds as an image, or the reverse."""
+    if found.manifest.is_chart == chart:
+        return None
+    if chart:
+        return (f"{reference} is a container image, not a Helm chart (its manifest's config "
+                f"is not {HELM_CONFIG}); a chart service promotes charts only")
+    return (f"{reference} is a Helm chart, not a container image; name it as `chart:` in "
+            "the policy to promote it")
 
 
 def repo_from_source(source: str | None) -> str | None:

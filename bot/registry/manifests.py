@@ -17,6 +17,8 @@ MANIFEST_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
 # Every type is asked for, so a registry never down-converts a multi-arch image to one platform.
 ACCEPT = ", ".join((OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST))
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+# the configuration media type of a Helm chart pushed to an OCI registry (`helm push`)
+HELM_CONFIG = "application/vnd.cncf.helm.config.v1+json"
 
 _LINK = re.compile(r'<([^>]*)>\s*;\s*rel="?next"?')
 
@@ -44,10 +46,20 @@ class Manifest:
     size: int
     platforms: tuple[Platform, ...] = ()  # an index's image manifests
     config_digest: str | None = None  # an image manifest's configuration blob
+    config_media_type: str | None = None
+    # the manifest's own OCI annotations (a chart's provenance is written there)
+    annotations: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_index(self) -> bool:
         return self.media_type in INDEX_TYPES
+
+    @property
+    def is_chart(self) -> bool:
+        return self.config_media_type == HELM_CONFIG
+
+    def annotation(self, key: str) -> str | None:
+        return next((value for name, value in self.annotations if name == key), None)
 
 
 def sha256_digest(body: bytes) -> str:
@@ -83,8 +95,15 @@ def parse_manifest(body: bytes, content_type: str, header_digest: str | None,
     if media_type in MANIFEST_TYPES:
         config = data.get("config")
         config_digest = config.get("digest") if isinstance(config, dict) else None
+        config_type = config.get("mediaType") if isinstance(config, dict) else None
+        annotations = data.get("annotations")
         return Manifest(digest, media_type, len(body),
-                        config_digest=str(config_digest) if config_digest else None)
+                        config_digest=str(config_digest) if config_digest else None,
+                        config_media_type=str(config_type) if config_type else None,
+                        annotations=tuple(
+                            (str(k), str(v)) for k, v in annotations.items()
+                            if isinstance(v, str))[:100] if isinstance(annotations, dict)
+                        else ())
     raise ManifestError(f"unsupported manifest type {media_type or 'unknown'}")
 
 

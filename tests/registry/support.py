@@ -5,10 +5,15 @@ on loopback, and a client that pushes multi-arch images to it over the distribut
 from __future__ import annotations
 
 import base64
+import gzip
+import hashlib
+import io
+import json
 import os
 import shutil
 import socket
 import subprocess
+import tarfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -155,3 +160,61 @@ async def _put_manifest(session: aiohttp.ClientSession, url: str, data: bytes, m
 def labelled_image(text: str, *, source: str, revision: str) -> Image:
     return build_image(text, labels={"org.opencontainers.image.source": source,
                                      "org.opencontainers.image.revision": revision})
+
+
+HELM_CONFIG = "application/vnd.cncf.helm.config.v1+json"
+HELM_CHART = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+
+
+def chart_archive(name: str, version: str, body: str = "") -> bytes:
+    """A chart as `helm package` makes it: `<name>/Chart.yaml` and a template, gzipped."""
+    files = {f"{name}/Chart.yaml": f"apiVersion: v2\nname: {name}\nversion: {version}\n"
+                                   "type: application\n",
+             f"{name}/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                                 f"  name: {name}\ndata:\n  body: {body!r}\n"}
+    raw = io.BytesIO()
+    with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as zipped, \
+            tarfile.open(fileobj=zipped, mode="w") as archive:
+        for path, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(path)
+            info.size, info.mtime = len(data), 0
+            archive.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
+async def push_chart(session: aiohttp.ClientSession, server: RegistryServer, repository: str,
+                     name: str, version: str, *, source: str | None = None, body: str = ""
+                     ) -> str:
+    """`helm push`: the chart's config (its Chart.yaml as JSON) and archive as blobs, then an
+    OCI image manifest whose config has Helm's media type, tagged with the version; returns
+    the manifest digest."""
+    config = json.dumps({"apiVersion": "v2", "name": name, "version": version,
+                         "type": "application"}).encode()
+    archive = chart_archive(name, version, body)
+    base = f"{server.url}/v2/{repository}"
+    for blob in (config, archive):
+        async with session.post(f"{base}/blobs/uploads/") as resp:
+            assert resp.status == 202, await resp.text()
+            location = resp.headers["Location"]
+        upload = location if "://" in location else server.url + location
+        glue = "&" if "?" in upload else "?"
+        async with session.put(f"{upload}{glue}digest={sha256(blob)}", data=blob,
+                               headers={"Content-Type": "application/octet-stream"}) as resp:
+            assert resp.status == 201, await resp.text()
+    annotations = {"org.opencontainers.image.title": name,
+                   "org.opencontainers.image.version": version}
+    if source is not None:
+        annotations["org.opencontainers.image.source"] = source
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": HELM_CONFIG, "digest": sha256(config), "size": len(config)},
+        "layers": [{"mediaType": HELM_CHART, "digest": sha256(archive), "size": len(archive)}],
+        "annotations": annotations,
+    }).encode()
+    await _put_manifest(session, f"{base}/manifests/{version}", manifest, OCI_MANIFEST, {})
+    return sha256(manifest)
+
+
+def sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()

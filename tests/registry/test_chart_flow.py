@@ -1,0 +1,113 @@
+"""A Helm chart promoted like an image, over HTTP: the chart is pushed to the real
+`docker-registry` (`helm push`'s OCI layout), a release of its source opens the staging PR (an
+Argo CD Application's `targetRevision`), `/promote production` carries it to a helmfile, and
+the gate judges the digest the version resolves to — a tag pushed again fails it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+
+from bot.sandbox.stack import publish_release
+from tests.harness import World, close_world, make_world
+from tests.registry.support import RegistryServer, push_chart
+
+CHART = "ghcr.io/acme/charts/web"
+
+POLICY = """version: 1
+allowed_images: ["ghcr.io/acme/"]
+services:
+  web-chart:
+    chart: ghcr.io/acme/charts/web
+    source: acme/web
+    tags: "semver:^1"
+environments:
+  - name: staging
+    path: deploy/staging/{service}.yaml
+    from: release
+    auto_merge: true
+  - name: production
+    path: deploy/production/helmfile.yaml
+    after: staging
+    evidence: [merged]
+"""
+
+STAGING = """apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web-staging
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: ghcr.io/acme/charts
+    chart: web
+    targetRevision: 1.4.1  # promoted by Conveyor
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: web
+"""
+
+PRODUCTION = """releases:
+  - name: web
+    namespace: web
+    chart: oci://ghcr.io/acme/charts/web
+    version: 1.4.1
+"""
+
+
+@pytest.fixture
+async def world(registry: RegistryServer) -> AsyncIterator[World]:
+    files = {".github/conveyor.yml": POLICY, "deploy/staging/web-chart.yaml": STAGING,
+             "deploy/production/helmfile.yaml": PRODUCTION}
+    built = await make_world(files=files, registry_endpoints={"ghcr.io": registry.url})
+    try:
+        yield built
+    finally:
+        await close_world(built)
+    assert built.emulator.violations == [], built.emulator.violations
+
+
+async def reply(world: World, number: int, body: str) -> str:
+    posted = await world.emulator.comment(world.repo, number, "alice", body)
+    await world.settle()
+    replies = [c for c in world.emulator.comments(world.repo, number)
+               if c["id"] > posted["id"] and c["user"]["type"] == "Bot"]
+    assert replies, f"no reply to {body}"
+    return str(replies[-1]["body"])
+
+
+async def test_a_chart_goes_through_staging_to_production_and_a_re_pushed_tag_fails(
+        world: World, registry: RegistryServer, session: aiohttp.ClientSession) -> None:
+    digest = await push_chart(session, registry, "acme/charts/web", "web", "1.4.2",
+                              source="https://github.com/acme/web")
+    await publish_release(world.emulator, CHART, "acme/web", "1.4.2", digest,
+                          publish_image=False)
+    await world.settle()
+
+    staging = world.pull("Promote web-chart 1.4.2 to staging")
+    assert staging["merged"], staging
+    text = world.emulator.file(world.repo, "deploy/staging/web-chart.yaml")
+    assert text == STAGING.replace("targetRevision: 1.4.1", "targetRevision: 1.4.2")
+    assert digest in staging["body"]
+
+    answer = await reply(world, staging["number"], "/promote production")
+    production = world.pull("Promote web-chart 1.4.2 to production")
+    assert f"#{production['number']}" in answer
+    written = world.emulator.file(world.repo, "deploy/production/helmfile.yaml",
+                                  production["head"]["ref"])
+    assert written == PRODUCTION.replace("version: 1.4.1", "version: 1.4.2")
+    gate = world.gate(production)
+    assert gate["conclusion"] == "success", gate["output"]
+    assert "merged in staging" in gate["output"]["summary"]
+
+    pushed_again = await push_chart(session, registry, "acme/charts/web", "web", "1.4.2",
+                                    source="https://github.com/acme/web", body="changed")
+    assert pushed_again != digest
+    await reply(world, production["number"], "/recheck")
+    gate = world.gate(world.pull("Promote web-chart 1.4.2 to production"))
+    assert gate["conclusion"] == "failure", gate["output"]["summary"]
+    summary = gate["output"]["summary"]
+    assert f"staging took 1.4.2 as {digest[:19]}" in summary, summary
