@@ -91,7 +91,8 @@ def _check_config(args: argparse.Namespace) -> int:
 def _bump(args: argparse.Namespace) -> int:
     from .offline import bump
 
-    return bump(args.repo, args.service, args.env, args.image, write=args.write)
+    return bump(args.repo, args.service, args.env, args.image or args.chart,
+                write=args.write, chart=args.chart is not None)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -167,7 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     bump.add_argument("--repo", required=True, help="folder holding the deployment repo's files")
     bump.add_argument("--service", required=True)
     bump.add_argument("--env", required=True)
-    bump.add_argument("--image", required=True, help="NAME:TAG@sha256:DIGEST")
+    shipped = bump.add_mutually_exclusive_group(required=True)
+    shipped.add_argument("--image", help="NAME:TAG@sha256:DIGEST")
+    shipped.add_argument("--chart", help="a Helm chart service's NAME:VERSION@sha256:DIGEST")
     bump.add_argument("--write", action="store_true", help="also change the file")
     bump.set_defaults(func=_bump)
 

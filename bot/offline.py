@@ -72,7 +72,8 @@ def _inside(root: Path, relative: str) -> Path | None:
     return target if target.is_relative_to(root.resolve()) else None
 
 
-def bump(repo_dir: str, service: str, env: str, image: str, *, write: bool) -> int:
+def bump(repo_dir: str, service: str, env: str, image: str, *, write: bool,
+         chart: bool = False) -> int:
     root = Path(repo_dir)
     policy_file = root / POLICY_PATH
     policy, issues = check_config_file(str(policy_file))
@@ -88,21 +89,26 @@ def bump(repo_dir: str, service: str, env: str, image: str, *, write: bool) -> i
         print(f"unknown environment {env!r}; environments are: "
               f"{', '.join(policy.environments)}", file=sys.stderr)
         return 1
+    option = "--chart" if chart else "--image"
+    if policy.services[service].is_chart != chart:
+        shipped = "a Helm chart: use --chart" if not chart else "an image: use --image"
+        print(f"service {service} is {shipped}", file=sys.stderr)
+        return 1
     try:
         ref = parse_image_ref(image)
     except ValueError as exc:
-        print(f"--image: {exc}", file=sys.stderr)
+        print(f"{option}: {exc}", file=sys.stderr)
         return 1
     # A loaded policy has every service's image under allowed_images: naming it is enough.
     wanted = policy.services[service].image
     if not same_image(ref.name, wanted):
-        print(f"--image names {ref.name}, but service {service} is {wanted}", file=sys.stderr)
+        print(f"{option} names {ref.name}, but service {service} is {wanted}", file=sys.stderr)
         return 1
     if ref.digest is None or ref.tag is None:
         # Offline there is no registry to read the tag of a bare digest from, and without the
         # tag the tag policy cannot be checked and the file would keep its old tag.
         missing = "a digest" if ref.digest is None else "a tag"
-        print(f"--image must carry {missing} (NAME:TAG@sha256:...): a promotion pins the "
+        print(f"{option} must carry {missing} (NAME:TAG@sha256:...): a promotion pins the "
               "digest and writes the tag it was released as", file=sys.stderr)
         return 1
     for tag_policy in policy.tag_policy_for(service, env):

@@ -78,7 +78,36 @@ def test_bump_without_its_arguments_is_a_usage_error(tmp_path: Path) -> None:
     done = conveyor("bump", cwd=tmp_path)
     assert done.returncode == 2
     assert one_line(done) == ("conveyor bump: the following arguments are required: --repo, "
-                              "--service, --env, --image (see conveyor bump --help)")
+                              "--service, --env (see conveyor bump --help)")
+
+
+def chart_repo(root: Path) -> Path:
+    files = {".github/conveyor.yml": (
+        "version: 1\nallowed_images: [\"ghcr.io/acme/\"]\nservices:\n  web-chart:\n"
+        "    chart: ghcr.io/acme/charts/web\n    source: acme/web\nenvironments:\n"
+        "  - name: staging\n    path: deploy/staging/helmfile.yaml\n"),
+        "deploy/staging/helmfile.yaml": ("releases:\n  - name: web\n"
+                                         "    chart: oci://ghcr.io/acme/charts/web\n"
+                                         "    version: 1.4.1  # the chart\n")}
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_bump_a_chart_writes_its_version(tmp_path: Path) -> None:
+    repo = chart_repo(tmp_path / "repo")
+    done = conveyor("bump", "--repo", str(repo), "--service", "web-chart", "--env", "staging",
+                    "--chart", f"ghcr.io/acme/charts/web:1.4.2@{DIGEST}", "--write",
+                    cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "-    version: 1.4.1  # the chart\n+    version: 1.4.2  # the chart\n" in done.stdout
+    assert (repo / "deploy/staging/helmfile.yaml").read_text().endswith(
+        "    version: 1.4.2  # the chart\n")
+    done = conveyor("bump", "--repo", str(repo), "--service", "web-chart", "--env", "staging",
+                    "--image", f"ghcr.io/acme/charts/web:1.4.3@{DIGEST}", cwd=tmp_path)
+    assert done.returncode == 1
+    assert one_line(done) == "service web-chart is a Helm chart: use --chart"
 
 
 # -- sandbox ---------------------------------------------------------------------------------------

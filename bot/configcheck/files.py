@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..domain.images import image_allowed, same_image
 from ..domain.policy import Policy, PolicyError, load_policy
 from ..manifests import ManifestError, find_all_images
+from ..manifests.charts import VERSION_ONLY_SHAPES
 from ..names import POLICY_PATH
 from . import argocd, helm, kustomize
 from .documents import Document, parse_documents
@@ -38,8 +39,9 @@ def image_findings(policy: Policy, path: str, text: str) -> list[Finding]:
                                     f"{', '.join(sorted(services))} would be refused: "
                                     f"{occurrence.refusal}"))
         for service, env in owners:
+            # a chart place that holds only a version is judged by the digest it resolves to
             if env.gated and same_image(occurrence.name, service.image) and \
-                    occurrence.digest is None:
+                    occurrence.digest is None and occurrence.shape not in VERSION_ONLY_SHAPES:
                 findings.append(Finding(
                     path, occurrence.line,
                     f"{service.name} must be pinned by digest in {env.name} "

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..domain.images import is_digest
+from ..domain.policy import Policy
 from ..domain.tags import version_from_tag
 from ..registry.lookup import repo_from_source
 
@@ -102,3 +103,13 @@ def source_from_labels(labels: dict[str, Any]) -> tuple[str | None, str | None]:
     repo = repo_from_source(source)
     revision = merged.get("org.opencontainers.image.revision") or merged.get("revision")
     return repo, (str(revision) if revision else None)
+
+
+def refusal_for_tags(policy: Policy, service: str, environment: str, candidate: Candidate
+                     ) -> str | None:
+    subject = candidate.release_tag or candidate.tag or candidate.version
+    for tag_policy in policy.tag_policy_for(service, environment):
+        if not tag_policy.admits(subject):
+            return (f"{service} {subject} is not admitted in {environment} "
+                    f"(tag policy `{tag_policy}`)")
+    return None

@@ -43,7 +43,8 @@ from ..manifests import Edit, ManifestError, promote_image
 from ..offload import run_cpu
 from .body import Change, commit_message, follows_note, pr_body, pr_title
 from .builds import PromotionEffect, RepoBuilds, promotion_effect
-from .candidates import Candidate
+from .candidates import Candidate, refusal_for_tags
+from .chart_lock import lock_refusal
 from .marker import PromotionMarker, branch_name, branch_prefix, parse_marker
 from .policies import DeploymentRepo
 from .provenance import LazyProvenance, with_compare
@@ -114,16 +115,6 @@ async def open_pull(gh: GitHubAPI, repo: str, *, branch: str, base: str, title: 
             raise
         pull = found
     return pull
-
-
-def refusal_for_tags(policy: Policy, service: str, environment: str, candidate: Candidate
-                     ) -> str | None:
-    subject = candidate.release_tag or candidate.tag or candidate.version
-    for tag_policy in policy.tag_policy_for(service, environment):
-        if not tag_policy.admits(subject):
-            return (f"{service} {subject} is not admitted in {environment} "
-                    f"(tag policy `{tag_policy}`)")
-    return None
 
 
 @dataclass(kw_only=True)
@@ -316,6 +307,10 @@ class Opener(RepoOpener[_Promotion]):
                 tag_key=service.tag_key)
         except ManifestError as exc:
             return FileEdit(f"cannot edit {exc}")
+        stale = await lock_refusal(self.gh, self.repo.full_name, service, subject.path,
+                                   found.base_sha)
+        if stale is not None:
+            return FileEdit(stale)
         before = found.edit.occurrences[0] if found.edit.occurrences else None
         effect = PromotionEffect()
         if found.edit.changed and found.base_sha is not None:

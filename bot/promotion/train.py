@@ -24,7 +24,7 @@ from ..manifests import ManifestError, promote_image
 from ..render.inputs import overlay_folder
 from .body import Change
 from .builds import RepoBuilds, promotion_effect
-from .candidates import Candidate
+from .candidates import Candidate, refusal_for_tags
 from .marker import (
     PromotionMarker,
     TrainMember,
@@ -42,7 +42,6 @@ from .opener import (
     close_superseded,
     env_label,
     open_pull,
-    refusal_for_tags,
 )
 from .provenance import gather_provenance, with_compare
 from .receipts import post_receipt

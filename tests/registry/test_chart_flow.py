@@ -11,8 +11,9 @@ import aiohttp
 import pytest
 
 from bot.sandbox.stack import publish_release
+from conveyor_emulator.images import build_image
 from tests.harness import World, close_world, make_world
-from tests.registry.support import RegistryServer, push_chart
+from tests.registry.support import RegistryServer, push, push_chart
 
 CHART = "ghcr.io/acme/charts/web"
 
@@ -111,3 +112,42 @@ async def test_a_chart_goes_through_staging_to_production_and_a_re_pushed_tag_fa
     assert gate["conclusion"] == "failure", gate["output"]["summary"]
     summary = gate["output"]["summary"]
     assert f"staging took 1.4.2 as {digest[:19]}" in summary, summary
+
+
+async def test_an_image_under_the_charts_name_is_refused_on_the_release(
+        world: World, registry: RegistryServer, session: aiohttp.ClientSession) -> None:
+    image = build_image("web:1.5.0")
+    await push(session, registry, "acme/charts/web", image, ["1.5.0"])
+    await publish_release(world.emulator, CHART, "acme/web", "1.5.0", image.digest,
+                          publish_image=False)
+    await world.settle()
+    assert world.open_pulls() == []
+    sha = world.emulator.commit("acme/web", "v1.5.0")["sha"]
+    [run] = world.emulator.check_runs("acme/web", sha, "conveyor/promotion (staging)")
+    assert run["conclusion"] == "failure"
+    assert ("ghcr.io/acme/charts/web:1.5.0 is a container image, not a Helm chart"
+            in run["output"]["summary"]), run["output"]
+
+
+async def test_an_umbrella_chart_with_a_lock_file_is_refused(
+        registry: RegistryServer, session: aiohttp.ClientSession) -> None:
+    umbrella = ("apiVersion: v2\nname: storefront\nversion: 0.3.0\ndependencies:\n"
+                "  - name: web\n    version: 1.4.1\n    repository: oci://ghcr.io/acme/charts\n")
+    files = {".github/conveyor.yml": POLICY.replace("deploy/staging/{service}.yaml",
+                                                    "charts/storefront/Chart.yaml"),
+             "charts/storefront/Chart.yaml": umbrella,
+             "charts/storefront/Chart.lock": "dependencies:\n- name: web\n  version: 1.4.1\n",
+             "deploy/production/helmfile.yaml": PRODUCTION}
+    world = await make_world(files=files, registry_endpoints={"ghcr.io": registry.url})
+    try:
+        digest = await push_chart(session, registry, "acme/charts/web", "web", "1.4.2")
+        await publish_release(world.emulator, CHART, "acme/web", "1.4.2", digest,
+                              publish_image=False)
+        await world.settle()
+        assert world.open_pulls() == []
+        sha = world.emulator.commit("acme/web", "v1.4.2")["sha"]
+        [run] = world.emulator.check_runs("acme/web", sha, "conveyor/promotion (staging)")
+        assert "`charts/storefront/Chart.lock` records the dependency versions" in run[
+            "output"]["summary"], run["output"]
+    finally:
+        await close_world(world)
