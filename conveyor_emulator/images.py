@@ -81,6 +81,35 @@ def build_image(text: str, *, labels: Mapping[str, str] | None = None,
     return image
 
 
+HELM_CONFIG = "application/vnd.cncf.helm.config.v1+json"
+HELM_CHART = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+
+
+def build_chart(name: str, version: str, *, source: str | None = None,
+                text: str = "") -> Image:
+    """A Helm chart as `helm push` stores it (Helm's OCI support documentation): one OCI
+    image manifest, its config the chart's metadata with Helm's config media type, one layer
+    the chart archive, and the chart's `org.opencontainers.image.*` annotations. No index:
+    a chart has no platforms."""
+    config = Blob(HELM_CONFIG, _canonical({"apiVersion": "v2", "name": name,
+                                           "version": version, "type": "application"}))
+    layer = Blob(HELM_CHART, f"{name}-{version}.tgz {text}".encode())
+    annotations = {"org.opencontainers.image.title": name,
+                   "org.opencontainers.image.version": version}
+    if source is not None:
+        annotations["org.opencontainers.image.source"] = source
+    manifest = Blob(OCI_MANIFEST, _canonical({
+        "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": HELM_CONFIG, "digest": config.digest, "size": len(config.data)},
+        "layers": [{"mediaType": HELM_CHART, "digest": layer.digest, "size": len(layer.data)}],
+        "annotations": annotations,
+    }))
+    chart = Image(manifest.digest, OCI_MANIFEST, (),
+                  {blob.digest: blob for blob in (config, layer, manifest)})
+    _BUILT[chart.digest] = chart
+    return chart
+
+
 def image_for(digest: str) -> Image | None:
     """An image built earlier in this process, by its index digest."""
     return _BUILT.get(digest)
