@@ -77,8 +77,8 @@ async def auto_may_open(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     env = policy.environments[environment]
     others = [name for name in env.after if name != marker.environment]
     if others:
-        pins = {name: (await upstream_pins(gh, repo, [marker.service], name))[marker.service]
-                for name in others}
+        pins = {name: (await upstream_pins(gh, repo, [marker.service], name, ctx.images))[
+            marker.service] for name in others}
         waiting = [name for name, pin in pins.items()
                    if isinstance(pin, str) or pin[1] != marker.digest]
         if waiting:

@@ -68,7 +68,8 @@ async def promote_from_upstreams(run: CommandRun, environment: str, service: str
         return (f"❌ {environment} is an entry environment: nothing comes before it to take "
                 f"the digest from; name the version: `/promote {service} <tag-or-digest> "
                 f"{environment}`.")
-    pin = (await agreed_pins(run.gh, run.where.repo, [service], environment))[service]
+    pin = (await agreed_pins(run.gh, run.where.repo, [service], environment,
+                             run.ctx.images))[service]
     if isinstance(pin, str):
         return (f"❌ {service} cannot be promoted to {environment} from {env.upstreams}: {pin}. "
                 f"Name the version: `/promote {service} <tag-or-digest> {environment}`.")

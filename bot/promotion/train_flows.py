@@ -50,7 +50,7 @@ async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group
     services = (list(policy.services) if group == ALL_GROUP
                 else list(policy.groups[group].services))
     upstreams = policy.environments[environment].upstreams
-    pins = await agreed_pins(gh, repo, services, environment)
+    pins = await agreed_pins(gh, repo, services, environment, ctx.images)
     unpinned = [f"{service} ({pin})" for service, pin in pins.items() if isinstance(pin, str)]
     if unpinned:
         return TrainResult("refused", f"the train takes every service's digest from "

@@ -10,6 +10,8 @@ from gidgethub.abc import GitHubAPI
 
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
+from ..manifests.charts import VERSION_ONLY_SHAPES
+from ..registry.lookup import ImageLookup
 from ..text import short_digest
 from .policies import DeploymentRepo
 
@@ -17,9 +19,12 @@ Pin = tuple[str | None, str]  # (tag, digest)
 
 
 async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[str],
-                        upstream: str) -> dict[str, Pin | str]:
+                        upstream: str, images: ImageLookup | None = None
+                        ) -> dict[str, Pin | str]:
     """Per service, the (tag, digest) its file in ``upstream`` pins on the default branch,
-    or why there is none."""
+    or why there is none. A chart named by its version alone (no digest in the file) is
+    resolved in the registry with ``images``; the gate then checks that upstream ran that
+    digest."""
     policy = repo.policy
     texts: dict[str, str | None] = {}
     pins: dict[str, Pin | str] = {}
@@ -39,20 +44,28 @@ async def upstream_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[
             pins[service] = f"`{path}`: {exc}"
             continue
         pinned = next((o for o in occurrences if o.digest), None)
-        if pinned is None or pinned.digest is None:
-            pins[service] = f"not pinned by digest in `{path}`"
-        else:
+        version = next((o.tag for o in occurrences
+                        if o.tag and o.shape in VERSION_ONLY_SHAPES), None)
+        if pinned is not None and pinned.digest is not None:
             pins[service] = (pinned.tag, pinned.digest)
+        elif version is not None and images is not None:
+            chart = await images.find_by_tags(policy.services[service].image, [version],
+                                              revalidate=True)
+            pins[service] = ((version, chart.digest) if chart is not None
+                             else f"version {version} of `{path}` is not in the registry")
+        else:
+            pins[service] = f"not pinned by digest in `{path}`"
     return pins
 
 
 async def agreed_pins(gh: GitHubAPI, repo: DeploymentRepo, services: Sequence[str],
-                      environment: str) -> dict[str, Pin | str]:
+                      environment: str, images: ImageLookup | None = None
+                      ) -> dict[str, Pin | str]:
     """Per service, the digest every upstream of ``environment`` pins, or why there is none:
     an upstream that pins nothing, or upstreams that disagree (each named with what it
     runs)."""
     upstreams = repo.policy.environments[environment].after
-    by_upstream = {upstream: await upstream_pins(gh, repo, services, upstream)
+    by_upstream = {upstream: await upstream_pins(gh, repo, services, upstream, images)
                    for upstream in upstreams}
     agreed: dict[str, Pin | str] = {}
     for service in services:

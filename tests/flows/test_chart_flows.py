@@ -1,0 +1,148 @@
+"""Charts on the emulated GHCR: the `registry_package` event GHCR sends for any OCI artifact (a
+container package) opens the staging promotion of a chart service, a Flux OCIRepository is
+pinned by tag and digest, `/rollback` goes back to the chart that ran before, and a release
+train moves a chart and an image together."""
+
+from __future__ import annotations
+
+from bot.sandbox.demo import digest_of
+from conveyor_emulator.images import build_chart
+from tests.harness import close_world, make_world
+
+POLICY = """version: 1
+allowed_images: ["ghcr.io/acme/"]
+services:
+  web-chart:
+    chart: ghcr.io/acme/charts/web
+    source: acme/web
+environments:
+  - name: staging
+    path: clusters/staging/web-chart.yaml
+    from: package
+    auto_merge: true
+"""
+
+
+def oci_repository(tag: str, digest: str) -> str:
+    return f"""apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: web
+  namespace: flux-system
+spec:
+  interval: 5m
+  url: oci://ghcr.io/acme/charts/web
+  ref:
+    tag: {tag}
+    digest: {digest}
+"""
+
+
+async def test_a_chart_package_event_promotes_and_rolls_back() -> None:
+    before = build_chart("web", "1.4.1", source="https://github.com/acme/web")
+    world = await make_world(files={
+        ".github/conveyor.yml": POLICY,
+        "clusters/staging/web-chart.yaml": oci_repository("1.4.1", before.digest)})
+    try:
+        await world.emulator.publish_container("acme", "charts/web", before.digest, ["1.4.1"],
+                                               source_repo="acme/web", emit=False)
+        chart = build_chart("web", "1.4.2", source="https://github.com/acme/web")
+        await world.emulator.publish_container("acme", "charts/web", chart.digest, ["1.4.2"],
+                                               source_repo="acme/web")
+        await world.settle()
+        staging = world.pull("Promote web-chart 1.4.2 to staging")
+        assert staging["merged"]
+        assert world.emulator.file(world.repo, "clusters/staging/web-chart.yaml") == \
+            oci_repository("1.4.2", chart.digest)
+
+        posted = await world.emulator.comment(world.repo, staging["number"], "alice",
+                                              "/rollback web-chart staging")
+        await world.settle()
+        back = world.pull("Roll back web-chart in staging")
+        text = world.emulator.file(world.repo, "clusters/staging/web-chart.yaml",
+                                   back["head"]["ref"] if not back["merged"] else None)
+        assert text == oci_repository("1.4.1", before.digest), posted
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+MIXED = """version: 1
+allowed_images: ["ghcr.io/acme/"]
+services:
+  web:
+    image: ghcr.io/acme/web
+    source: acme/web
+  web-chart:
+    chart: ghcr.io/acme/charts/web
+    source: acme/web
+groups:
+  storefront: [web, web-chart]
+environments:
+  - name: staging
+    path: deploy/staging/{service}.yaml
+    from: package
+    auto_merge: true
+  - name: production
+    path: deploy/production/{service}.yaml
+    after: staging
+    evidence: [merged]
+"""
+
+
+def application(env: str, version: str) -> str:
+    return f"""apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: web-{env}
+spec:
+  project: default
+  source:
+    repoURL: ghcr.io/acme/charts
+    chart: web
+    targetRevision: {version}
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: web
+"""
+
+
+def deployment(image: str) -> str:
+    return ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n"
+            "  template:\n    spec:\n      containers:\n        - name: web\n"
+            f"          image: {image}\n")
+
+
+async def test_a_train_moves_a_chart_and_an_image_together() -> None:
+    old = "ghcr.io/acme/web:1.0.0@" + digest_of("ghcr.io/acme/web:1.0.0")
+    world = await make_world(files={
+        ".github/conveyor.yml": MIXED,
+        "deploy/staging/web.yaml": deployment(old),
+        "deploy/production/web.yaml": deployment(old),
+        "deploy/staging/web-chart.yaml": application("staging", "1.4.1"),
+        "deploy/production/web-chart.yaml": application("production", "1.4.1")})
+    try:
+        image = digest_of("web:1.1.0")
+        await world.emulator.publish_container("acme", "web", image, ["1.1.0"],
+                                               source_repo="acme/web")
+        chart = build_chart("web", "1.4.2", source="https://github.com/acme/web")
+        await world.emulator.publish_container("acme", "charts/web", chart.digest, ["1.4.2"],
+                                               source_repo="acme/web")
+        await world.settle()
+        assert world.pull("Promote web 1.1.0 to staging")["merged"]
+        assert world.pull("Promote web-chart 1.4.2 to staging")["merged"]
+
+        issue = await world.emulator.open_issue(world.repo, "Ship", author="alice")
+        await world.emulator.comment(world.repo, issue["number"], "alice",
+                                     "/promote production storefront")
+        await world.settle()
+        train = world.pull("Promote storefront to production (2 services)")
+        ref = train["head"]["ref"]
+        assert world.emulator.file(world.repo, "deploy/production/web-chart.yaml", ref) == \
+            application("production", "1.4.2")
+        assert image in str(world.emulator.file(world.repo, "deploy/production/web.yaml", ref))
+        gate = world.gate(train)
+        assert gate["conclusion"] == "success", gate["output"]["summary"]
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
