@@ -71,7 +71,7 @@ def placement_findings(policy: Policy, files: PolicyFiles) -> list[RepoFinding]:
                 continue
             if found:
                 continue
-            message = (f"does not name {service.image}, the image of service {name}: "
+            message = (f"does not name {service.image}, the {service.kind} of service {name}: "
                        f"Conveyor cannot promote it in {env}")
             hint = kustomize_entry_hint(service.image) if kustomize.is_kustomization(path) \
                 else ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from tests.registry.test_chart_flow import POLICY, PRODUCTION, STAGING
 from tests.test_cli import conveyor
 
 LAYOUTS = Path(__file__).resolve().parent / "data" / "layouts"
@@ -138,3 +139,21 @@ def test_a_repository_folder_that_does_not_exist(tmp_path: Path) -> None:
     done = conveyor("check-config", "policy.yml", "--repo", "nowhere", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr == "--repo nowhere: no such folder\n"
+
+
+def test_a_chart_service_is_checked_where_its_version_is_written(tmp_path: Path) -> None:
+    repo = tmp_path / "charts"
+    for relative, text in {".github/conveyor.yml": POLICY,
+                           "deploy/staging/web-chart.yaml": STAGING,
+                           "deploy/production/helmfile.yaml": PRODUCTION}.items():
+        (repo / relative).parent.mkdir(parents=True, exist_ok=True)
+        (repo / relative).write_text(text)
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (repo / "deploy/production/helmfile.yaml").write_text(
+        PRODUCTION.replace("charts/web", "charts/webb"))
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == (f"{repo}/deploy/production/helmfile.yaml:1: does not name "
+                           "ghcr.io/acme/charts/web, the chart of service web-chart: Conveyor "
+                           "cannot promote it in production\n")
