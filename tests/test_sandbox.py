@@ -545,3 +545,40 @@ async def test_a_fan_in_config_plays_through_both_upstreams(tmp_path: Path) -> N
     assert "  dev-us: entry (from release events) — envs/dev-us/shop.yaml" in text
     assert "  prod: gated (after dev-eu and dev-us; promote auto;" in text
     assert "   prod         2.3.1" in text
+
+
+CHART_POLICY = """\
+version: 1
+allowed_images: ["ghcr.io/example/"]
+services:
+  shop-chart:
+    chart: ghcr.io/example/charts/shop
+    source: example/shop
+    tags: "semver:^2.3"
+environments:
+  - name: dev
+    path: envs/dev/{service}.yaml
+    from: release
+  - name: prod
+    path: envs/prod/helmfile.yaml
+    after: dev
+    promote: auto
+    evidence: [merged]
+"""
+
+HELMFILE = """\
+releases:
+  - name: shop
+    chart: oci://ghcr.io/example/charts/shop
+    version: 2.3.0
+"""
+
+
+async def test_a_chart_service_plays_through_to_production(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "repo", CHART_POLICY, {
+        "envs/dev/shop-chart.yaml": HELMFILE, "envs/prod/helmfile.yaml": HELMFILE})
+    status, text = await play(tmp_path, config)
+    assert status == 0, text
+    assert numbered(text)[0].startswith("1. CI publishes ghcr.io/example/charts/shop:2.3.1 (")
+    assert '   Conveyor opened #2 "Promote shop-chart 2.3.1 to prod"; gate: success' in text
+    assert "   prod         2.3.1" in text

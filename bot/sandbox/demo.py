@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from conveyor_emulator.images import build_image
+from conveyor_emulator.images import build_chart, build_image
 
+from ..domain.policy import Service
 from ..names import POLICY_PATH
 from .stack import publish_release
 
@@ -117,6 +118,15 @@ def digest_of(text: str, *, labels: dict[str, str] | None = None) -> str:
     """The index digest of a multi-arch image standing for `text` (real content, so the
     emulator's registry can serve it)."""
     return build_image(text, labels=labels).digest
+
+
+def artifact_digest(service: Service, version: str) -> str:
+    """What CI publishes for ``service`` at ``version``: a multi-arch image, or for a chart
+    service a Helm chart as `helm push` stores it."""
+    if service.is_chart:
+        name = service.image.rsplit("/", 1)[-1]
+        return build_chart(name, version, source=f"https://github.com/{service.source}").digest
+    return digest_of(f"{service.image}:{version}")
 
 
 def seed(emulator: Emulator, files: Mapping[str, str] | None = None) -> Demo:

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..domain.tags import version_from_tag
 from ..promotion.dashboard import DASHBOARD_LABEL
 from .console import Console, prompt
-from .demo import digest_of
+from .demo import artifact_digest
 from .plan import Plan
 from .runner import Sandbox
 from .stack import image_parts
@@ -34,7 +34,7 @@ async def prepare_release_payload(sandbox: Sandbox, plan: Plan, folder: Path
         em.webhook_url = None  # recorded by the emulator, delivered to no one
         try:
             await em.publish_container(owner, package,
-                                       digest_of(f"{plan.service.image}:{version}"), [version],
+                                       artifact_digest(plan.service, version), [version],
                                        source_repo=plan.service.source, emit=False)
             await em.create_tag(plan.service.source, tag, user=plan.cast.requester)
             await em.publish_release(plan.service.source, tag, author=plan.cast.requester)

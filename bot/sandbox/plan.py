@@ -21,7 +21,7 @@ from ..domain.tags import TagPolicy, compare_versions, sort_key, version_from_ta
 from ..localrepo import read_policy_files, repository_root
 from ..manifests import ManifestError, find_images
 from ..names import POLICY_PATH
-from .demo import DEMO_FILES, DEPLOY_REPO, digest_of
+from .demo import DEMO_FILES, DEPLOY_REPO, artifact_digest, digest_of
 
 REQUESTERS = ("alice", "erin", "grace")  # write access; carol only reads
 TEAM_MEMBERS = ("bob", "dave", "frank")
@@ -67,7 +67,7 @@ class Plan:
 
     @property
     def digest(self) -> str:
-        return digest_of(f"{self.service.image}:{self.version}")
+        return artifact_digest(self.service, self.version)
 
     @property
     def target(self) -> Environment:

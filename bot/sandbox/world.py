@@ -7,7 +7,7 @@ import contextlib
 
 from conveyor_emulator.images import image_for
 
-from .demo import digest_of, seed
+from .demo import artifact_digest, seed
 from .plan import Plan, pinned
 from .runner import Sandbox
 from .stack import SandboxError, image_parts
@@ -79,7 +79,7 @@ async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
                        plan.service.tag_key)
         if found is not None:
             tag, digest = found
-            running.setdefault(tag, digest or digest_of(f"{plan.service.image}:{tag}"))
+            running.setdefault(tag, digest or artifact_digest(plan.service, tag))
     for version, digest in sorted(running.items()):
         if version:
             git_tag = version if version.startswith("v") else f"v{version}"
