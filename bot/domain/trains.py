@@ -81,6 +81,6 @@ def previous_combination(histories: Mapping[str, Sequence[Period]], environment:
             return PreviousCombination(
                 change_sha, {}, tuple(unchanged),
                 f"{service} was not pinned by digest in {environment} before commit "
-                f"{change_sha[:7]}, so Conveyor cannot prove which image it was")
+                f"{change_sha[:7]}, so Conveyor cannot prove what ran")
         moves[service] = before
     return PreviousCombination(change_sha, moves, tuple(unchanged))

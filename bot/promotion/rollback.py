@@ -119,7 +119,7 @@ def choose_rollback(periods: Sequence[LivePeriod], environment: str, service: st
             return Choice(period)
     if matches:
         return Choice(None, f"{service} {_name(wanted)} ran in {environment} but was not "
-                            "pinned by digest, so Conveyor cannot prove which image it was")
+                            "pinned by digest, so Conveyor cannot prove what ran")
     return Choice(None, f"{service} {_name(wanted)} was not live in {environment} in the "
                         f"last {MAX_HISTORY_COMMITS} changes of its file; a rollback goes "
                         "back to a digest that ran there before (use /promote for a new one)")

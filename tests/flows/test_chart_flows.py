@@ -146,3 +146,34 @@ async def test_a_train_moves_a_chart_and_an_image_together() -> None:
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+async def test_a_chart_named_by_version_alone_has_no_provable_history_to_roll_back_to() -> None:
+    """A version-only place (an Argo CD targetRevision) never held a digest: which chart ran
+    under a version cannot be proven from the file's history, so `/rollback` refuses."""
+    policy = POLICY.replace("clusters/staging/web-chart.yaml", "deploy/staging/web-chart.yaml")
+    world = await make_world(files={".github/conveyor.yml": policy,
+                                    "deploy/staging/web-chart.yaml":
+                                        application("staging", "1.4.1")})
+    try:
+        before = build_chart("web", "1.4.1", source="https://github.com/acme/web")
+        await world.emulator.publish_container("acme", "charts/web", before.digest, ["1.4.1"],
+                                               source_repo="acme/web", emit=False)
+        chart = build_chart("web", "1.4.2", source="https://github.com/acme/web")
+        await world.emulator.publish_container("acme", "charts/web", chart.digest, ["1.4.2"],
+                                               source_repo="acme/web")
+        await world.settle()
+        staging = world.pull("Promote web-chart 1.4.2 to staging")
+        assert world.emulator.file(world.repo, "deploy/staging/web-chart.yaml") == \
+            application("staging", "1.4.2")
+        posted = await world.emulator.comment(world.repo, staging["number"], "alice",
+                                              "/rollback web-chart staging 1.4.1")
+        await world.settle()
+        replies = [c["body"] for c in world.emulator.comments(world.repo, staging["number"])
+                   if c["id"] > posted["id"]]
+        assert any("web-chart 1.4.1 ran in staging but was not pinned by digest, so Conveyor "
+                   "cannot prove what ran" in body for body in replies), replies
+        assert len(world.emulator.pulls(world.repo, state="all")) == 1
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
