@@ -273,9 +273,34 @@ DEMO_WATCH = ("    auto_merge: true\n    on_failure: rollback\n"
               '    deployed_by: ["argocd[bot]"]\n')
 
 
+# The sandbox's demo also ships web as a Helm chart, pinned by Flux OCIRepositories.
+DEMO_CHART = """  web-chart:
+    chart: ghcr.io/acme/charts/web
+    source: acme/web
+    paths:
+      staging: clusters/staging/web-chart.yaml
+      production: clusters/production/web-chart.yaml
+"""
+CHART_SOURCE = """\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: web-chart
+  namespace: flux-system
+spec:
+  interval: 5m
+  url: oci://ghcr.io/acme/charts/web
+  ref:
+    tag: 0.9.0  # promoted by Conveyor
+    digest: {digest}
+"""
+
+
 def plan_demo(service_name: str | None = None, to: str | None = None) -> Plan:
     files = dict(DEMO_FILES)
     files[POLICY_PATH] = files[POLICY_PATH].replace("    auto_merge: true\n", DEMO_WATCH, 1)
+    files[POLICY_PATH] = files[POLICY_PATH].replace("environments:\n", DEMO_CHART
+                                                    + "environments:\n", 1)
     policy = load_policy(files[POLICY_PATH])
     web = policy.services["web"]
     running = digest_of(f"{web.image}:{PREVIOUS_VERSION}")
@@ -286,6 +311,9 @@ def plan_demo(service_name: str | None = None, to: str | None = None) -> Plan:
     api_staging = policy.path_for("api", "staging")
     api_running = digest_of(f"{policy.services['api'].image}:0.9.0")
     files[api_staging] = files[api_staging].replace('tag: "0.9.0"', f'tag: "0.9.0@{api_running}"')
+    chart_running = artifact_digest(policy.services["web-chart"], "0.9.0")
+    for env in policy.environments:
+        files[policy.path_for("web-chart", env)] = CHART_SOURCE.format(digest=chart_running)
     # web: 1.1.0 in the story; the story's train brings 1.1.1, so the `--keep` example is 1.2.0
     web_played = (service_name or "web") == "web"
     return make_plan(policy, files, deploy_repo=DEPLOY_REPO, demo=True,

@@ -27,4 +27,6 @@ async def test_the_table_shows_each_pin_and_a_missing_file() -> None:
         ["web", "production", "0.9.0", "—"],
         ["api", "staging", "0.9.0", "—"],
         ["api", "production", "(no", "file)", "—"],
+        ["web-chart", "staging", "(no", "file)", "—"],  # the sandbox's own demo ships it
+        ["web-chart", "production", "(no", "file)", "—"],
     ]
