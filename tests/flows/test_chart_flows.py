@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from bot.sandbox.demo import digest_of
 from conveyor_emulator.images import build_chart
+from tests.flows.gitops import ArgoCD
 from tests.harness import close_world, make_world
 
 POLICY = """version: 1
@@ -174,6 +175,35 @@ async def test_a_chart_named_by_version_alone_has_no_provable_history_to_roll_ba
         assert any("web-chart 1.4.1 ran in staging but was not pinned by digest, so Conveyor "
                    "cannot prove what ran" in body for body in replies), replies
         assert len(world.emulator.pulls(world.repo, state="all")) == 1
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_a_chart_reported_failing_is_rolled_back_by_itself() -> None:
+    watched = POLICY.replace("    auto_merge: true\n", "    auto_merge: true\n"
+                             "    on_failure: rollback\n"
+                             "    deployed_context: argocd/{service}-{env}\n"
+                             '    deployed_by: ["argocd-notifications[bot]"]\n')
+    before = build_chart("web", "1.4.1", source="https://github.com/acme/web")
+    world = await make_world(files={
+        ".github/conveyor.yml": watched,
+        "clusters/staging/web-chart.yaml": oci_repository("1.4.1", before.digest)})
+    argocd = ArgoCD(world)
+    argocd.install()
+    try:
+        await world.emulator.publish_container("acme", "charts/web", before.digest, ["1.4.1"],
+                                               source_repo="acme/web", emit=False)
+        chart = build_chart("web", "1.4.2", source="https://github.com/acme/web")
+        await world.emulator.publish_container("acme", "charts/web", chart.digest, ["1.4.2"],
+                                               source_repo="acme/web")
+        await world.settle()
+        staging = world.pull("Promote web-chart 1.4.2 to staging")
+        await argocd.status("web-chart-staging", staging["merge_commit_sha"], "failure")
+        back = world.pull("Roll back web-chart in staging")
+        assert back["merged"]
+        assert world.emulator.file(world.repo, "clusters/staging/web-chart.yaml") == \
+            oci_repository("1.4.1", before.digest)
     finally:
         await close_world(world)
     assert world.emulator.violations == []
