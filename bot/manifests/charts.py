@@ -52,7 +52,7 @@ def chart_places(documents: list[Document]) -> list[Found]:
             places += _dependencies(root)
         elif _sequence(root, "releases") is not None and kind is None:
             places += _helmfile_releases(root)
-    return [place for place in places if place is not None]
+    return places
 
 
 def _argocd_sources(spec: Mapping | None) -> list[Found]:
@@ -112,10 +112,10 @@ def _oci_repository(spec: Mapping) -> list[Found]:
     if url is None or not url.lower().startswith(OCI) or ref is None:
         return []
     place = _version_place("flux-ocirepository", _strip_oci(url), ref, "tag", anchor_key=None)
-    tag = ref.get("tag")
-    version_pair = _pair(tag) if tag is not None else None
     if place is None:
         return []
+    tag = ref.get("tag")
+    version_pair = _pair(tag) if tag is not None else None
     digest = ref.get("digest")
     pair = _pair(digest) if digest is not None else None
     if pair is not None:
