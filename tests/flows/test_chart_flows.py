@@ -6,9 +6,9 @@ train moves a chart and an image together."""
 from __future__ import annotations
 
 from bot.sandbox.demo import digest_of
-from conveyor_emulator.images import build_chart
+from conveyor_emulator.images import Image, build_chart
 from tests.flows.gitops import ArgoCD
-from tests.harness import close_world, make_world
+from tests.harness import World, close_world, make_world
 
 POLICY = """version: 1
 allowed_images: ["ghcr.io/acme/"]
@@ -22,6 +22,17 @@ environments:
     from: package
     auto_merge: true
 """
+
+
+async def push_after(world: World, before: Image) -> Image:
+    """1.4.1 was pushed long ago (no event now); CI pushes 1.4.2 and GHCR announces it."""
+    await world.emulator.publish_container("acme", "charts/web", before.digest, ["1.4.1"],
+                                           source_repo="acme/web", emit=False)
+    chart = build_chart("web", "1.4.2", source="https://github.com/acme/web")
+    await world.emulator.publish_container("acme", "charts/web", chart.digest, ["1.4.2"],
+                                           source_repo="acme/web")
+    await world.settle()
+    return chart
 
 
 def oci_repository(tag: str, digest: str) -> str:
@@ -45,12 +56,7 @@ async def test_a_chart_package_event_promotes_and_rolls_back() -> None:
         ".github/conveyor.yml": POLICY,
         "clusters/staging/web-chart.yaml": oci_repository("1.4.1", before.digest)})
     try:
-        await world.emulator.publish_container("acme", "charts/web", before.digest, ["1.4.1"],
-                                               source_repo="acme/web", emit=False)
-        chart = build_chart("web", "1.4.2", source="https://github.com/acme/web")
-        await world.emulator.publish_container("acme", "charts/web", chart.digest, ["1.4.2"],
-                                               source_repo="acme/web")
-        await world.settle()
+        chart = await push_after(world, before)
         staging = world.pull("Promote web-chart 1.4.2 to staging")
         assert staging["merged"]
         assert world.emulator.file(world.repo, "clusters/staging/web-chart.yaml") == \
@@ -158,12 +164,7 @@ async def test_a_chart_named_by_version_alone_has_no_provable_history_to_roll_ba
                                         application("staging", "1.4.1")})
     try:
         before = build_chart("web", "1.4.1", source="https://github.com/acme/web")
-        await world.emulator.publish_container("acme", "charts/web", before.digest, ["1.4.1"],
-                                               source_repo="acme/web", emit=False)
-        chart = build_chart("web", "1.4.2", source="https://github.com/acme/web")
-        await world.emulator.publish_container("acme", "charts/web", chart.digest, ["1.4.2"],
-                                               source_repo="acme/web")
-        await world.settle()
+        await push_after(world, before)
         staging = world.pull("Promote web-chart 1.4.2 to staging")
         assert world.emulator.file(world.repo, "deploy/staging/web-chart.yaml") == \
             application("staging", "1.4.2")
@@ -192,12 +193,7 @@ async def test_a_chart_reported_failing_is_rolled_back_by_itself() -> None:
     argocd = ArgoCD(world)
     argocd.install()
     try:
-        await world.emulator.publish_container("acme", "charts/web", before.digest, ["1.4.1"],
-                                               source_repo="acme/web", emit=False)
-        chart = build_chart("web", "1.4.2", source="https://github.com/acme/web")
-        await world.emulator.publish_container("acme", "charts/web", chart.digest, ["1.4.2"],
-                                               source_repo="acme/web")
-        await world.settle()
+        await push_after(world, before)
         staging = world.pull("Promote web-chart 1.4.2 to staging")
         await argocd.status("web-chart-staging", staging["merge_commit_sha"], "failure")
         back = world.pull("Roll back web-chart in staging")

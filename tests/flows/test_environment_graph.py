@@ -12,6 +12,7 @@ import pytest
 from bot.report import collect
 from bot.sandbox.demo import digest_of
 from tests.flows.gitops import ArgoCD
+from tests.flows.test_commands import reply_to, say
 from tests.flows.test_delivery_report import settings_of
 from tests.harness import World, close_world, make_world
 
@@ -147,14 +148,9 @@ async def on_an_issue(world: World, body: str) -> str:
     return await comment(world, int(issue["number"]), body)
 
 
-async def comment(world: World, number: int, body: str, user: str = "alice") -> str:
+async def comment(world: World, number: int, body: str) -> str:
     """Post a command and return Conveyor's reply to it."""
-    posted = await world.emulator.comment(world.repo, number, user, body)
-    await world.settle()
-    replies = [c for c in world.emulator.comments(world.repo, number)
-               if c["id"] > posted["id"] and c["user"]["type"] == "Bot"]
-    assert replies, f"no reply to {body}"
-    return str(replies[-1]["body"])
+    return reply_to(world, number, await say(world, number, body))
 
 
 async def test_a_fan_in_waits_for_the_last_upstream_then_passes_without_a_command(

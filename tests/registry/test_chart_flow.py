@@ -12,6 +12,7 @@ import pytest
 
 from bot.sandbox.stack import publish_release
 from conveyor_emulator.images import build_image
+from tests.flows.test_commands import reply_to, say
 from tests.harness import World, close_world, make_world
 from tests.registry.support import RegistryServer, push, push_chart
 
@@ -72,12 +73,7 @@ async def world(registry: RegistryServer) -> AsyncIterator[World]:
 
 
 async def reply(world: World, number: int, body: str) -> str:
-    posted = await world.emulator.comment(world.repo, number, "alice", body)
-    await world.settle()
-    replies = [c for c in world.emulator.comments(world.repo, number)
-               if c["id"] > posted["id"] and c["user"]["type"] == "Bot"]
-    assert replies, f"no reply to {body}"
-    return str(replies[-1]["body"])
+    return reply_to(world, number, await say(world, number, body))
 
 
 async def test_a_chart_goes_through_staging_to_production_and_a_re_pushed_tag_fails(
