@@ -28,7 +28,7 @@ from ..manifests.references import deploy_references
 from ..text import short_digest
 from .deployed import DeployedSearch, Target, parse_time
 from .failure_mark import find_mark
-from .trust import trusted_pull
+from .trust import written_digest
 
 # Bounds: how far back the history is read.
 MAX_HISTORY_COMMITS = 30
@@ -124,7 +124,8 @@ class EvidenceFinder:
         file = await get_file(self.gh, self.repo, path, str(commit["sha"]))
         if pins(file.text if file else None, image, digest, path):
             return True  # the upstream place holds the digest itself
-        ran = await self._digest_written(commit, service, upstream)
+        ran = await written_digest(self.gh, self.repo, str(commit["sha"]), service, upstream,
+                                   self.own_login)
         if ran == digest:
             return True
         how = (f"as {short_digest(ran)}" if ran else
@@ -133,21 +134,6 @@ class EvidenceFinder:
                 f"{short_digest(digest)} now")
         self.chart_notes[digest] = (*self.chart_notes.get(digest, ()), note)
         return False
-
-    async def _digest_written(self, commit: dict[str, Any], service: str, upstream: str
-                              ) -> str | None:
-        """The digest of ``service`` in the promotion PR whose merge is this commit, when
-        Conveyor opened it and nobody pushed after Conveyor's commit."""
-        pulls = await self.gh.getitem(f"/repos/{self.repo}/commits/{commit['sha']}/pulls")
-        for pr in pulls or []:
-            if not pr.get("merged_at"):
-                continue
-            own = await trusted_pull(self.gh, self.repo, pr, self.own_login)
-            if own is None or not own.head or own.environment != upstream:
-                continue
-            return next((d for name, d in zip(own.services, own.digests, strict=False)
-                         if name == service), None)
-        return None
 
     async def _failure_mark(self, sha: str, service: str, environment: str,
                             digest: str) -> None:
@@ -236,9 +222,12 @@ class EvidenceFinder:
         return (tag_key,) if tag_key else ()
 
     async def history(self, service: str, environment: str, digest: str, *,
-                      image: str | None = None) -> list[Evidence]:
-        """When the digest was live in this environment before (rollback evidence)."""
+                      image: str | None = None, version: str | None = None
+                      ) -> list[Evidence]:
+        """When the digest was live in this environment before (rollback evidence). A chart
+        named by ``version`` alone ran as ``digest`` where Conveyor's promotion wrote it."""
         image = image or self.policy.services[service].image
+        version = version if self.policy.services[service].is_chart else None
         path = self.policy.path_for(service, environment)
         commits = await self.gh.getitem(
             f"/repos/{self.repo}/commits?sha={quote(self.default_branch)}&path={quote(path)}"
@@ -246,8 +235,11 @@ class EvidenceFinder:
         )
         for commit in commits:
             text = await get_file(self.gh, self.repo, path, commit["sha"])
-            if pins(text.text if text else None, image, digest, path,
-                    self._tag_keys(service)):
+            held = text.text if text else None
+            if pins(held, image, digest, path, self._tag_keys(service)) or (
+                    version is not None and pins(held, image, digest, path, version=version)
+                    and await written_digest(self.gh, self.repo, str(commit["sha"]), service,
+                                             environment, self.own_login) == digest):
                 return [Evidence(
                     kind="history", digest=digest,
                     at=parse_time(commit["commit"]["committer"]["date"]),

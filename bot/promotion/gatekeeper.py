@@ -156,7 +156,8 @@ class GateService:
                                             image=change.image, version=change.new_tag)
             if rollback:
                 found += await finder.history(change.service, change.environment,
-                                              change.new_digest, image=change.image)
+                                              change.new_digest, image=change.image,
+                                              version=change.new_tag)
             # Evidence is about one name: the same digest under another name is another image.
             evidence.setdefault(change.new_digest, []).extend(
                 item if item.image is not None else replace(item, image=change.canonical)

@@ -10,7 +10,7 @@ before. Choosing is pure; reading the history is the only I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from urllib.parse import quote
 
@@ -21,9 +21,11 @@ from ..domain.policy import Policy
 from ..domain.tags import version_from_tag
 from ..github.repos import get_file
 from ..manifests import ManifestError, find_images
+from ..manifests.charts import VERSION_ONLY_SHAPES
 from ..text import format_minute, short_digest
 from .deployed import parse_time
 from .evidence import MAX_HISTORY_COMMITS
+from .trust import written_digest
 
 __all__ = [
     "MAX_HISTORY_COMMITS",
@@ -153,9 +155,11 @@ def _commit(pinned: Pinned) -> str:
 
 
 async def read_history(gh: GitHubAPI, repo: str, default_branch: str, policy: Policy,
-                       service: str, environment: str) -> tuple[list[Pinned], bool]:
+                       service: str, environment: str, bot_login: str = ""
+                       ) -> tuple[list[Pinned], bool]:
     """The pins of the last commits that touched the file, newest first, and whether the
-    history was cut at the bound (older commits exist that were not read)."""
+    history was cut at the bound (older commits exist that were not read). A chart named by
+    its version alone is given the digest Conveyor's promotion wrote with that version."""
     image = policy.services[service].image
     path = policy.path_for(service, environment)
     commits = await gh.getitem(
@@ -163,6 +167,7 @@ async def read_history(gh: GitHubAPI, repo: str, default_branch: str, policy: Po
         f"&per_page={MAX_HISTORY_COMMITS}"
     )
     history = []
+    versions_only: set[str] = set()
     for commit in commits[:MAX_HISTORY_COMMITS]:
         sha = str(commit["sha"])
         found = await get_file(gh, repo, path, sha)
@@ -176,8 +181,31 @@ async def read_history(gh: GitHubAPI, repo: str, default_branch: str, policy: Po
             first = pinned or (occurrences[0] if occurrences else None)
             if first is not None:
                 tag, digest = first.tag, first.digest
+                if first.shape in VERSION_ONLY_SHAPES:
+                    versions_only.add(sha)
         history.append(Pinned(
             sha=sha, at=parse_time(commit["commit"]["committer"]["date"]),
             url=str(commit.get("html_url") or ""), tag=tag, digest=digest,
         ))
+    if policy.services[service].is_chart and versions_only:
+        history = await _written_digests(gh, repo, history, versions_only, service,
+                                         environment, bot_login)
     return history, len(commits) >= MAX_HISTORY_COMMITS
+
+
+async def _written_digests(gh: GitHubAPI, repo: str, history: list[Pinned],
+                           versions_only: set[str], service: str, environment: str,
+                           bot_login: str) -> list[Pinned]:
+    """Oldest first: a version-only pin takes the digest Conveyor wrote at its commit, else
+    the digest of the older commit when it named the same version (an unrelated edit of the
+    file), else none — which chart ran there is then not known."""
+    known: Pinned | None = None
+    out: list[Pinned] = []
+    for pin in reversed(history):
+        if pin.sha in versions_only and pin.digest is None and pin.tag:
+            written = await written_digest(gh, repo, pin.sha, service, environment, bot_login)
+            inherited = known.digest if known is not None and known.tag == pin.tag else None
+            pin = replace(pin, digest=written or inherited)
+        out.append(pin)
+        known = pin
+    return list(reversed(out))

@@ -33,7 +33,8 @@ async def open_rollback(run: CommandRun, command: Rollback) -> tuple[OpenResult 
     repo = run.where.repo
     policy = run.where.policy
     history, truncated = await read_history(run.gh, run.repo, repo.default_branch, policy,
-                                            command.service, command.environment)
+                                            command.service, command.environment,
+                                            run.ctx.bot_login)
     wanted_digest = None
     if command.ref is not None and not command.is_digest:
         image = policy.services[command.service].image
@@ -64,7 +65,8 @@ async def rollback_train(run: CommandRun, command: RollbackTrain) -> str:
     links: dict[str, str] = {}
     for service in services:
         history, truncated = await read_history(run.gh, run.repo, repo.default_branch,
-                                                policy, service, command.environment)
+                                                policy, service, command.environment,
+                                                run.ctx.bot_login)
         links.update((pin.sha, pin.url) for pin in history)
         histories[service] = [
             Period(p.digest, p.tag, p.start.sha, p.start.at.timestamp())

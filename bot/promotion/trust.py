@@ -38,6 +38,7 @@ __all__ = [
     "reconcile",
     "trusted_marker",
     "trusted_pull",
+    "written_digest",
 ]
 
 WEB_FLOW = "web-flow"
@@ -166,6 +167,23 @@ async def trusted_pull(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: 
         found = await _own_promotion(gh, repo, commit, bot_login, head=False)
         if found is not None:
             return found
+    return None
+
+
+async def written_digest(gh: GitHubAPI, repo: str, sha: str, service: str, environment: str,
+                         bot_login: str) -> str | None:
+    """The digest of ``service`` that Conveyor's promotion into ``environment`` wrote, when
+    ``sha`` is the merge of that promotion's PR and nobody pushed after Conveyor's commit (a
+    file that names a chart's version alone holds no digest: this is the record of it)."""
+    pulls = await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls")
+    for pr in pulls or []:
+        if not pr.get("merged_at"):
+            continue
+        own = await trusted_pull(gh, repo, pr, bot_login)
+        if own is None or not own.head or own.environment != environment:
+            continue
+        return next((d for name, d in zip(own.services, own.digests, strict=False)
+                     if name == service), None)
     return None
 
 

@@ -155,19 +155,18 @@ async def test_a_train_moves_a_chart_and_an_image_together() -> None:
     assert world.emulator.violations == []
 
 
-async def test_a_chart_named_by_version_alone_has_no_provable_history_to_roll_back_to() -> None:
-    """A version-only place (an Argo CD targetRevision) never held a digest: which chart ran
-    under a version cannot be proven from the file's history, so `/rollback` refuses."""
+async def test_a_chart_named_by_version_alone_rolls_back_to_what_conveyor_wrote() -> None:
+    """A version-only place (an Argo CD targetRevision) holds no digest: the digest a version
+    ran as is the one Conveyor's promotion wrote with it. 1.4.1 came by hand (not known: no
+    rollback to it); 1.4.2 came by Conveyor, so `/rollback` after 1.4.3 goes back to it."""
     policy = POLICY.replace("clusters/staging/web-chart.yaml", "deploy/staging/web-chart.yaml")
     world = await make_world(files={".github/conveyor.yml": policy,
                                     "deploy/staging/web-chart.yaml":
                                         application("staging", "1.4.1")})
     try:
         before = build_chart("web", "1.4.1", source="https://github.com/acme/web")
-        await push_after(world, before)
+        second = await push_after(world, before)
         staging = world.pull("Promote web-chart 1.4.2 to staging")
-        assert world.emulator.file(world.repo, "deploy/staging/web-chart.yaml") == \
-            application("staging", "1.4.2")
         posted = await world.emulator.comment(world.repo, staging["number"], "alice",
                                               "/rollback web-chart staging 1.4.1")
         await world.settle()
@@ -175,7 +174,21 @@ async def test_a_chart_named_by_version_alone_has_no_provable_history_to_roll_ba
                    if c["id"] > posted["id"]]
         assert any("web-chart 1.4.1 ran in staging but was not pinned by digest, so Conveyor "
                    "cannot prove what ran" in body for body in replies), replies
-        assert len(world.emulator.pulls(world.repo, state="all")) == 1
+
+        third = build_chart("web", "1.4.3", source="https://github.com/acme/web")
+        await world.emulator.publish_container("acme", "charts/web", third.digest, ["1.4.3"],
+                                               source_repo="acme/web")
+        await world.settle()
+        assert world.emulator.file(world.repo, "deploy/staging/web-chart.yaml") == \
+            application("staging", "1.4.3")
+        await world.emulator.comment(world.repo, staging["number"], "alice",
+                                     "/rollback web-chart staging")
+        await world.settle()
+        back = world.pull("Roll back web-chart in staging")
+        assert back["merged"], back
+        assert second.digest in back["body"]
+        assert world.emulator.file(world.repo, "deploy/staging/web-chart.yaml") == \
+            application("staging", "1.4.2")
     finally:
         await close_world(world)
     assert world.emulator.violations == []
