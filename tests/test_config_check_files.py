@@ -7,6 +7,8 @@ from bot.configcheck.files import check_file, image_findings
 from bot.domain.policy import load_policy
 from bot.names import POLICY_PATH
 from bot.sandbox.demo import DEMO_POLICY
+from tests.registry.test_chart_flow import OCI_REPOSITORY, PRODUCTION
+from tests.registry.test_chart_flow import POLICY as CHARTS
 
 POLICY = load_policy(DEMO_POLICY)
 STAGING = "apps/web/overlays/staging/kustomization.yaml"
@@ -39,3 +41,12 @@ def test_a_file_the_image_finder_cannot_read_is_one_finding_on_its_line() -> Non
     assert (finding.path, finding.line) == (STAGING, 2)
     assert finding.message.startswith("YAML does not parse:")
     assert image_findings(POLICY, "docs/notes.yaml", "images: [\n") == []  # no env owns it
+
+
+def test_a_chart_named_by_version_needs_no_digest_but_an_oci_repository_does() -> None:
+    policy = load_policy(CHARTS)
+    path = "deploy/production/helmfile.yaml"
+    assert image_findings(policy, path, PRODUCTION) == []
+    (finding,) = image_findings(policy, path, OCI_REPOSITORY)
+    assert finding.message == ("web-chart must be pinned by digest in production (gated by "
+                               "staging): add `digest: sha256:…` under spec.ref")

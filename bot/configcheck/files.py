@@ -42,10 +42,12 @@ def image_findings(policy: Policy, path: str, text: str) -> list[Finding]:
             # a chart place that holds only a version is judged by the digest it resolves to
             if env.gated and same_image(occurrence.name, service.image) and \
                     occurrence.digest is None and occurrence.shape not in VERSION_ONLY_SHAPES:
+                how = ("add `digest: sha256:…` under spec.ref"
+                       if occurrence.shape == "flux-ocirepository" else "use TAG@sha256:…")
                 findings.append(Finding(
                     path, occurrence.line,
                     f"{service.name} must be pinned by digest in {env.name} "
-                    f"(gated by {env.upstreams}): use TAG@sha256:…",
+                    f"(gated by {env.upstreams}): {how}",
                 ))
     return findings
 

@@ -147,3 +147,88 @@ async def test_an_umbrella_chart_with_a_lock_file_is_refused(
             "output"]["summary"], run["output"]
     finally:
         await close_world(world)
+
+
+FLUX_HELMRELEASE = """apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: acme-charts
+  namespace: flux-system
+spec:
+  type: oci
+  interval: 10m
+  url: oci://ghcr.io/acme/charts
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: web
+  namespace: web
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: web
+      version: 1.4.1
+      sourceRef:
+        kind: HelmRepository
+        name: acme-charts
+        namespace: flux-system
+"""
+
+OCI_REPOSITORY = """apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: web
+  namespace: flux-system
+spec:
+  interval: 5m
+  url: oci://ghcr.io/acme/charts/web
+  ref:
+    tag: 1.4.1
+"""
+
+UMBRELLA = """apiVersion: v2
+name: storefront
+version: 0.3.0
+dependencies:
+  - name: web
+    version: 1.4.1
+    repository: oci://ghcr.io/acme/charts
+"""
+
+PLACES = {
+    "argocd": ("deploy/production/app.yaml", STAGING.replace("web-staging", "web-production")),
+    "flux-helmrelease": ("deploy/production/release.yaml", FLUX_HELMRELEASE),
+    "flux-ocirepository": ("deploy/production/source.yaml", OCI_REPOSITORY),
+    "chart-dependency": ("charts/storefront/Chart.yaml", UMBRELLA),
+    "helmfile": ("deploy/production/helmfile.yaml", PRODUCTION),
+}
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+async def test_every_place_of_a_chart_takes_the_promotion_and_passes_the_gate(
+        place: str, registry: RegistryServer, session: aiohttp.ClientSession) -> None:
+    path, text = PLACES[place]
+    policy = POLICY.replace("deploy/production/helmfile.yaml", path)
+    world = await make_world(files={".github/conveyor.yml": policy,
+                                    "deploy/staging/web-chart.yaml": STAGING, path: text},
+                             registry_endpoints={"ghcr.io": registry.url})
+    try:
+        digest = await push_chart(session, registry, "acme/charts/web", "web", "1.4.2")
+        await publish_release(world.emulator, CHART, "acme/web", "1.4.2", digest,
+                              publish_image=False)
+        await world.settle()
+        staging = world.pull("Promote web-chart 1.4.2 to staging")
+        await reply(world, staging["number"], "/promote production")
+        production = world.pull("Promote web-chart 1.4.2 to production")
+        written = world.emulator.file(world.repo, path, production["head"]["ref"])
+        expected = (text.replace("tag: 1.4.1", f"tag: 1.4.2\n    digest: {digest}")
+                    if place == "flux-ocirepository" else
+                    text.replace("1.4.1", "1.4.2"))
+        assert written == expected
+        gate = world.gate(production)
+        assert gate["conclusion"] == "success", gate["output"]["summary"]
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
