@@ -63,7 +63,7 @@ def test_no_change_or_an_unpinned_past_is_refused() -> None:
         {"web": [period(A, "train", 20), period(None, "seed", 10)]}, "production")
     assert unpinned.refusal == (
         "web was not pinned by digest in production before commit train, so Conveyor cannot "
-        "prove which image it was")
+        "prove what ran")
 
 
 POLICY = load_policy("""\
