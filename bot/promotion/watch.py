@@ -39,7 +39,7 @@ from .evidence import pins
 from .failure_mark import Mark, find_mark, mark_name, update_mark, write_mark
 from .history import ref_of
 from .policies import DeploymentRepo
-from .trust import trusted_pull
+from .trust import trusted_pull, written_digest
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -83,6 +83,8 @@ class Watcher:
         self.repo = repo
         self.policy: Policy = repo.policy
         self.roll_back = roll_back
+        # (service, environment) → the version of a chart its file names without a digest
+        self._versions: dict[tuple[str, str], str] = {}
 
     def _trust(self, env: Environment) -> Trust:
         return Trust(env.deployed_by, self.ctx.bot_login, self.ctx.app_id)
@@ -123,7 +125,21 @@ class Watcher:
         if found is None:
             return None
         tag_key = self.policy.services[service].tag_key
-        return ref_of(found.text, self.policy.services[service].image, path, tag_key)[1]
+        tag, digest = ref_of(found.text, self.policy.services[service].image, path, tag_key)
+        if digest is not None or tag is None or not self.policy.services[service].is_chart:
+            return digest
+        return await self._chart_digest(service, env, tag)
+
+    async def _chart_digest(self, service: str, env: Environment, version: str) -> str | None:
+        """A chart named by its version alone: the digest Conveyor's promotion wrote with the
+        version, at the commit that brought it into the file (None: not known)."""
+        self._versions[(service, env.name)] = version
+        search, target = self._search(service, env, "")
+        stretch = await search.pinning_commits(target)
+        if not stretch:
+            return None
+        return await written_digest(self.gh, self.repo.full_name, str(stretch[-1]["sha"]),
+                                    service, env.name, self.ctx.bot_login)
 
     def _search(self, service: str, env: Environment, digest: str
                 ) -> tuple[DeployedSearch, Target]:
@@ -132,10 +148,12 @@ class Watcher:
         image = self.policy.services[service].image
         tag_key = self.policy.services[service].tag_key
 
+        version = self._versions.get((service, env.name))
+
         async def pinned_at(sha: str) -> bool:
             file = await get_file(self.gh, repo, target.path, sha)
             return pins(file.text if file else None, image, digest, target.path,
-                        (tag_key,) if tag_key else ())
+                        (tag_key,) if tag_key else (), version=version)
 
         return DeployedSearch(self.gh, repo, self.repo.default_branch, pinned_at), target
 

@@ -216,3 +216,33 @@ async def test_a_chart_reported_failing_is_rolled_back_by_itself() -> None:
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+async def test_a_chart_named_by_version_reported_failing_goes_back_to_what_conveyor_wrote(
+        ) -> None:
+    watched = POLICY.replace("clusters/staging/web-chart.yaml", "deploy/staging/web-chart.yaml")
+    watched = watched.replace("    auto_merge: true\n", "    auto_merge: true\n"
+                              "    on_failure: rollback\n"
+                              "    deployed_context: argocd/{service}-{env}\n"
+                              '    deployed_by: ["argocd-notifications[bot]"]\n')
+    world = await make_world(files={".github/conveyor.yml": watched,
+                                    "deploy/staging/web-chart.yaml":
+                                        application("staging", "1.4.1")})
+    argocd = ArgoCD(world)
+    argocd.install()
+    try:
+        second = await push_after(world, build_chart("web", "1.4.1",
+                                                     source="https://github.com/acme/web"))
+        third = build_chart("web", "1.4.3", source="https://github.com/acme/web")
+        await world.emulator.publish_container("acme", "charts/web", third.digest, ["1.4.3"],
+                                               source_repo="acme/web")
+        await world.settle()
+        newest = world.pull("Promote web-chart 1.4.3 to staging")
+        await argocd.status("web-chart-staging", newest["merge_commit_sha"], "failure")
+        back = world.pull("Roll back web-chart in staging")
+        assert back["merged"] and second.digest in back["body"]
+        assert world.emulator.file(world.repo, "deploy/staging/web-chart.yaml") == \
+            application("staging", "1.4.2")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
