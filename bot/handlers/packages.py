@@ -90,7 +90,12 @@ async def _promote_package(data: dict[str, Any], facts: dict[str, Any], gh: Conv
             published_at=facts["published_at"],
         )
         if service.is_chart:  # the event says "container" for any OCI artifact
-            version = await ctx.images.find_by_digest(service.image, facts["digest"])
+            try:
+                version = await ctx.images.find_by_digest(service.image, facts["digest"])
+            except RegistryError as exc:  # the event alone promotes, as for images
+                log.warning("chart manifest unavailable, promoted on the event alone: %s",
+                            exc.message, extra={"service": service_name})
+                version = None
             if version is not None:
                 candidate = replace(candidate, kind_refusal=kind_problem(
                     f"{service.image}:{facts['tag']}", version, chart=True))
