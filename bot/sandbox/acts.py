@@ -15,7 +15,7 @@ from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
 from ..promotion.marker import branch_prefix, parse_marker
 from ..text import short_digest
 from .botlog import logged_reasons
-from .demo import artifact_digest, digest_of
+from .demo import digest_of
 from .failure_act import fail_a_deployment
 from .plan import Plan
 from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to
@@ -352,28 +352,4 @@ class Story:
             await self.rollback(pr, plan.chain[-1])
             await self.train(pr)
         await fail_a_deployment(self.sandbox, plan, say, self.repo, self.see_log())
-        await self.chart()
         await self.dashboard()
-
-    async def chart(self) -> None:
-        """The demo's other way to ship web: CI pushes its Helm chart after the release; the
-        chart's `registry_package` event completes the release's promotion of `web-chart`."""
-        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
-        chart = plan.policy.services.get("web-chart")
-        if not plan.demo or chart is None:
-            return
-        digest = artifact_digest(chart, plan.version)
-        _registry, owner, package = image_parts(chart.image)
-        say.step(f"CI pushes the Helm chart {chart.image}:{plan.version} "
-                 f"({short_digest(digest)}) of release {plan.tag}")
-        await em.publish_container(owner, package, digest, [plan.version],
-                                   source_repo=chart.source)
-        await self.sandbox.settle()
-        title = f"Promote {chart.name} {plan.version} to {plan.entry.name}"
-        pr = find_pull(self.sandbox, self.repo, title)
-        if pr is None:
-            raise self.nothing_opened(title, env=plan.entry.name)
-        done = " and merged it (auto_merge)" if pr["merged"] else ""
-        path = plan.policy.path_for(chart.name, plan.entry.name)
-        say.said(f'Conveyor opened #{pr["number"]} "{title}"{done}: {path} pins the chart '
-                 "by version and digest")

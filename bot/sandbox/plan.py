@@ -273,7 +273,9 @@ DEMO_WATCH = ("    auto_merge: true\n    on_failure: rollback\n"
               '    deployed_by: ["argocd[bot]"]\n')
 
 
-# The sandbox's demo also ships web as a Helm chart, pinned by Flux OCIRepositories.
+# The sandbox's demo also ships web as a Helm chart, pinned by Flux OCIRepositories. The story
+# does not promote it: its acts make nearly the 500 writes an hour GitHub allows, and one more
+# promotion in that hour would make the `--keep` prompt wait for the window.
 DEMO_CHART = """  web-chart:
     chart: ghcr.io/acme/charts/web
     source: acme/web
