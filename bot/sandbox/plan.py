@@ -274,8 +274,8 @@ DEMO_WATCH = ("    auto_merge: true\n    on_failure: rollback\n"
 
 
 # The sandbox's demo also ships web as a Helm chart, pinned by Flux OCIRepositories. The story
-# does not promote it: its acts make nearly the 500 writes an hour GitHub allows, and one more
-# promotion in that hour would make the `--keep` prompt wait for the window.
+# does not promote it: with one more promotion in the story, the first promotion at the
+# `--keep` prompt waits in the write limiter (`github/ratelimit.py`) far longer than a person.
 DEMO_CHART = """  web-chart:
     chart: ghcr.io/acme/charts/web
     source: acme/web
