@@ -139,8 +139,8 @@ def per_delivery_costs(signed: Signed) -> dict[str, float]:
     import orjson
     from gidgethub import sansio
 
-    from bot.intake import leading_action
-    from bot.logs import JsonFormatter
+    from bot.runtime.logs import JsonFormatter
+    from bot.serving.intake import leading_action
 
     rounds = 300
     started = time.perf_counter()

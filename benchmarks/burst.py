@@ -28,7 +28,7 @@ from typing import Any
 import aiohttp
 
 from bot.sandbox.demo import digest_of
-from conveyor_emulator.webhooks import Delivery
+from conveyor_emulator.events.webhooks import Delivery
 
 from .report import Section
 from .wiring import ChildServer, Stage, family, pss_kb, spawn_bot, start_stage

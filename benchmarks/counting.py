@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from conveyor_emulator.requestlog import RequestEntry
+from conveyor_emulator.faults.requestlog import RequestEntry
 
 Need = tuple[str, str, str]  # method, route template, why it is unavoidable
 

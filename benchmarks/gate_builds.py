@@ -17,8 +17,8 @@ from __future__ import annotations
 import time
 
 from bot.domain.policy import load_policy
+from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.policies import DeploymentRepo
-from bot.promotion.pull_facts import PullFacts
 from bot.render.tool import find_kustomize
 
 from .counting import tally

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from conveyor_emulator.requestlog import RequestEntry, RequestLog
+from conveyor_emulator.faults.requestlog import RequestEntry, RequestLog
 
 from .counting import (
     COLD_FILES,

@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from bot.promotion.resync import resync_installation
-from conveyor_emulator.webhooks import Delivery
+from bot.promotion.resync.reconcile import resync_installation
+from conveyor_emulator.events.webhooks import Delivery
 
 from .counting import (
     AFTER_PR,
@@ -104,7 +104,7 @@ async def idle_resync(stage: Stage, *, interval: float = 0.0) -> tuple[Tally, in
 
     The first resync may still change things (it deletes the branches of merged promotions,
     which moves the repository's `pushed_at`), and with many source repositories the first
-    passes still read some for the first time (`bot/promotion/release_polls.py`), so resyncs
+    passes still read some for the first time (`bot/promotion/resync/release_polls.py`), so resyncs
     run until one makes only `304`s (at least two, at most twenty) before the one measured.
     """
     assert stage.bot is not None

@@ -21,8 +21,8 @@ from typing import Any
 
 from bot.domain.policy import load_policy
 from bot.manifests import promote_image
-from bot.promotion.dashboard import refresh_dashboard
-from bot.promotion.resync import resync_all
+from bot.promotion.dashboard.issue import refresh_dashboard
+from bot.promotion.resync.reconcile import resync_all
 from bot.sandbox.demo import digest_of
 from conveyor_emulator import Emulator
 

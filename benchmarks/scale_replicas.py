@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from aiohttp import web
 
 from bot.handlers import build_router
-from bot.promotion.resync import resync_all
-from bot.server import Runtime, create_app, runtime_of
+from bot.promotion.resync.reconcile import resync_all
+from bot.serving.server import Runtime, create_app, runtime_of
 
 from .wiring import bot_settings, free_port, start_stage
 

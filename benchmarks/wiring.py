@@ -29,14 +29,14 @@ from typing import Any
 
 import aiohttp
 
-from bot.acknowledge import WEBHOOK_PATH
 from bot.github.client import RetryPolicy
+from bot.runtime.settings import Settings
 from bot.sandbox import stack
 from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
 from bot.sandbox.stack import BotServer, free_port, serve_environment, wait_healthy
-from bot.settings import Settings
+from bot.serving.acknowledge import WEBHOOK_PATH
 from conveyor_emulator import Emulator
-from conveyor_emulator.webhooks import Delivery
+from conveyor_emulator.events.webhooks import Delivery
 
 SECRET = "benchmark-webhook-secret-0123456789"
 START = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)  # a Monday morning, outside any freeze

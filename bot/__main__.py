@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
-from .settings import SettingsError
+from bot.runtime.settings import SettingsError
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -53,13 +53,13 @@ def log_folder(text: str) -> Path:
 
 
 def _serve(_args: argparse.Namespace) -> int:
-    from .serve import run_server
+    from bot.serving.serve import run_server
 
     return run_server()
 
 
 def _receive(args: argparse.Namespace) -> int:
-    from .receive import run
+    from bot.cli.receive import run
 
     return run(args.event, args.payload, args.url)
 
@@ -69,34 +69,34 @@ def _sandbox(args: argparse.Namespace) -> int:
         what = "a folder, not a policy file" if args.config.is_dir() else "no such file"
         print(f"{args.config}: {what}", file=sys.stderr)
         return 1
-    from .sandbox.cli import run
+    from bot.sandbox.cli import run
 
     return run(config=args.config, keep=args.keep, log_dir=args.log_dir,
                service=args.service, to=args.to)
 
 
 def _setup(args: argparse.Namespace) -> int:
-    from .setup_flow import run
+    from bot.cli.setup_flow import run
 
     return run(host=args.host, port=args.port, org=args.org, webhook_url=args.webhook_url,
                manifest=args.manifest, env_file=args.env_file, force=args.force)
 
 
 def _check_config(args: argparse.Namespace) -> int:
-    from .offline import check_config
+    from bot.cli.offline import check_config
 
     return check_config(args.file, args.repo)
 
 
 def _bump(args: argparse.Namespace) -> int:
-    from .offline import bump
+    from bot.cli.offline import bump
 
     return bump(args.repo, args.service, args.env, args.image or args.chart,
                 write=args.write, chart=args.chart is not None)
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import run
+    from bot.cli.report import run
 
     return run(args.repo, args.since, args.format, args.api_url)
 

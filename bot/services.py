@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import cachetools
 
-from .context import Context
-from .promotion.delivery_board import DeliveryBoard
-from .promotion.gatekeeper import GateService
-from .promotion.policies import PolicyIndex
-from .promotion.release_polls import ReleasePolls
-from .promotion.status import StatusSources
+from bot.promotion.dashboard.status import StatusSources
+from bot.promotion.gate.gatekeeper import GateService
+from bot.promotion.policies import PolicyIndex
+from bot.promotion.resync.release_polls import ReleasePolls
+from bot.promotion.watching.delivery_board import DeliveryBoard
+from bot.runtime.context import Context
 
 # Tagged images whose package event was handled (its twin event, a redelivery), marked only
 # once handled so that a retried job runs again: (image, digest, tag) → True.

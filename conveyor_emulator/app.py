@@ -11,29 +11,22 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from . import (
-    apps_refused,
-    limits,
-    permissions,
-    routes_app,
-    routes_archive,
-    routes_checks,
-    routes_deployments,
-    routes_git,
-    routes_issues,
-    routes_people,
-    routes_pulls,
-    routes_releases,
-    routes_repos,
-)
-from .auth import lookup_token, unverified_issuer, verify_jwt
-from .errors import ApiError
-from .faults import SECONDARY_DOCS, SECONDARY_MESSAGE
-from .requestlog import RequestEntry
-from .routing import DOCS, Ctx, Reply, Route, Router
+from conveyor_emulator.accounts import routes_people
+from conveyor_emulator.apps import apps_refused, permissions, routes_app
+from conveyor_emulator.apps.auth import lookup_token, unverified_issuer, verify_jwt
+from conveyor_emulator.checks import routes_checks, routes_deployments
+from conveyor_emulator.errors import ApiError
+from conveyor_emulator.faults import limits
+from conveyor_emulator.faults.requestlog import RequestEntry
+from conveyor_emulator.faults.switches import SECONDARY_DOCS, SECONDARY_MESSAGE
+from conveyor_emulator.issues import routes_issues
+from conveyor_emulator.pulls import routes_pulls
+from conveyor_emulator.releases import routes_releases
+from conveyor_emulator.repos import routes_archive, routes_git, routes_repos
+from conveyor_emulator.routing import DOCS, Ctx, Reply, Route, Router
 
 if TYPE_CHECKING:
-    from .emulator import EmulatorCore
+    from conveyor_emulator.driver.core import EmulatorCore
 
 PREFIX = "/api/v3"
 
@@ -219,7 +212,9 @@ class Dispatcher:
 
 
 def build_app(emulator: EmulatorCore) -> web.Application:
-    from . import control, graphql_api, registry, web_views
+    from conveyor_emulator import control, web_views
+    from conveyor_emulator.graphql_api import endpoint as graphql_api
+    from conveyor_emulator.registry import distribution as registry
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     control.register(app, emulator)

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from .errors import ApiError
+from conveyor_emulator.errors import ApiError
 
 if TYPE_CHECKING:
-    from .emulator import EmulatorCore
+    from conveyor_emulator.driver.core import EmulatorCore
 
 # POST /_emulator/act/<name> with the keyword arguments of the Emulator method of that name.
 ACTIONS = {

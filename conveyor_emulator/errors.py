@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .state import JSON
+from conveyor_emulator.store.state import JSON
 
 
 class ApiError(Exception):

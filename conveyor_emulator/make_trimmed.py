@@ -24,8 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .app import ROUTER
-from .openapi import REST_FILE, WEBHOOK_KEYS, WEBHOOKS_FILE
+from conveyor_emulator.app import ROUTER
+from conveyor_emulator.openapi import REST_FILE, WEBHOOK_KEYS, WEBHOOKS_FILE
 
 HERE = Path(__file__).resolve().parent
 NOT_FOR_APPS = HERE / "not-for-apps.json"

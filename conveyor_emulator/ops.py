@@ -3,10 +3,10 @@ webhooks it causes, one family per base class."""
 
 from __future__ import annotations
 
-from .ops_checks import CheckOps
-from .ops_deployments import DeploymentOps
-from .ops_pulls import PullOps
-from .ops_releases import ReleaseOps
+from conveyor_emulator.checks.ops_checks import CheckOps
+from conveyor_emulator.checks.ops_deployments import DeploymentOps
+from conveyor_emulator.pulls.ops_pulls import PullOps
+from conveyor_emulator.releases.ops_releases import ReleaseOps
 
 
 class Ops(PullOps, CheckOps, DeploymentOps, ReleaseOps):

@@ -5,15 +5,17 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from aiohttp import web
 
-from .errors import ApiError
-from .ops import Ops
-from .state import JSON, Installation, Repo, Token
-from .world import World
+from conveyor_emulator.errors import ApiError
+from conveyor_emulator.store.state import JSON, Installation, Repo, Token
+from conveyor_emulator.store.world import World
+
+if TYPE_CHECKING:
+    from conveyor_emulator.ops import Ops
 
 DOCS = "https://docs.github.com/rest"
 # parameters whose values may contain slashes

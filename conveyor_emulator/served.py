@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .app import build_app
-from .emulator import EmulatorCore
+from conveyor_emulator.app import build_app
+from conveyor_emulator.driver.core import EmulatorCore
 
 
 class Emulator(EmulatorCore):

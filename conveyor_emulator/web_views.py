@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from .emulator import EmulatorCore
+    from conveyor_emulator.driver.core import EmulatorCore
 
 _STYLE = ("body{font:15px/1.45 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
           "pre{white-space:pre-wrap;background:#f6f8fa;padding:.6em;border-radius:6px}"

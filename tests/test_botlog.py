@@ -18,7 +18,7 @@ def write_log(tmp_path: Path, *lines: object) -> Path:
 def test_errors_are_the_records_at_error_or_critical_with_their_logger(tmp_path: Path) -> None:
     path = write_log(
         tmp_path,
-        {"level": "info", "logger": "bot.server", "message": "serving"},
+        {"level": "info", "logger": "bot.serving.server", "message": "serving"},
         {"level": "error", "logger": "bot.promotion", "message": "open failed"},
         "Traceback (most recent call last):",  # not JSON: passed over
         ["error", "a list, not a record"],

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from bot.render.tool import find_kustomize
 from bot.sandbox.demo import DEMO_FILES
-from conveyor_emulator.auth import generate_private_key
+from conveyor_emulator.apps.auth import generate_private_key
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGEST = "sha256:" + "a" * 64

@@ -40,6 +40,6 @@ def test_no_command_serves_and_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch)
         served.append("serve")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("bot.serve.run_server", interrupted)
+    monkeypatch.setattr("bot.serving.serve.run_server", interrupted)
     assert cli.main([]) == 130
     assert served == ["serve"]

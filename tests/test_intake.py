@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from gidgethub import sansio
 
-from bot.intake import Answer, Delivery, admit, answer_offer, leading_action
-from bot.queue import Job, Offered
-from bot.receive import webhook_headers
+from bot.cli.receive import webhook_headers
+from bot.runtime.queue import Job, Offered
+from bot.serving.intake import Answer, Delivery, admit, answer_offer, leading_action
 
 SECRET = "It's a Secret to Everybody"
 PAYLOAD = {"action": "published", "release": {"tag_name": "v1.4.2"}}

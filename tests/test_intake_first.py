@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.queue import IntakeFirst
+from bot.runtime.queue import IntakeFirst
 
 
 async def deliveries(intake: IntakeFirst, count: int, every: float) -> None:

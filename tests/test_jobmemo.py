@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.jobmemo import job_memo, remembered
+from bot.runtime.jobmemo import job_memo, remembered
 
 
 class Asker:

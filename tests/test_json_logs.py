@@ -1,4 +1,4 @@
-"""The JSON log lines (bot/logs.py): one object a line with the delivery id of the work, the
+"""The JSON log lines (bot/runtime/logs.py): one object a line with the delivery id of the work, the
 record's extra fields and its exception, and no secret in any of them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import logging
 import sys
 
-from bot.logs import JsonFormatter, delivery_id_var, redact, register_secret
+from bot.runtime.logs import JsonFormatter, delivery_id_var, redact, register_secret
 
 TOKEN = "ghs_" + "A1b2" * 9
 JWT = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxMjMifQ.c2lnbmF0dXJlLXBhcnQ"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.queue import KeyedLocks
+from bot.runtime.queue import KeyedLocks
 
 
 async def test_one_holder_per_repository_and_nothing_kept_after() -> None:

@@ -46,3 +46,13 @@ def test_every_module_of_the_emulator_is_in_its_readme() -> None:
     assert unlisted("conveyor_emulator", names) == []
     assert sorted(n for n in names if n.endswith(".py") and "*" not in n
                   and not (ROOT / n).exists()) == []
+
+
+def test_no_package_holds_more_than_15_modules_directly() -> None:
+    crowded = {}
+    for package in ("bot", "conveyor_emulator"):
+        for folder in {path.parent for path in (ROOT / package).rglob("*.py")}:
+            count = sum(1 for path in folder.glob("*.py") if path.name != "__init__.py")
+            if count > 15:
+                crowded[str(folder.relative_to(ROOT))] = count
+    assert crowded == {}

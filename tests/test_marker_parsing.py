@@ -1,12 +1,17 @@
-"""The hidden marker in Conveyor's PR bodies (bot/promotion/marker.py): what a hand-edited or
-copied marker that does not read back gives (nothing), and how a release train's marker stands
-for one promotion per service it moves."""
+"""The hidden marker in Conveyor's PR bodies (bot/promotion/authorship/marker.py): what a
+hand-edited or copied marker that does not read back gives (nothing), and how a release train's
+marker stands for one promotion per service it moves."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.promotion.marker import PromotionMarker, TrainMember, parse_marker, service_markers
+from bot.promotion.authorship.marker import (
+    PromotionMarker,
+    TrainMember,
+    parse_marker,
+    service_markers,
+)
 
 A = "sha256:" + "a" * 64
 B = "sha256:" + "b" * 64

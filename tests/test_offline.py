@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.cli.offline import bump, check_config
 from bot.names import POLICY_PATH
-from bot.offline import bump, check_config
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY
 
 DIGEST = "sha256:" + "b" * 64
@@ -199,7 +199,7 @@ def test_a_failed_write_leaves_the_file_and_no_temporary(
     def disk_full(source: str, target: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("bot.offline.os.replace", disk_full)
+    monkeypatch.setattr("bot.cli.offline.os.replace", disk_full)
     with pytest.raises(OSError):
         run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}")
     assert (repo / STAGING).read_text() == DEMO_FILES[STAGING]

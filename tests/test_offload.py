@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bot import offload
 from bot.configcheck.files import check_file
 from bot.domain.policy import load_policy
 from bot.manifests import ImageNotFoundError, ManifestError, promote_image
+from bot.runtime import offload
 from bot.sandbox.demo import DEMO_POLICY, digest_of
 
 DIGEST = digest_of("web:2.0.0")
@@ -121,7 +121,7 @@ async def test_the_worker_process_leaves_when_the_bot_is_killed(tmp_path: Path) 
     # would wait on its queue forever, and its forkserver with it.
     written = tmp_path / "worker.pid"
     script = ("import pathlib, sys\n"
-              "from bot import offload\n"
+              "from bot.runtime import offload\n"
               "pathlib.Path(sys.argv[1]).write_text(str(offload.start()))\n"
               "sys.stdin.read()\n")
     proc = await asyncio.create_subprocess_exec(

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from bot import offload
+from bot.runtime import offload
 
 
 class Left(Exception):

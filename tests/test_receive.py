@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from bot.receive import run, send, signature_for
+from bot.cli.receive import run, send, signature_for
 from tests.harness import SECRET, World, close_world, make_world
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.receive import default_url, run
+from bot.cli.receive import default_url, run
 from tests.botprocess import free_port
 
 

@@ -3,7 +3,7 @@ tests/flows/test_scale_counts.py)."""
 
 from __future__ import annotations
 
-from bot.promotion.release_polls import MOVED_PER_PASS, ROTATION_PER_PASS, ReleasePolls
+from bot.promotion.resync.release_polls import MOVED_PER_PASS, ROTATION_PER_PASS, ReleasePolls
 
 SOURCES = [f"acme/svc-{n:03d}" for n in range(100)]
 PUSHED = {source: "2026-01-01T00:00:00Z" for source in SOURCES}

@@ -1,4 +1,4 @@
-"""The in-memory timers (bot/scheduler.py): a later timer with the same key replaces the
+"""The in-memory timers (bot/runtime/scheduler.py): a later timer with the same key replaces the
 earlier one, a due timer becomes one internal job, and a full queue drops the job with a
 warning (the resync sets the timer again)."""
 
@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.queue import MemoryQueue
-from bot.scheduler import Scheduler
+from bot.runtime.queue import MemoryQueue
+from bot.runtime.scheduler import Scheduler
 
 NOW = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
@@ -33,7 +33,7 @@ async def test_a_full_queue_drops_the_job_with_a_warning(
         caplog: pytest.LogCaptureFixture) -> None:
     queue = MemoryQueue(maxsize=1)
     scheduler = Scheduler(queue, lambda: NOW)
-    caplog.set_level(logging.WARNING, logger="bot.scheduler")
+    caplog.set_level(logging.WARNING, logger="bot.runtime.scheduler")
     scheduler.enqueue("gate", {"pull": 1})
     scheduler.enqueue("gate", {"pull": 2})
     for _ in range(20):

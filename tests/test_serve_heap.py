@@ -7,7 +7,7 @@ import weakref
 
 from aiohttp import web
 
-from bot.serve import freeze_startup_heap
+from bot.serving.serve import freeze_startup_heap
 
 
 class Node:

@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from bot.settings import SettingsError, load_settings, merged_environment, read_dotenv
+from bot.runtime.settings import SettingsError, load_settings, merged_environment, read_dotenv
 
 
 @pytest.fixture(scope="module")

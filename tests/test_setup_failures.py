@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import SettingsError
-from bot.setup_flow import SetupError, load_manifest, run
+from bot.cli.setup_flow import SetupError, load_manifest, run
+from bot.runtime.settings import SettingsError
 from conveyor_emulator import Emulator
 from tests.botprocess import free_port
 from tests.test_setup_flow import client_for, config_for, emulator

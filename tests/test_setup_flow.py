@@ -22,8 +22,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from bot.settings import load_settings
-from bot.setup_flow import (
+from bot.cli.setup_flow import (
     SetupConfig,
     SetupError,
     build_setup_app,
@@ -35,6 +34,7 @@ from bot.setup_flow import (
     setup_state,
     write_env,
 )
+from bot.runtime.settings import load_settings
 from conveyor_emulator import Emulator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -322,7 +322,7 @@ async def convert(emulator: Emulator, manifest: dict[str, Any]) -> tuple[int, di
 async def test_the_shipped_manifest_is_accepted_by_the_manifest_flow(emulator: Emulator,
                                                                       tmp_path: Path) -> None:
     """What `python -m bot setup` posts: every event has the permission GitHub requires."""
-    from bot.setup_flow import manifest_for
+    from bot.cli.setup_flow import manifest_for
 
     status, body = await convert(emulator, manifest_for(config_for(emulator, tmp_path / ".e")))
     assert status == 201, body
@@ -349,7 +349,7 @@ def test_the_manifest_asks_for_no_more_than_the_bot_uses() -> None:
     """Commit statuses are read (evidence), never written: `statuses: read`; and the
     emulator's installations grant exactly what the manifest asks for, so a write the manifest
     does not allow answers 403 in every behaviour test."""
-    from conveyor_emulator.emulator_seeding import DEFAULT_PERMISSIONS
+    from conveyor_emulator.driver.seeding import DEFAULT_PERMISSIONS
 
     assert MANIFEST["default_permissions"]["statuses"] == "read"
     assert MANIFEST["default_permissions"]["merge_queues"] == "read"

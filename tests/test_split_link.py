@@ -11,8 +11,8 @@ import pytest
 from gidgethub import sansio
 
 from bot.handlers import build_router
-from bot.queue import Job
-from bot.split.link import (
+from bot.runtime.queue import Job
+from bot.serving.link import (
     ASK,
     JOB,
     Link,

@@ -191,13 +191,13 @@ async def test_a_frozen_workers_process_delays_no_answer_and_fails_the_health_ch
 
 
 def test_the_workers_process_is_started_by_serve_only(tmp_path: Path) -> None:
-    alone = subprocess.run([sys.executable, "-m", "bot.split.workers"], cwd=tmp_path,
+    alone = subprocess.run([sys.executable, "-m", "bot.serving.workers"], cwd=tmp_path,
                            env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT)},
                            capture_output=True, text=True, timeout=60)
     assert alone.returncode == 2
     assert alone.stderr == ("conveyor workers: started by `python -m bot serve`, with a "
                             "socket's file descriptor\n")
-    unset = subprocess.run([sys.executable, "-m", "bot.split.workers", "3"], cwd=tmp_path,
+    unset = subprocess.run([sys.executable, "-m", "bot.serving.workers", "3"], cwd=tmp_path,
                            env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT)},
                            capture_output=True, text=True, timeout=60)
     assert (unset.returncode, unset.stderr) == (2, "conveyor workers: GITHUB_APP_ID is not set\n")
@@ -206,10 +206,11 @@ def test_the_workers_process_is_started_by_serve_only(tmp_path: Path) -> None:
 def test_the_intake_process_loads_no_handler_and_no_client() -> None:
     """What the intake holds in memory: the answer's code, not the work's."""
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, bot.serve; print(' '.join(sorted(sys.modules)))"],
+        [sys.executable, "-c",
+         "import sys, bot.serving.serve; print(' '.join(sorted(sys.modules)))"],
         env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT)},
         capture_output=True, text=True, timeout=60, check=True).stdout.split()
-    assert "bot.split.front" in loaded
-    heavy = ("bot.handlers", "bot.server", "bot.promotion", "bot.github", "bot.manifests",
+    assert "bot.serving.front" in loaded
+    heavy = ("bot.handlers", "bot.serving.server", "bot.promotion", "bot.github", "bot.manifests",
              "ruamel")
     assert [name for name in loaded if name.startswith(heavy)] == []

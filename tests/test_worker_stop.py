@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.queue import cancel_until_done
+from bot.runtime.queue import cancel_until_done
 
 
 async def swallows_one_cancellation(lost: asyncio.Event) -> None:

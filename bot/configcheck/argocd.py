@@ -13,9 +13,9 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from ..domain.images import parse_image_ref
-from ..manifests.shapes import split_argocd_image
-from .documents import Document, Path
+from bot.configcheck.documents import Document, Path
+from bot.domain.images import parse_image_ref
+from bot.manifests.shapes import split_argocd_image
 
 ARGOCD_GROUP = "argoproj.io"
 WRITE_BACK_PREFIX = ".argocd-source-"

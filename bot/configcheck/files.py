@@ -6,15 +6,15 @@ take the documents parsed here; reading those files is the caller's part.
 
 from __future__ import annotations
 
-from ..domain.images import image_allowed, same_image
-from ..domain.policy import Policy, PolicyError, load_policy
-from ..manifests import ManifestError, find_all_images
-from ..manifests.charts import VERSION_ONLY_SHAPES
-from ..names import POLICY_PATH
-from . import argocd, helm, kustomize
-from .documents import Document, parse_documents
-from .kubernetes import check_resource, is_kustomize, is_resource
-from .report import Finding, Report
+from bot.configcheck import argocd, helm, kustomize
+from bot.configcheck.documents import Document, parse_documents
+from bot.configcheck.kubernetes import check_resource, is_kustomize, is_resource
+from bot.configcheck.report import Finding, Report
+from bot.domain.images import image_allowed, same_image
+from bot.domain.policy import Policy, PolicyError, load_policy
+from bot.manifests import ManifestError, find_all_images
+from bot.manifests.charts import VERSION_ONLY_SHAPES
+from bot.names import POLICY_PATH
 
 
 def image_findings(policy: Policy, path: str, text: str) -> list[Finding]:

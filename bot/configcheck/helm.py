@@ -11,8 +11,8 @@ import json
 import posixpath
 from typing import Any
 
-from .documents import Document
-from .messages import describe
+from bot.configcheck.documents import Document
+from bot.configcheck.messages import describe
 
 SCHEMA_NAME = "values.schema.json"
 DEFAULTS_NAME = "values.yaml"

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..domain.policy.kubernetes import schema_root
-from .documents import Document, Path
-from .messages import describe, suggest
+from bot.configcheck.documents import Document, Path
+from bot.configcheck.messages import describe, suggest
+from bot.domain.policy.kubernetes import schema_root
 
 MAX_ERRORS_PER_DOCUMENT = 20
 KUSTOMIZE_GROUP = "kustomize.config.k8s.io"

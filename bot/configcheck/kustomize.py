@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .documents import Document, Path
-from .messages import suggest
+from bot.configcheck.documents import Document, Path
+from bot.configcheck.messages import suggest
 
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 IMAGE_KEYS = ("name", "newName", "newTag", "digest", "tagSuffix")

@@ -6,7 +6,7 @@ import difflib
 import re
 from typing import Any
 
-from .documents import Document, Path
+from bot.configcheck.documents import Document, Path
 
 
 def where(path: Path) -> str:

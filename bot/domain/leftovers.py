@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from .tags import is_newer
+from bot.domain.tags import is_newer
 
 __all__ = [
     "LeftoverStep",

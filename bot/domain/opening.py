@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from .tags import is_newer
+from bot.domain.tags import is_newer
 
 __all__ = [
     "FileEdit",

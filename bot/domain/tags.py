@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import nodesemver
 
-from .regex_safety import check_regex_safety
+from bot.domain.regex_safety import check_regex_safety
 
 MAX_TAG_LENGTH = 128  # the OCI limit for an image tag; longer input is never admitted
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
-from ..text import format_time
+from bot.text import format_time
 
 
 def check_output(title: str, summary: str, *, text: str | None = None,

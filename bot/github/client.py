@@ -21,12 +21,12 @@ import gidgethub
 from gidgethub import aiohttp as gh_aiohttp
 from gidgethub.abc import GitHubAPI
 
-from ..metrics import Metrics
-from .auth import AppAuth
-from .immutable import ShaStore
-from .limits import TextTooLong, over_limit
-from .ratelimit import BARE_SECONDARY_WAIT, RateLimiter
-from .transient import TransientError, retry_request
+from bot.github.auth import AppAuth
+from bot.github.immutable import ShaStore
+from bot.github.limits import TextTooLong, over_limit
+from bot.github.ratelimit import BARE_SECONDARY_WAIT, RateLimiter
+from bot.github.transient import TransientError, retry_request
+from bot.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

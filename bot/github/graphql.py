@@ -15,7 +15,7 @@ from typing import Any
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from .transient import TransientError
+from bot.github.transient import TransientError
 
 log = logging.getLogger(__name__)
 

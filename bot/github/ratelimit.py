@@ -25,7 +25,7 @@ from typing import Protocol
 
 import gidgethub
 
-from ..metrics import Metrics
+from bot.metrics import Metrics
 
 MINUTE = 60.0
 HOUR = 3600.0

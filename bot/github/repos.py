@@ -16,9 +16,9 @@ from urllib.parse import quote
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from .client import sha_store
-from .immutable import SHA
-from .refusals import or_none
+from bot.github.client import sha_store
+from bot.github.immutable import SHA
+from bot.github.refusals import or_none
 
 MAX_FILE_BYTES = 1024 * 1024
 

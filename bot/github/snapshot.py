@@ -28,8 +28,8 @@ import cachetools
 from gidgethub import sansio
 from gidgethub.abc import GitHubAPI
 
-from .refusals import or_none
-from .repos import MAX_FILE_BYTES, FileTooLarge, branch_head, get_file
+from bot.github.refusals import or_none
+from bot.github.repos import MAX_FILE_BYTES, FileTooLarge, branch_head, get_file
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ def transient_failure(exc: BaseException) -> bool:
     if isinstance(exc, TimeoutError | aiohttp.ClientError | TransientError | gidgethub.GitHubBroken
                   | gidgethub.RateLimitExceeded):
         return True
-    from .ratelimit import RateLimitError
+    from bot.github.ratelimit import RateLimitError
 
     if isinstance(exc, RateLimitError):
         return True

@@ -1,4 +1,9 @@
-"""Webhook handlers, one module per event family, composed into one router."""
+"""Webhook handlers, one module per event family, composed into one router.
+
+Thin: each handler reads the policy and calls `bot.promotion`; it may import every promotion
+capability, the services, the runtime and the edges, and nothing imports it but `bot.serving`
+and the sandbox.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from types import ModuleType
 
 from gidgethub import routing
 
-from . import (
+from bot.handlers import (
     commands,
     configcheck,
     deployments,

@@ -13,20 +13,20 @@ from typing import Any
 import gidgethub
 from gidgethub import routing, sansio
 
-from ..domain.commands import parse_commands
-from ..github.client import ConveyorGitHubAPI
-from ..github.repos import WRITE_PERMISSIONS, comment, is_bot, permission_of
-from ..promotion.command_run import Invocation
-from ..promotion.commands import finish, run_commands
-from ..promotion.policies import BrokenPolicy, DeploymentRepo
-from ..promotion.replies import (
+from bot.domain.commands.parse import parse_commands
+from bot.github.client import ConveyorGitHubAPI
+from bot.github.repos import WRITE_PERMISSIONS, comment, is_bot, permission_of
+from bot.handlers.events import indexed_repo
+from bot.promotion.commands.command_run import Invocation
+from bot.promotion.commands.dispatch import finish, run_commands
+from bot.promotion.commands.replies import (
     already_answered,
     permission_refusal,
     permission_unknown,
     policy_refusal,
 )
-from ..services import Services
-from .events import indexed_repo
+from bot.promotion.policies import BrokenPolicy, DeploymentRepo
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()

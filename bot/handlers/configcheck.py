@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from gidgethub import routing, sansio
 
-from ..domain.policy import Policy
-from ..github.client import ConveyorGitHubAPI
-from ..promotion.configcheck import run_config_check
-from ..promotion.policies import DeploymentRepo, IndexedRepo
-from ..services import Services
-from .events import indexed_repo, is_default_branch_push, pushed_paths
+from bot.domain.policy import Policy
+from bot.github.client import ConveyorGitHubAPI
+from bot.handlers.events import indexed_repo, is_default_branch_push, pushed_paths
+from bot.promotion.configcheck import run_config_check
+from bot.promotion.policies import DeploymentRepo, IndexedRepo
+from bot.services import Services
 
 router = routing.Router()
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from ..domain.deployed import (
+from bot.domain.deployed import (
     FINAL_STATES,
     Report,
     ReportKind,
@@ -18,14 +18,14 @@ from ..domain.deployed import (
     deployment_state,
     may_match,
 )
-from ..domain.policy import Policy
-from ..github.client import ConveyorGitHubAPI
-from ..promotion.deployed import parse_time
-from ..promotion.downstream import reevaluate_open_pulls
-from ..promotion.rollback_commands import watcher
-from ..promotion.watch import FAILED_STATES, watched
-from ..services import Services
-from .events import deployment_repo
+from bot.domain.policy import Policy
+from bot.github.client import ConveyorGitHubAPI
+from bot.handlers.events import deployment_repo
+from bot.promotion.commands.rollback import watcher
+from bot.promotion.evidence.deployed import parse_time
+from bot.promotion.triggers.downstream import reevaluate_open_pulls
+from bot.promotion.watching.watch import FAILED_STATES, watched
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from gidgethub import sansio
 
-from ..github.client import ConveyorGitHubAPI
-from ..promotion.policies import DeploymentRepo, IndexedRepo
-from ..services import Services
+from bot.github.client import ConveyorGitHubAPI
+from bot.promotion.policies import DeploymentRepo, IndexedRepo
+from bot.services import Services
 
 
 def default_branch(event: sansio.Event) -> str | None:

@@ -6,8 +6,8 @@ import logging
 
 from gidgethub import routing, sansio
 
-from ..github.client import ConveyorGitHubAPI
-from ..services import Services
+from bot.github.client import ConveyorGitHubAPI
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()

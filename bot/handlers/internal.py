@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from gidgethub import routing, sansio
 
-from ..github.client import ConveyorGitHubAPI
-from ..promotion.merger import merge_promotion
-from ..scheduler import INTERNAL_PREFIX
-from ..services import Services
-from .events import indexed_repo
+from bot.github.client import ConveyorGitHubAPI
+from bot.handlers.events import indexed_repo
+from bot.promotion.opening.merger import merge_promotion
+from bot.runtime.scheduler import INTERNAL_PREFIX
+from bot.services import Services
 
 router = routing.Router()
 

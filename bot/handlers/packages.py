@@ -15,17 +15,17 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from ..domain.tags import version_from_tag
-from ..github.client import ConveyorGitHubAPI
-from ..promotion.candidates import (
-    Candidate,
-    package_event_facts,
-    source_from_labels,
+from bot.domain.tags import version_from_tag
+from bot.github.client import ConveyorGitHubAPI
+from bot.promotion.opening.candidates import Candidate, package_event_facts, source_from_labels
+from bot.promotion.triggers.flows import (
+    find_release,
+    promote_to_entry_environments,
+    release_candidate,
 )
-from ..promotion.flows import find_release, promote_to_entry_environments, release_candidate
-from ..registry.errors import RegistryError
-from ..registry.lookup import kind_problem
-from ..services import Services
+from bot.registry.errors import RegistryError
+from bot.registry.lookup import kind_problem
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()

@@ -8,15 +8,15 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from ..github.client import ConveyorGitHubAPI
-from ..promotion.downstream import promote_downstream, reevaluate_open_pulls
-from ..promotion.hold import keep_hold
-from ..promotion.marker import parse_marker
-from ..promotion.policies import DeploymentRepo
-from ..promotion.train_flows import promote_train_downstream
-from ..promotion.trust import opened_by_conveyor, trusted_marker
-from ..services import Services
-from .events import indexed_repo
+from bot.github.client import ConveyorGitHubAPI
+from bot.handlers.events import indexed_repo
+from bot.promotion.authorship.marker import parse_marker
+from bot.promotion.authorship.trust import opened_by_conveyor, trusted_marker
+from bot.promotion.gate.hold import keep_hold
+from bot.promotion.policies import DeploymentRepo
+from bot.promotion.trains.flows import promote_train_downstream
+from bot.promotion.triggers.downstream import promote_downstream, reevaluate_open_pulls
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()

@@ -6,12 +6,17 @@ import logging
 
 from gidgethub import routing, sansio
 
-from ..github.client import ConveyorGitHubAPI
-from ..names import POLICY_PATH
-from ..promotion.downstream import reevaluate_open_pulls
-from ..promotion.policies import DeploymentRepo
-from ..services import Services
-from .events import default_branch, deployment_repo, is_default_branch_push, pushed_paths
+from bot.github.client import ConveyorGitHubAPI
+from bot.handlers.events import (
+    default_branch,
+    deployment_repo,
+    is_default_branch_push,
+    pushed_paths,
+)
+from bot.names import POLICY_PATH
+from bot.promotion.policies import DeploymentRepo
+from bot.promotion.triggers.downstream import reevaluate_open_pulls
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()

@@ -6,15 +6,15 @@ import logging
 
 from gidgethub import routing, sansio
 
-from ..domain.tags import tag_prefix
-from ..github.client import ConveyorGitHubAPI
-from ..promotion.flows import (
+from bot.domain.tags import tag_prefix
+from bot.github.client import ConveyorGitHubAPI
+from bot.promotion.triggers.flows import (
     promote_to_entry_environments,
     release_candidate,
     report_lookup_failure,
 )
-from ..registry.errors import RegistryError
-from ..services import Services
+from bot.registry.errors import RegistryError
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()

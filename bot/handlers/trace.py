@@ -11,8 +11,11 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from ..github.client import ConveyorGitHubAPI
-from ..promotion.dashboard import (
+from bot.github.client import ConveyorGitHubAPI
+from bot.handlers.events import deployment_repo, indexed_repo, is_default_branch_push
+from bot.promotion.authorship.marker import PromotionMarker, parse_marker, service_markers
+from bot.promotion.authorship.trust import trusted_marker
+from bot.promotion.dashboard.issue import (
     DASHBOARD_EVENT,
     DELIVERY_EVENT,
     refresh_dashboard,
@@ -20,13 +23,10 @@ from ..promotion.dashboard import (
     schedule_dashboard,
     schedule_delivery,
 )
-from ..promotion.marker import PromotionMarker, parse_marker, service_markers
-from ..promotion.policies import DeploymentRepo
-from ..promotion.trace import Promotion, report_promotion, source_commit
-from ..promotion.trust import trusted_marker
-from ..scheduler import INTERNAL_PREFIX
-from ..services import Services
-from .events import deployment_repo, indexed_repo, is_default_branch_push
+from bot.promotion.history.trace import Promotion, report_promotion, source_commit
+from bot.promotion.policies import DeploymentRepo
+from bot.runtime.scheduler import INTERNAL_PREFIX
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 router = routing.Router()

@@ -8,6 +8,9 @@ write-back files, Flux setter comments and Conveyor marker comments. ``find_imag
 image's. ``promote_image`` rewrites one image's tag and digest by splicing text at the exact
 positions of the old values, re-parses the result and verifies that exactly the intended values
 changed. The formats are documented in ``docs/manifests.md`` and ``comments.py``.
+
+Pure: it imports only the standard library, ruamel.yaml, `bot.yamlread`, `bot.domain` and
+`bot.names`.
 """
 
 from bot.manifests.api import find_all_images, find_images, promote_image

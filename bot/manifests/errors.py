@@ -16,7 +16,7 @@ class ManifestError(Exception):
         self.message = message
 
     def __reduce__(self) -> tuple[type[ManifestError], tuple[str, int, str]]:
-        # Edits of very large files run in another process (bot/offload.py): rebuilt there.
+        # Edits of very large files run in another process (bot/runtime/offload.py): rebuilt there.
         return type(self), (self.path, self.line, self.message)
 
 

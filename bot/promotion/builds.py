@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from gidgethub.abc import GitHubAPI
 
-from ..domain.policy import Policy
-from ..github.repos import MAX_FILE_BYTES, FileTooLarge, RepoFile
-from ..github.snapshot import TreeTruncated, git_blob_sha
-from ..render.build import BuildResult
-from ..render.inputs import (
+from bot.domain.policy import Policy
+from bot.github.repos import MAX_FILE_BYTES, FileTooLarge, RepoFile
+from bot.github.snapshot import TreeTruncated, git_blob_sha
+from bot.render.build import BuildResult
+from bot.render.inputs import (
     KUSTOMIZATION_NAMES,
     BuildInputs,
     NeedTexts,
@@ -28,10 +28,10 @@ from ..render.inputs import (
     build_inputs,
     overlay_folder,
 )
-from ..render.workloads import WorkloadChange, image_changes
+from bot.render.workloads import WorkloadChange, image_changes
 
 if TYPE_CHECKING:
-    from ..context import Context
+    from bot.runtime.context import Context
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,13 @@ from datetime import datetime, timedelta
 
 from gidgethub.abc import GitHubAPI
 
-from ..domain.images import canonical_image_name
-from ..domain.policy import Policy, PolicyError, PolicyIssue, load_policy
-from ..github.graphql import holds_path
-from ..github.refusals import or_none
-from ..github.repos import FileTooLarge, branch_head, get_file, get_repository
-from ..names import POLICY_PATH
-from ..offload import run_cpu
+from bot.domain.images import canonical_image_name
+from bot.domain.policy import Policy, PolicyError, PolicyIssue, load_policy
+from bot.github.graphql import holds_path
+from bot.github.refusals import or_none
+from bot.github.repos import FileTooLarge, branch_head, get_file, get_repository
+from bot.names import POLICY_PATH
+from bot.runtime.offload import run_cpu
 
 log = logging.getLogger(__name__)
 

@@ -2,6 +2,9 @@
 rate-limit state that several replicas share. Used only when `CONVEYOR_REDIS_URL` is set;
 needs the `redis` extra (`pip install 'conveyor-bot[redis]'`). Installation tokens, ETag caches
 and the policy cache stay in each process's memory: nothing secret is ever written to Redis.
+
+It imports the runtime (the queue, timers and settings it stands in for) and the GitHub
+edge's rate-limit state; only `bot.serving` imports it.
 """
 
 from __future__ import annotations
@@ -12,13 +15,13 @@ from datetime import datetime
 
 from redis.asyncio import Redis
 
-from ..metrics import Metrics
-from ..settings import Settings
-from .client import Keys, connect
-from .locks import RedisLocks
-from .ratelimit import RedisLimitStore
-from .stream import RedisQueue
-from .timers import RedisScheduler
+from bot.metrics import Metrics
+from bot.redisq.client import Keys, connect
+from bot.redisq.locks import RedisLocks
+from bot.redisq.ratelimit import RedisLimitStore
+from bot.redisq.stream import RedisQueue
+from bot.redisq.timers import RedisScheduler
+from bot.runtime.settings import Settings
 
 __all__ = ["Keys", "RedisLimitStore", "RedisLocks", "RedisQueue", "RedisScheduler", "ScaleOut"]
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
-from ..queue import KeyedLocks
-from .client import REDIS_ERRORS, Keys, stop_requested
+from bot.redisq.client import REDIS_ERRORS, Keys, stop_requested
+from bot.runtime.queue import KeyedLocks
 
 log = logging.getLogger(__name__)
 

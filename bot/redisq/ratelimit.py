@@ -18,8 +18,8 @@ import uuid
 
 from redis.asyncio import Redis
 
-from ..github.ratelimit import MemoryLimitStore, WriteBudget
-from .client import REDIS_ERRORS, Keys, wait
+from bot.github.ratelimit import MemoryLimitStore, WriteBudget
+from bot.redisq.client import REDIS_ERRORS, Keys, wait
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ from prometheus_client import Counter, Gauge
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from ..metrics import Metrics
-from ..queue import Job, Offered
-from .client import REDIS_ERRORS, Keys, stop_requested, wait
+from bot.metrics import Metrics
+from bot.redisq.client import REDIS_ERRORS, Keys, stop_requested, wait
+from bot.runtime.queue import Job, Offered
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from ..queue import Job
-from ..scheduler import INTERNAL_PREFIX, Scheduler
-from .client import REDIS_ERRORS, stop_requested, wait
-from .stream import RedisQueue, encode
+from bot.redisq.client import REDIS_ERRORS, stop_requested, wait
+from bot.redisq.stream import RedisQueue, encode
+from bot.runtime.queue import Job
+from bot.runtime.scheduler import INTERNAL_PREFIX, Scheduler
 
 log = logging.getLogger(__name__)
 

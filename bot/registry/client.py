@@ -20,11 +20,11 @@ import aiohttp
 import cachetools
 from multidict import CIMultiDict
 
-from ..domain.images import is_digest
-from .challenge import Challenge, parse_challenge
-from .credentials import AuthFile, Credential
-from .errors import invalid, refusal, unreachable
-from .manifests import (
+from bot.domain.images import is_digest
+from bot.registry.challenge import Challenge, parse_challenge
+from bot.registry.credentials import AuthFile, Credential
+from bot.registry.errors import invalid, refusal, unreachable
+from bot.registry.manifests import (
     ACCEPT,
     MAX_MANIFEST_BYTES,
     Manifest,
@@ -34,7 +34,7 @@ from .manifests import (
     parse_manifest,
     sha256_digest,
 )
-from .names import Repository, endpoint_for
+from bot.registry.names import Repository, endpoint_for
 
 log = logging.getLogger(__name__)
 

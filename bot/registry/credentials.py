@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .names import host_key
+from bot.registry.names import host_key
 
 log = logging.getLogger(__name__)
 

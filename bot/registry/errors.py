@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .names import Repository
+from bot.registry.names import Repository
 
 AUTH_SETTING = "CONVEYOR_REGISTRY_AUTH_FILE"
 ENDPOINT_SETTING = "CONVEYOR_REGISTRY_ENDPOINTS"

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import cachetools
 
-from ..domain.tags import version_from_tag
-from .client import RegistryClient
-from .manifests import HELM_CONFIG, Manifest, image_platform
-from .names import Repository, repository_of
+from bot.domain.tags import version_from_tag
+from bot.registry.client import RegistryClient
+from bot.registry.manifests import HELM_CONFIG, Manifest, image_platform
+from bot.registry.names import Repository, repository_of
 
 log = logging.getLogger(__name__)
 

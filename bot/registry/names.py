@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..domain.images import canonical_image_name
+from bot.domain.images import canonical_image_name
 
 DOCKER_HUB = "docker.io"
 # Docker Hub's names are `docker.io/...`, its Distribution API is served elsewhere.

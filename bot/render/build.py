@@ -26,8 +26,8 @@ from pathlib import Path
 
 import cachetools
 
-from .tool import Kustomize
-from .workloads import Slot, UnreadableBuild, workload_images
+from bot.render.tool import Kustomize
+from bot.render.workloads import Slot, UnreadableBuild, workload_images
 
 BUILD_SECONDS = 30.0
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024

@@ -8,20 +8,20 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from ..domain.deployed import fill_context
-from ..domain.policy import Environment
-from ..names import REFUSAL_CHECK
-from ..promotion.dashboard import DASHBOARD_LABEL, DEBOUNCE
-from ..promotion.marker import branch_prefix, parse_marker
-from ..text import short_digest
-from .botlog import logged_reasons
-from .demo import digest_of
-from .failure_act import fail_a_deployment
-from .plan import Plan
-from .reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to
-from .runner import Sandbox
-from .stack import image_parts, publish_release
-from .telling import Narrator, dashboard_rows, reporting_tool, spoken, table_from_files
+from bot.domain.deployed import fill_context
+from bot.domain.policy import Environment
+from bot.names import REFUSAL_CHECK
+from bot.promotion.authorship.marker import branch_prefix, parse_marker
+from bot.promotion.dashboard.issue import DASHBOARD_LABEL, DEBOUNCE
+from bot.sandbox.botlog import logged_reasons
+from bot.sandbox.demo import digest_of
+from bot.sandbox.failure_act import fail_a_deployment
+from bot.sandbox.plan import Plan
+from bot.sandbox.reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to
+from bot.sandbox.runner import Sandbox
+from bot.sandbox.stack import image_parts, publish_release
+from bot.sandbox.telling import Narrator, dashboard_rows, reporting_tool, spoken, table_from_files
+from bot.text import short_digest
 
 
 class StoryFailed(Exception):

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from .story import Options, run_sandbox
+from bot.sandbox.story import Options, run_sandbox
 
 
 def run(*, config: Path | None = None, keep: bool = False, log_dir: Path | None = None,

@@ -20,14 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bot.domain.deployed import fill_context
+from bot.domain.durations import parse_duration
+from bot.names import GATE_CHECK
+from bot.sandbox.plan import Plan
+from bot.sandbox.reading import gate_of, gate_text, reply_to
+from bot.sandbox.runner import Sandbox
 from conveyor_emulator.errors import ApiError
-
-from ..domain.deployed import fill_context
-from ..domain.durations import parse_duration
-from ..names import GATE_CHECK
-from .plan import Plan
-from .reading import gate_of, gate_text, reply_to
-from .runner import Sandbox
 
 HELP = [line.strip() for line in (__doc__ or "").splitlines()[2:9]]
 

@@ -10,11 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from conveyor_emulator.images import build_chart, build_image
-
-from ..domain.policy import Service
-from ..names import POLICY_PATH
-from .stack import publish_release
+from bot.domain.policy import Service
+from bot.names import POLICY_PATH
+from bot.sandbox.stack import publish_release
+from conveyor_emulator.registry.images import build_chart, build_image
 
 if TYPE_CHECKING:
     from conveyor_emulator import Emulator

@@ -3,12 +3,12 @@ reports (`on_failure`), and the story tells what Conveyor did about it."""
 
 from __future__ import annotations
 
-from ..domain.deployed import fill_context
-from ..domain.policy import Environment
-from .plan import Plan
-from .reading import gate_of, gate_text, plain
-from .runner import Sandbox
-from .telling import Narrator, reporting_tool, spoken
+from bot.domain.deployed import fill_context
+from bot.domain.policy import Environment
+from bot.sandbox.plan import Plan
+from bot.sandbox.reading import gate_of, gate_text, plain
+from bot.sandbox.runner import Sandbox
+from bot.sandbox.telling import Narrator, reporting_tool, spoken
 
 
 def last_promoted(sandbox: Sandbox, plan: Plan, repo: str, env: Environment) -> str | None:

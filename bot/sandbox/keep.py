@@ -9,14 +9,14 @@ import signal
 import sys
 from pathlib import Path
 
-from ..domain.tags import version_from_tag
-from ..promotion.dashboard import DASHBOARD_LABEL
-from .console import Console, prompt
-from .demo import artifact_digest
-from .plan import Plan
-from .runner import Sandbox
-from .stack import image_parts
-from .telling import Narrator
+from bot.domain.tags import version_from_tag
+from bot.promotion.dashboard.issue import DASHBOARD_LABEL
+from bot.sandbox.console import Console, prompt
+from bot.sandbox.demo import artifact_digest
+from bot.sandbox.plan import Plan
+from bot.sandbox.runner import Sandbox
+from bot.sandbox.stack import image_parts
+from bot.sandbox.telling import Narrator
 
 
 async def prepare_release_payload(sandbox: Sandbox, plan: Plan, folder: Path

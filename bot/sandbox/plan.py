@@ -15,13 +15,13 @@ from pathlib import Path
 
 import nodesemver
 
-from ..domain.durations import format_duration
-from ..domain.policy import Environment, Policy, Service, check_config_file, load_policy
-from ..domain.tags import TagPolicy, compare_versions, sort_key, version_from_tag
-from ..localrepo import read_policy_files, repository_root
-from ..manifests import ManifestError, find_images
-from ..names import POLICY_PATH
-from .demo import DEMO_FILES, DEPLOY_REPO, artifact_digest, digest_of
+from bot.cli.localrepo import read_policy_files, repository_root
+from bot.domain.durations import format_duration
+from bot.domain.policy import Environment, Policy, Service, check_config_file, load_policy
+from bot.domain.tags import TagPolicy, compare_versions, sort_key, version_from_tag
+from bot.manifests import ManifestError, find_images
+from bot.names import POLICY_PATH
+from bot.sandbox.demo import DEMO_FILES, DEPLOY_REPO, artifact_digest, digest_of
 
 REQUESTERS = ("alice", "erin", "grace")  # write access; carol only reads
 TEAM_MEMBERS = ("bob", "dave", "frank")

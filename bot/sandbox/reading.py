@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..names import GATE_CHECK
-from ..text import unescape_markdown
-from .runner import Sandbox
+from bot.names import GATE_CHECK
+from bot.sandbox.runner import Sandbox
+from bot.text import unescape_markdown
 
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MARKS = re.compile(r"(?<!\\)(?:\*\*|`)")  # bold and code marks that are not escaped

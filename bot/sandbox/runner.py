@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.github.client import RetryPolicy
+from bot.runtime.logs import JsonFormatter, register_secret
+from bot.sandbox.stack import GHCR, Stack, bot_settings, start_bot_for
 from conveyor_emulator import Emulator
-
-from ..github.client import RetryPolicy
-from ..logs import JsonFormatter, register_secret
-from .stack import GHCR, Stack, bot_settings, start_bot_for
 
 # Monday 10:00 UTC: outside the usual freeze windows, so a policy's freeze does not stall the
 # story unless it really covers a Monday morning.

@@ -19,16 +19,15 @@ from typing import Any, ClassVar
 import aiohttp
 from aiohttp import web
 
+from bot.github.client import RetryPolicy
+from bot.github.ratelimit import Timer
+from bot.handlers import build_router
+from bot.registry.client import RegistryPolicy
+from bot.registry.names import repository_of
+from bot.runtime.settings import Settings
+from bot.serving.acknowledge import WEBHOOK_PATH
+from bot.serving.server import Runtime, create_app, runtime_of
 from conveyor_emulator import Emulator
-
-from ..acknowledge import WEBHOOK_PATH
-from ..github.client import RetryPolicy
-from ..github.ratelimit import Timer
-from ..handlers import build_router
-from ..registry.client import RegistryPolicy
-from ..registry.names import repository_of
-from ..server import Runtime, create_app, runtime_of
-from ..settings import Settings
 
 GHCR = "ghcr.io"
 LOOPBACK = "127.0.0.1"

@@ -22,18 +22,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from bot.domain.policy import PolicyError
+from bot.sandbox.acts import Story, StoryFailed
+from bot.sandbox.botlog import logged_errors
+from bot.sandbox.keep import keep_serving, stdin_lines
+from bot.sandbox.plan import (
+    Plan,
+    PlanError,
+    Unplayable,
+    describe_policy,
+    plan_demo,
+    plan_from_config,
+)
+from bot.sandbox.runner import logs_to_file, start_sandbox
+from bot.sandbox.stack import SandboxError, image_parts
+from bot.sandbox.telling import Narrator
+from bot.sandbox.world import registry_hosts, seed_world
+from bot.text import short_digest
 from conveyor_emulator.errors import ApiError
-
-from ..domain.policy import PolicyError
-from ..text import short_digest
-from .acts import Story, StoryFailed
-from .botlog import logged_errors
-from .keep import keep_serving, stdin_lines
-from .plan import Plan, PlanError, Unplayable, describe_policy, plan_demo, plan_from_config
-from .runner import logs_to_file, start_sandbox
-from .stack import SandboxError, image_parts
-from .telling import Narrator
-from .world import registry_hosts, seed_world
 
 
 @dataclass(frozen=True)

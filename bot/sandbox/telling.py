@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TextIO
 
-from ..text import short_digest
-from .plan import Plan, pinned
-from .reading import plain
-from .runner import Sandbox
+from bot.sandbox.plan import Plan, pinned
+from bot.sandbox.reading import plain
+from bot.sandbox.runner import Sandbox
+from bot.text import short_digest
 
 
 @dataclass

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import contextlib
 
-from conveyor_emulator.images import image_for
-
-from .demo import artifact_digest, seed
-from .plan import Plan, pinned
-from .runner import Sandbox
-from .stack import SandboxError, image_parts
+from bot.sandbox.demo import artifact_digest, seed
+from bot.sandbox.plan import Plan, pinned
+from bot.sandbox.runner import Sandbox
+from bot.sandbox.stack import SandboxError, image_parts
+from conveyor_emulator.registry.images import image_for
 
 PEOPLE = {"alice": "Alice Dev", "bob": "Bob SRE", "carol": "Carol Reader", "dave": "Dave SRE",
           "erin": "Erin Dev", "frank": "Frank SRE"}

@@ -17,15 +17,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.nodes import ScalarNode
 
-from bot.yamlread.nodes import (
-    MAX_NODES,
-    Alias,
-    Mapping,
-    Node,
-    Scalar,
-    Sequence,
-    is_merge_key,
-)
+from bot.yamlread.nodes import MAX_NODES, Alias, Mapping, Node, Scalar, Sequence, is_merge_key
 
 Pos = tuple[int, int]  # 1-based line and column
 

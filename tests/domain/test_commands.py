@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.domain.command_lines import MAX_BODY_BYTES
-from bot.domain.commands import (
+from bot.domain.commands.lines import MAX_BODY_BYTES
+from bot.domain.commands.parse import (
     COMMAND_NAMES,
     HELP_TEXT,
     MAX_COMMANDS,

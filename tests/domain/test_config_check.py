@@ -18,12 +18,7 @@ from bot.configcheck.helm import (
     schema_findings,
 )
 from bot.configcheck.kubernetes import check_resource, is_kustomize, is_resource
-from bot.configcheck.kustomize import (
-    image_findings,
-    includes,
-    is_kustomization,
-    references,
-)
+from bot.configcheck.kustomize import image_findings, includes, is_kustomization, references
 from bot.configcheck.messages import where
 from bot.configcheck.report import Finding, Report, render
 from bot.domain.policy import PolicyError, load_policy

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.domain.gate import evaluate_gate
-from bot.domain.gate_model import (
+from bot.domain.gate.model import (
     NO_GATED_CHANGE,
     Condition,
     EnvironmentRules,
@@ -19,6 +18,7 @@ from bot.domain.gate_model import (
     Review,
     Verdict,
 )
+from bot.domain.gate.verdict import evaluate_gate
 from bot.text import format_time
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.domain.leftovers import (
-    LeftoverStep,
-    Merge,
-    PromotionPull,
-    Supersede,
-    leftover_steps,
-)
+from bot.domain.leftovers import LeftoverStep, Merge, PromotionPull, Supersede, leftover_steps
 
 MERGING = ("staging",)
 SERVICES = ("web", "api")

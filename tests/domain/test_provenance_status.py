@@ -5,9 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.promotion.dashboard import DASHBOARD_MARKER, is_dashboard, render_pages
-from bot.promotion.marker import PromotionMarker
-from bot.promotion.status import OpenPromotion, StatusRow, open_promotions_for, render_status
+from bot.promotion.authorship.marker import PromotionMarker
+from bot.promotion.dashboard.issue import DASHBOARD_MARKER, is_dashboard, render_pages
+from bot.promotion.dashboard.status import (
+    OpenPromotion,
+    StatusRow,
+    open_promotions_for,
+    render_status,
+)
 
 DIGEST = "sha256:" + "e" * 64
 

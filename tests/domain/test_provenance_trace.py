@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.promotion.marker import PromotionMarker
-from bot.promotion.trace import (
+from bot.promotion.authorship.marker import PromotionMarker
+from bot.promotion.history.trace import (
     Promotion,
     Shipment,
     deployment_request,

@@ -6,13 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.domain.gate_model import Condition, Verdict
-from bot.promotion.render_gate import (
-    MAX_OUTPUT,
-    MAX_TITLE,
-    NO_GATED_CHANGE,
-    render_gate_output,
-)
+from bot.domain.gate.model import Condition, Verdict
+from bot.promotion.gate.render import MAX_OUTPUT, MAX_TITLE, NO_GATED_CHANGE, render_gate_output
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 

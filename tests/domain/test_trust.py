@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.promotion.marker import PromotionMarker
-from bot.promotion.trust import (
+from bot.promotion.authorship.marker import PromotionMarker
+from bot.promotion.authorship.trust import (
     authored_by,
     conveyor_commit,
     parse_trailers,

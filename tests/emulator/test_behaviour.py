@@ -211,7 +211,7 @@ async def test_bad_jwts_are_rejected(emulator: Emulator, session: aiohttp.Client
                                      kind: str) -> None:
     import jwt as pyjwt
 
-    from conveyor_emulator.auth import generate_private_key
+    from conveyor_emulator.apps.auth import generate_private_key
 
     em = emulator
     now = int(time.time())

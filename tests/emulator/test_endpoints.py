@@ -11,7 +11,7 @@ from gidgethub import BadRequest
 from gidgethub.aiohttp import GitHubAPI
 
 from conveyor_emulator import Emulator
-from conveyor_emulator.emulator_seeding import DEFAULT_PERMISSIONS
+from conveyor_emulator.driver.seeding import DEFAULT_PERMISSIONS
 
 from .conftest import Receiver, app_jwt
 

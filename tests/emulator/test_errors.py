@@ -8,7 +8,7 @@ import aiohttp
 import pytest
 
 from conveyor_emulator import Emulator
-from conveyor_emulator.emulator_seeding import DEFAULT_PERMISSIONS
+from conveyor_emulator.driver.seeding import DEFAULT_PERMISSIONS
 
 R = "/repos/acme/deploy"
 SHA0 = "0" * 40

@@ -13,7 +13,7 @@ from gidgethub.aiohttp import GitHubAPI
 
 from bot.github.graphql import graphql_url
 from conveyor_emulator import Emulator
-from conveyor_emulator.node_ids import node_id
+from conveyor_emulator.store.node_ids import node_id
 
 from .conftest import app_jwt, token_for
 

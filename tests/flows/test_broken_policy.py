@@ -4,7 +4,7 @@ gate fails, the config check still runs, nothing is promoted; fixing the file ma
 from __future__ import annotations
 
 from bot.names import POLICY_PATH
-from bot.promotion.dashboard import DASHBOARD_LABEL
+from bot.promotion.dashboard.issue import DASHBOARD_LABEL
 from bot.promotion.policies import BrokenPolicy, DeploymentRepo
 from bot.sandbox.demo import DEMO_FILES
 from tests.flows.test_dashboard import fire_timers

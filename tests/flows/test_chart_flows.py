@@ -6,7 +6,7 @@ train moves a chart and an image together."""
 from __future__ import annotations
 
 from bot.sandbox.demo import digest_of
-from conveyor_emulator.images import Image, build_chart
+from conveyor_emulator.registry.images import Image, build_chart
 from tests.flows.gitops import ArgoCD
 from tests.harness import World, close_world, make_world
 

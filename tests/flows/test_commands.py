@@ -7,8 +7,8 @@ from typing import Any
 
 import gidgethub
 
-from bot.domain.commands import HELP_TEXT
-from bot.promotion.marker import parse_marker
+from bot.domain.commands.parse import HELP_TEXT
+from bot.promotion.authorship.marker import parse_marker
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
 from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
 

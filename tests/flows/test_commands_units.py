@@ -6,20 +6,20 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.domain.commands import HELP_TEXT, CommandError, parse_commands
-from bot.domain.gate_model import Verdict
+from bot.domain.commands.parse import HELP_TEXT, CommandError, parse_commands
+from bot.domain.gate.model import Verdict
 from bot.domain.policy import PolicyIssue
 from bot.handlers.commands import from_a_bot
-from bot.promotion.opener import OpenResult
-from bot.promotion.policies import BrokenPolicy
-from bot.promotion.replies import (
+from bot.promotion.commands.replies import (
     Reply,
     describe_result,
     describe_verdict,
     permission_refusal,
     policy_refusal,
 )
-from bot.promotion.rollback import (
+from bot.promotion.opening.opener import OpenResult
+from bot.promotion.policies import BrokenPolicy
+from bot.promotion.watching.rollback import (
     MAX_HISTORY_COMMITS,
     Pinned,
     choose_rollback,

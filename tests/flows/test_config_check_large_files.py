@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.offload import INLINE_BELOW, PROCESS_FROM
+from bot.runtime.offload import INLINE_BELOW, PROCESS_FROM
 from tests.flows.test_config_check import BROKEN_DEPLOYMENT, check_of, lines
 from tests.harness import World, hand_pr
 

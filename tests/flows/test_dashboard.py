@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.promotion.dashboard import DASHBOARD_LABEL, DASHBOARD_MARKER, refresh_dashboard
+from bot.promotion.dashboard.issue import DASHBOARD_LABEL, DASHBOARD_MARKER, refresh_dashboard
 from tests.flows.test_trace import use_policy
 from tests.harness import World
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.github.limits import BODY_LIMIT
-from bot.promotion.dashboard import (
+from bot.promotion.dashboard.issue import (
     DASHBOARD_MARKER,
     PART_MARKER_PREFIX,
     UNUSED_PART,
     refresh_dashboard,
     render_pages,
 )
-from bot.promotion.status import OpenPromotion, StatusRow
+from bot.promotion.dashboard.status import OpenPromotion, StatusRow
 from bot.sandbox.demo import DEPLOY_REPO
 from tests.flows.test_dashboard import dashboards
 from tests.harness import close_world, make_world

@@ -13,9 +13,9 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.promotion.dashboard import find_dashboard, refresh_dashboard, refresh_delivery
-from bot.report import collect, render
-from bot.settings import Settings
+from bot.cli.report import collect, render
+from bot.promotion.dashboard.issue import find_dashboard, refresh_dashboard, refresh_delivery
+from bot.runtime.settings import Settings
 from tests.flows.gitops import ArgoCD
 from tests.flows.test_watch import policy, started
 from tests.harness import SECRET, START, World, close_world

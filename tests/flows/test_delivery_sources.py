@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bot.report import collect
+from bot.cli.report import collect
 from tests.flows.gitops import ArgoCD
 from tests.flows.test_delivery_report import settings_of
 from tests.flows.test_watch import policy, started

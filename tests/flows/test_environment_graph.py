@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot.report import collect
+from bot.cli.report import collect
 from bot.sandbox.demo import digest_of
 from tests.flows.gitops import ArgoCD
 from tests.flows.test_commands import reply_to, say

@@ -9,8 +9,8 @@ from collections import Counter
 
 from benchmarks.scale import install_repositories
 from bot.promotion.policies import PolicyIndex
-from bot.promotion.resync import resync_all
-from conveyor_emulator.requestlog import RequestEntry
+from bot.promotion.resync.reconcile import resync_all
+from conveyor_emulator.faults.requestlog import RequestEntry
 from tests.harness import World
 
 R = "/repos/{owner}/{repo}"

@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from benchmarks.scale import deployment_files, install_repositories, other_repositories
-from bot.promotion.dashboard import refresh_dashboard
-from bot.promotion.resync import resync_all
-from conveyor_emulator.requestlog import RequestEntry
+from bot.promotion.dashboard.issue import refresh_dashboard
+from bot.promotion.resync.reconcile import resync_all
+from conveyor_emulator.faults.requestlog import RequestEntry
 from tests.harness import World, close_world, make_world
 
 SERVICES = 500

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from bot.domain.trains import train_digest
-from bot.promotion import train_flows
-from bot.promotion.marker import parse_marker
-from bot.promotion.resync import resync_all
+from bot.promotion.authorship.marker import parse_marker
+from bot.promotion.resync.reconcile import resync_all
+from bot.promotion.trains import flows as train_flows
 from bot.sandbox.demo import digest_of
 from tests.harness import World, close_world, make_world
 

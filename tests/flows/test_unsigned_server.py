@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.names import RECEIPT_CHECK
-from bot.promotion.trust import trusted_pull
+from bot.promotion.authorship.trust import trusted_pull
 from tests.harness import World, close_world, make_world
 
 BOT = "conveyor[bot]"

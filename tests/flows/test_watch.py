@@ -12,8 +12,8 @@ from typing import Any
 import gidgethub
 import pytest
 
-from bot.promotion import rollback_commands
-from bot.promotion.resync import resync_all
+from bot.promotion.commands import rollback as rollback_commands
+from bot.promotion.resync.reconcile import resync_all
 from bot.sandbox.demo import DEMO_POLICY
 from bot.text import unescape_markdown
 from tests.flows.gitops import ArgoCD

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.offline import bump, check_config
+from bot.cli.offline import bump, check_config
 
 DIGEST = "sha256:" + "5a" * 32
 POLICY = """\

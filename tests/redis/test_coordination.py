@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
 
 from bot.metrics import Metrics
-from bot.queue import Job, cancel_until_done
 from bot.redisq import RedisLocks, RedisQueue, RedisScheduler
 from bot.redisq.client import connect
+from bot.runtime.queue import Job, cancel_until_done
 from tests.harness import Clock
 from tests.redis.support import RedisServer
 from tests.reliability.support import metric_samples

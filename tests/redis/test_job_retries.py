@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
 
 from bot.metrics import Metrics
-from bot.queue import Job, JobRetry, RetryJob, WorkerPool
 from bot.redisq import RedisQueue
 from bot.redisq.client import Keys
+from bot.runtime.queue import Job, JobRetry, RetryJob, WorkerPool
 from tests.reliability.support import metric_samples
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.promotion.resync import resync_all
+from bot.promotion.resync.reconcile import resync_all
 from bot.sandbox.demo import seed
 from bot.sandbox.stack import BotServer, bot_settings, start_bot
 from conveyor_emulator import Emulator

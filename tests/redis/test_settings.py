@@ -12,7 +12,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from bot.settings import SettingsError, load_settings
+from bot.runtime.settings import SettingsError, load_settings
 from tests.botprocess import REPO_ROOT, coverage_env
 
 

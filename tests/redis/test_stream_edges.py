@@ -12,10 +12,10 @@ import pytest
 pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
 
 from bot.metrics import Metrics
-from bot.queue import Job
 from bot.redisq import RedisQueue
 from bot.redisq.client import Keys
 from bot.redisq.stream import decode, encode
+from bot.runtime.queue import Job
 from tests.redis.support import RedisServer
 
 

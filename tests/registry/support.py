@@ -22,7 +22,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from conveyor_emulator.images import OCI_INDEX, OCI_MANIFEST, Image, build_image
+from conveyor_emulator.registry.images import OCI_INDEX, OCI_MANIFEST, Image, build_image
 
 BINARY = "docker-registry"
 MISSING = ("docker-registry is not installed (Debian package docker-registry, the CNCF "

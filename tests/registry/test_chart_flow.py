@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from bot.sandbox.stack import publish_release
-from conveyor_emulator.images import build_image
+from conveyor_emulator.registry.images import build_image
 from tests.flows.test_commands import reply_to, say
 from tests.harness import World, close_world, make_world
 from tests.registry.support import RegistryServer, push, push_chart

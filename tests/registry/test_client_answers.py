@@ -16,7 +16,7 @@ from bot.registry.client import MAX_TAGS_PAGE_BYTES, RegistryClient, RegistryPol
 from bot.registry.credentials import Credential
 from bot.registry.errors import RegistryError
 from bot.registry.names import Repository
-from conveyor_emulator.images import OCI_CONFIG, OCI_INDEX, build_image
+from conveyor_emulator.registry.images import OCI_CONFIG, OCI_INDEX, build_image
 
 WEB = Repository("registry.test", "acme/web")
 IMAGE = build_image("web:7.0.0", labels={"org.opencontainers.image.revision": "c" * 40})

@@ -27,7 +27,7 @@ from bot.registry.manifests import (
     parse_manifest,
 )
 from bot.registry.names import Repository, endpoint_for, parse_endpoints, repository_of
-from bot.settings import SettingsError, load_settings
+from bot.runtime.settings import SettingsError, load_settings
 
 
 def digest(body: bytes) -> str:

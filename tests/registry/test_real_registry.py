@@ -15,7 +15,7 @@ from bot.registry.credentials import load_auth_file
 from bot.registry.errors import RegistryError
 from bot.registry.lookup import ImageLookup
 from conveyor_emulator import Emulator
-from conveyor_emulator.images import build_image
+from conveyor_emulator.registry.images import build_image
 from tests.registry.support import RegistryServer, labelled_image, push
 
 FAST = RegistryPolicy(timeout=2, attempts=2, base_delay=0.01, max_delay=0.02)

@@ -192,7 +192,7 @@ def _settled(emulator: Emulator, report: RunReport) -> bool:
 
 
 def parse(pr: dict[str, Any]) -> str | None:
-    from bot.promotion.marker import parse_marker
+    from bot.promotion.authorship.marker import parse_marker
 
     marker = parse_marker(pr.get("body"))
     return marker.digest if marker else None

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 
 from bot.github.client import RetryPolicy
-from bot.promotion.marker import parse_marker
+from bot.promotion.authorship.marker import parse_marker
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, DEPLOY_REPO
 from conveyor_emulator import Emulator
 from tests.harness import FAST_RETRY, SECRET, World, make_world

@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 
 from bot.github.client import RetryPolicy
-from bot.promotion.resync import resync_all
+from bot.promotion.resync.reconcile import resync_all
 from bot.sandbox.demo import digest_of, release
 from tests.harness import close_world
 from tests.reliability.support import (

@@ -9,8 +9,8 @@ from typing import Any
 
 import aiohttp
 
-from bot.settings import load_settings
-from conveyor_emulator.auth import generate_private_key
+from bot.runtime.settings import load_settings
+from conveyor_emulator.apps.auth import generate_private_key
 from tests.harness import SECRET, World, close_world
 from tests.reliability.support import build_world, metric_samples, post_signed
 

@@ -3,7 +3,7 @@ merge is being retried, and a stopped-merge comment someone edited."""
 
 from __future__ import annotations
 
-from bot.promotion.merger import STOPPED_MARKER, stopped_text
+from bot.promotion.opening.merger import STOPPED_MARKER, stopped_text
 from tests.harness import World
 from tests.reliability.test_merges import MERGE, run_timers, stopped_comments
 

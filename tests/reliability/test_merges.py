@@ -3,8 +3,8 @@ refusal one comment (edited, never repeated) says why and that `/recheck` tries 
 
 from __future__ import annotations
 
-from bot.promotion.merger import MAX_ATTEMPTS, STOPPED_MARKER
-from bot.promotion.resync import resync_all
+from bot.promotion.opening.merger import MAX_ATTEMPTS, STOPPED_MARKER
+from bot.promotion.resync.reconcile import resync_all
 from tests.harness import World
 
 MERGE = "/repos/{owner}/{repo}/pulls/{pull_number}/merge"

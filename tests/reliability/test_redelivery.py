@@ -9,9 +9,9 @@ from datetime import timedelta
 
 from aiohttp import web
 
-from bot.acknowledge import WEBHOOK_PATH
 from bot.github.deliveries import Redeliverer
 from bot.sandbox.stack import serve
+from bot.serving.acknowledge import WEBHOOK_PATH
 from tests.harness import World
 from tests.reliability.support import promotion_counts
 

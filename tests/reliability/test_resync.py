@@ -8,8 +8,8 @@ import http
 import gidgethub
 import pytest
 
-from bot.promotion import merger, opener
-from bot.promotion.resync import resync_all
+from bot.promotion.opening import merger, opener
+from bot.promotion.resync.reconcile import resync_all
 from bot.sandbox.demo import digest_of
 from tests.harness import World
 from tests.reliability.support import (

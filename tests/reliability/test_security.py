@@ -21,16 +21,16 @@ import aiohttp
 import pytest
 from gidgethub import sansio
 
-from bot.domain.gate_model import Verdict
+from bot.domain.gate.model import Verdict
 from bot.domain.policy import PolicyError, load_policy
 from bot.domain.tags import MAX_TAG_LENGTH, TagPolicy
-from bot.logs import configure_logging
-from bot.promotion import gatekeeper
-from bot.promotion.marker import PromotionMarker
+from bot.promotion.authorship.marker import PromotionMarker
+from bot.promotion.authorship.trust import ConveyorCommit
+from bot.promotion.gate import gatekeeper
+from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.policies import DeploymentRepo
-from bot.promotion.pull_facts import PullFacts
-from bot.promotion.resync import resync_all
-from bot.promotion.trust import ConveyorCommit
+from bot.promotion.resync.reconcile import resync_all
+from bot.runtime.logs import configure_logging
 from bot.sandbox.demo import DEMO_POLICY, DEPLOY_REPO, digest_of
 from tests.harness import SECRET, World, pinned_kustomization
 from tests.reliability.support import post_signed

@@ -70,7 +70,7 @@ async def test_a_job_that_keeps_failing_is_given_up_to_the_resync(
         caplog: pytest.LogCaptureFixture) -> None:
     """Every `PUT /contents` answered 409: the job is retried a bounded number of times, the
     give-up is counted and logged with the delivery id, and the resync finishes the work."""
-    from bot.promotion.resync import resync_all
+    from bot.promotion.resync.reconcile import resync_all
 
     world = await build_world(files=auto_files(), source_repos=("acme/worker",))
     emulator = world.emulator

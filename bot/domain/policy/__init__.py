@@ -1,4 +1,7 @@
-"""The deployment repository's policy file ``.github/conveyor.yml``: model and validation."""
+"""The deployment repository's policy file ``.github/conveyor.yml``: model and validation.
+
+Pure: it imports only `bot.domain`, `bot.yamlread`, `bot.names` and `bot.text`.
+"""
 
 from bot.domain.policy.issues import PolicyError, PolicyIssue
 from bot.domain.policy.loader import MAX_FILE_BYTES, check_config_file, load_policy

@@ -30,7 +30,7 @@ def _walk(start: str, step: Callable[[str], Sequence[str]]) -> tuple[str, ...]:
         frontier = following
     return tuple(found)
 
-# A policy crosses to the worker process of `bot/offload.py` and back (a large policy loaded
+# A policy crosses to the worker process of `bot/runtime/offload.py` and back (a large policy loaded
 # there, a large file checked against it): its read-only mappings pickle as the dicts they wrap.
 def _read_only(items: dict[object, object]) -> MappingProxyType[object, object]:
     return MappingProxyType(items)

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 from gidgethub.abc import GitHubAPI
 
-from ...configcheck.report import Finding
-from ...domain.policy import Policy
-from ...github.snapshot import TreeTruncated
-from ..builds import RepoBuilds
+from bot.configcheck.report import Finding
+from bot.domain.policy import Policy
+from bot.github.snapshot import TreeTruncated
+from bot.promotion.builds import RepoBuilds
 
 if TYPE_CHECKING:
-    from ...context import Context
+    from bot.runtime.context import Context
 
 
 async def build_findings(ctx: Context, gh: GitHubAPI, repo: str, policy: Policy,

@@ -18,10 +18,10 @@ from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
-from ...github.client import sha_store
-from ...github.immutable import Layout, Listing
-from ...github.refusals import or_none
-from ...github.repos import RepoFile, content_path, get_file
+from bot.github.client import sha_store
+from bot.github.immutable import Layout, Listing
+from bot.github.refusals import or_none
+from bot.github.repos import RepoFile, content_path, get_file
 
 T = TypeVar("T")
 CONCURRENCY = 8

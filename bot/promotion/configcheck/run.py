@@ -22,23 +22,23 @@ from typing import TYPE_CHECKING
 
 from gidgethub.abc import GitHubAPI
 
-from ...configcheck import helm, kustomize
-from ...configcheck.documents import Document, parse_documents
-from ...configcheck.files import check_file, check_text, is_checked, may_hold_resources
-from ...configcheck.kubernetes import prepare
-from ...configcheck.report import Finding, Report, render
-from ...domain.policy import Policy
-from ...domain.policy.kubernetes import latest_kubernetes_version
-from ...github.checks import check_output, check_run, create_check_run, update_check_run
-from ...github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
-from ...github.repos import FileTooLarge, RepoFile
-from ...names import CONFIG_CHECK
-from ...offload import INLINE_BELOW, run_cpu
-from .builds import build_findings
-from .repoview import FileSource, RepoView, kind_of
+from bot.configcheck import helm, kustomize
+from bot.configcheck.documents import Document, parse_documents
+from bot.configcheck.files import check_file, check_text, is_checked, may_hold_resources
+from bot.configcheck.kubernetes import prepare
+from bot.configcheck.report import Finding, Report, render
+from bot.domain.policy import Policy
+from bot.domain.policy.kubernetes import latest_kubernetes_version
+from bot.github.checks import check_output, check_run, create_check_run, update_check_run
+from bot.github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
+from bot.github.repos import FileTooLarge, RepoFile
+from bot.names import CONFIG_CHECK
+from bot.promotion.configcheck.builds import build_findings
+from bot.promotion.configcheck.repoview import FileSource, RepoView, kind_of
+from bot.runtime.offload import INLINE_BELOW, run_cpu
 
 if TYPE_CHECKING:
-    from ...context import Context
+    from bot.runtime.context import Context
 
 log = logging.getLogger(__name__)
 

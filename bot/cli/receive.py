@@ -1,0 +1,67 @@
+"""`python -m bot receive`: sign a saved payload like GitHub does and send it to a server."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import uuid
+from pathlib import Path
+
+import aiohttp
+
+from bot.runtime.settings import SettingsError, merged_environment
+
+
+def signature_for(body: bytes, secret: str) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def webhook_headers(event: str, body: bytes, secret: str, delivery_id: str | None = None
+                    ) -> dict[str, str]:
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": "GitHub-Hookshot/conveyor-receive",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
+        "X-Hub-Signature-256": signature_for(body, secret),
+    }
+
+
+def default_url() -> str:
+    env = merged_environment()
+    port = env.get("PORT", "").strip() or "3000"
+    return f"http://127.0.0.1:{port}/api/github/webhooks"
+
+
+async def send(url: str, event: str, body: bytes, secret: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.post(
+        url, data=body, headers=webhook_headers(event, body, secret),
+        timeout=aiohttp.ClientTimeout(total=30),
+    ) as response:
+        return response.status, await response.text()
+
+
+def run(event: str, payload_path: str, url: str | None) -> int:
+    secret = merged_environment().get("GITHUB_WEBHOOK_SECRET", "").strip()
+    if not secret:
+        raise SettingsError("GITHUB_WEBHOOK_SECRET is not set")
+    path = Path(payload_path)
+    try:
+        body = path.read_bytes()
+        json.loads(body)
+    except OSError as exc:
+        print(f"{payload_path}: cannot read: {exc.strerror or exc}")
+        return 1
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        print(f"{payload_path}: not valid JSON: {exc}")
+        return 1
+    target = url or default_url()
+    try:
+        status, text = asyncio.run(send(target, event, body, secret))
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        print(f"could not reach {target}: {exc}")
+        return 1
+    print(f"{status} {text.strip()}")
+    return 0 if status < 400 else 1

@@ -1,0 +1,194 @@
+"""`check-config --repo DIR`: the policy against the deployment repository's own files.
+
+Every service × environment file must exist and name the service's image (a Kustomize overlay
+without an `images:` entry gets the entry to add); then the files get the same checks as the
+`conveyor/config-check` run (YAML, Kubernetes schemas, kustomization references and `images`,
+Helm values schemas, `allowed_images` and digest pins in gated environments); then every
+Kustomize environment is built as the gate builds it (`CONVEYOR_KUSTOMIZE`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.cli.localrepo import LocalFolder, PolicyFiles, read_policy_files
+from bot.configcheck import helm, kustomize
+from bot.configcheck.files import check_text, may_hold_resources
+from bot.configcheck.kubernetes import prepare
+from bot.configcheck.report import Report
+from bot.domain.images import parse_image_ref, same_image
+from bot.domain.policy import Policy
+from bot.github.repos import FileTooLarge, RepoFile
+from bot.github.snapshot import git_blob_sha
+from bot.manifests import ManifestError, find_images
+from bot.names import POLICY_PATH
+from bot.promotion.builds import build_key, policy_overlays
+from bot.promotion.configcheck.run import check_kustomization, check_values
+from bot.render.build import Builder
+from bot.render.inputs import NeedTexts, TreeIndex, build_inputs
+from bot.render.tool import Kustomize
+
+MAX_LOCAL_FILES = 50_000
+
+
+@dataclass(frozen=True)
+class RepoFinding:
+    path: str
+    line: int
+    message: str
+    hint: tuple[str, ...] = ()  # lines to show under the message
+
+    def lines(self, root: Path) -> list[str]:
+        return [f"{root / self.path}:{self.line}: {self.message}",
+                *(f"    {line}" for line in self.hint)]
+
+
+def kustomize_entry_hint(image: str) -> tuple[str, ...]:
+    return ("add this entry under `images:` (Conveyor writes the tag and digest there):",
+            "images:", f"  - name: {image}", '    newTag: "0.0.0"  # the version running today')
+
+
+def placement_findings(policy: Policy, files: PolicyFiles) -> list[RepoFinding]:
+    """Each service's file in each environment exists and names the service's image."""
+    findings = [RepoFinding(u.path, u.line, u.message) for u in files.unreadable]
+    for path in files.missing:
+        owners = ", ".join(f"{service.name} in {env.name}"
+                           for service, env in policy.environment_for_path(path))
+        findings.append(RepoFinding(path, 1, f"does not exist (the file of {owners})"))
+    for name, service in policy.services.items():
+        for env in policy.environments:
+            path = policy.path_for(name, env)
+            text = files.texts.get(path)
+            if text is None:
+                continue
+            try:
+                found = find_images(text, service.image, path=path, tag_key=service.tag_key)
+            except ManifestError as exc:
+                findings.append(RepoFinding(path, max(exc.line, 1), exc.message))
+                continue
+            if found:
+                continue
+            message = (f"does not name {service.image}, the {service.kind} of service {name}: "
+                       f"Conveyor cannot promote it in {env}")
+            hint = kustomize_entry_hint(service.image) if kustomize.is_kustomization(path) \
+                else ()
+            findings.append(RepoFinding(path, 1, message, hint))
+    return findings
+
+
+async def manifest_findings(root: Path, policy: Policy, files: PolicyFiles) -> list[RepoFinding]:
+    """The config check's own validators over the files the policy names."""
+    report = Report(kubernetes_version=policy.kubernetes_version)
+    view = LocalFolder(root)
+    if any(may_hold_resources(path) for path in files.texts):
+        prepare(policy.kubernetes_version)
+    kustomizations, values = {}, {}
+    for path, text in files.texts.items():
+        documents = check_text(report, policy, path, text)
+        if kustomize.is_kustomization(path) and documents:
+            kustomizations[path] = documents[0]
+        elif helm.is_values_file(path) and len(documents) == 1:
+            values[path] = documents[0]
+    for path, doc in kustomizations.items():
+        await check_kustomization(report, view, path, doc)
+    for path, doc in values.items():
+        await check_values(report, view, path, doc)
+    return [RepoFinding(f.path, f.line, f.message) for f in report.findings]
+
+
+def local_index(root: Path) -> TreeIndex | None:
+    """The files of a checkout (without `.git`), as a tree; None when there are too many to
+    build from."""
+    sizes: dict[str, int] = {}
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d != ".git")
+        relative = Path(folder).relative_to(root).as_posix()
+        for name in names:
+            path = name if relative == "." else f"{relative}/{name}"
+            full = Path(folder) / name
+            # A symlink is listed as git lists it (a blob); reading it refuses what leaves
+            # the repository, so a build that reads one is not run.
+            if not full.is_symlink() and not full.is_file():
+                continue
+            sizes[path] = full.lstat().st_size
+            if len(sizes) > MAX_LOCAL_FILES:
+                return None
+    return TreeIndex(sizes)
+
+
+async def build_findings(root: Path, policy: Policy, tool: Kustomize | None,
+                         reported: frozenset[str] = frozenset()) -> list[RepoFinding]:
+    """Every Kustomize environment built as the gate builds it: a build that fails, and a
+    service whose image no workload of its environment's build runs (an `images:` entry that
+    matches no container), are findings. A build that reads a file of ``reported`` (found
+    unreadable already) is not run."""
+    if tool is None:
+        return []
+    index = local_index(root)
+    if index is None:
+        return [RepoFinding(POLICY_PATH, 1, f"more than {MAX_LOCAL_FILES} files: the "
+                                            "Kustomize environments are not built")]
+    folder, builder = LocalFolder(root), Builder(tool)
+    findings: list[RepoFinding] = []
+    for overlay in policy_overlays(policy, index):
+        kustomization = index.kustomization_in(overlay.overlay) or overlay.overlay
+        texts: dict[str, str | None] = {}
+        while isinstance(inputs := build_inputs(index, overlay.overlay, texts), NeedTexts):
+            texts.update({path: _local_text(folder, path) for path in inputs.paths})
+        what = f"the {overlay.environment} build of {overlay.overlay or '.'}"
+        if inputs.problems:
+            findings += [RepoFinding(kustomization, 1, f"{what}: {problem}")
+                         for problem in inputs.problems]
+            continue
+        files = {path: _local_text(folder, path) for path in inputs.files}
+        unreadable = sorted(path for path, text in files.items() if text is None)
+        if reported.intersection(unreadable):
+            continue
+        if unreadable:
+            findings.append(RepoFinding(kustomization, 1, f"{what} reads {unreadable[0]}, "
+                                                          "which is not UTF-8 text"))
+            continue
+        readable = {path: text for path, text in files.items() if text is not None}
+        result = await builder.build(build_key(overlay.overlay, {
+            path: git_blob_sha(text.encode()) for path, text in readable.items()}),
+            overlay.overlay, readable)
+        if result.images is None:
+            findings.append(RepoFinding(kustomization, 1, f"{what} fails: {result.error}"))
+            continue
+        names = {_name(image) for image in result.images.values()}
+        for service in overlay.services:
+            image = policy.services[service].image
+            if not any(name is not None and same_image(name, image) for name in names):
+                findings.append(RepoFinding(kustomization, 1, (
+                    f"{what} runs no {image} (service {service}): a promotion there would "
+                    "change no workload; does its `images:` entry name what the workloads "
+                    "run?")))
+    return findings
+
+
+def _local_text(folder: LocalFolder, path: str) -> str | None:
+    try:
+        read = folder.read(path)
+    except FileTooLarge:
+        return None
+    return read.text if isinstance(read, RepoFile) else None
+
+
+def _name(image: str) -> str | None:
+    try:
+        return parse_image_ref(image).name
+    except ValueError:
+        return None
+
+
+def check_repository(root: Path, policy: Policy, tool: Kustomize | None = None
+                     ) -> list[RepoFinding]:
+    files = read_policy_files(root, policy)
+    findings = placement_findings(policy, files) + asyncio.run(
+        manifest_findings(root, policy, files)) + asyncio.run(
+        build_findings(root, policy, tool, frozenset(u.path for u in files.unreadable)))
+    unique = {(f.path, f.line, f.message): f for f in findings}
+    return sorted(unique.values(), key=lambda f: (f.path, f.line, f.message))

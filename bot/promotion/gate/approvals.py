@@ -1,0 +1,69 @@
+"""The reviews a gate counts: approvals and change requests, and whether their author is one of
+the environment's approvers (by default, anyone with write permission)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import cachetools
+from gidgethub.abc import GitHubAPI
+
+from bot.domain.gate.model import Review
+from bot.domain.policy import Policy
+from bot.github.repos import WRITE_PERMISSIONS, is_bot, is_team_member, permission_of
+from bot.promotion.evidence.deployed import parse_time
+from bot.promotion.gate.pull_facts import PullFacts
+from bot.promotion.policies import DeploymentRepo
+
+
+@dataclass
+class Approvals:
+    """Reads reviews; remembers for a while who may approve in a repository."""
+
+    _approvers: cachetools.TTLCache[tuple[str, str, str], bool] = field(
+        default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=120))
+
+    async def reviews(self, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
+                      facts: PullFacts, envs: set[str]) -> list[Review]:
+        """The approvals and change requests of the PR, each saying whether its
+        author may approve in the environments ``envs``."""
+        approvers = sorted({a for name in envs for a in policy.environments[name].approvers})
+        if not any(policy.environments[name].approvals for name in envs):
+            return []
+        reviews = []
+        async for review in gh.getiter(
+            f"/repos/{repo.full_name}/pulls/{facts.number}/reviews?per_page=100"
+        ):
+            user = review.get("user") or {}
+            login = user.get("login", "")
+            if review.get("state") not in ("APPROVED", "CHANGES_REQUESTED"):
+                continue
+            reviews.append(Review(
+                user=login, state=review["state"], commit_id=review.get("commit_id", ""),
+                submitted_at=_time(review.get("submitted_at")), is_bot=is_bot(user),
+                is_approver=await self._is_approver(gh, repo.full_name, login, approvers),
+                url=review.get("html_url", ""),
+            ))
+        return reviews
+
+    async def _is_approver(self, gh: GitHubAPI, repo: str, user: str, approvers: list[str]
+                           ) -> bool:
+        key = (repo.lower(), user.lower(), ",".join(approvers))
+        if key in self._approvers:
+            return self._approvers[key]
+        if not approvers:
+            result = await permission_of(gh, repo, user) in WRITE_PERMISSIONS
+        else:
+            result = user.lower() in {a.lower() for a in approvers if not a.startswith("@")}
+            for team in (a for a in approvers if a.startswith("@")):
+                if result:
+                    break
+                org, _, slug = team[1:].partition("/")
+                result = await is_team_member(gh, org, slug, user)
+        self._approvers[key] = result
+        return result
+
+
+def _time(value: str | None) -> datetime:
+    return parse_time(value) if value else datetime.min.replace(tzinfo=UTC)

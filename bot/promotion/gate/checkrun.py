@@ -1,0 +1,62 @@
+"""The one `conveyor/promotion-gate` check run of a head commit: created once, updated only
+when what it says changes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import cachetools
+from gidgethub.abc import GitHubAPI
+
+from bot.domain.gate.model import Verdict
+from bot.github.checks import check_run, create_check_run, update_check_run
+from bot.names import GATE_CHECK
+from bot.promotion.gate.render import render_gate_output
+
+if TYPE_CHECKING:
+    from bot.runtime.context import Context
+
+
+@dataclass
+class GateCheckRuns:
+    """Posts gate verdicts; remembers the run and what it says per commit."""
+
+    ctx: Context
+    _posted: cachetools.LRUCache[tuple[str, str], tuple[int, str]] = field(
+        default_factory=lambda: cachetools.LRUCache(maxsize=4096))
+
+    async def post(self, gh: GitHubAPI, repo: str, sha: str, verdict: Verdict, *,
+                   fresh: bool = False) -> None:
+        """Create or update the one gate check run of this head commit; skip if unchanged.
+        ``fresh``: a commit Conveyor has just made, which no run can be on yet."""
+        output = render_gate_output(verdict)
+        fingerprint = hashlib.sha256(json.dumps(
+            [verdict.status, verdict.conclusion, output], sort_keys=True).encode()).hexdigest()
+        key = (repo.lower(), sha)
+        known = self._posted.get(key)
+        if known is not None and known[1] == fingerprint:
+            return
+        data = check_run(GATE_CHECK, output, status=verdict.status,
+                         conclusion=verdict.conclusion, completed_at=self.ctx.clock())
+        run_id = known[0] if known else None if fresh else await self._existing_run(
+            gh, repo, sha)
+        if run_id is None:
+            run_id = int((await create_check_run(gh, repo, sha, data))["id"])
+        else:
+            await update_check_run(gh, repo, run_id, data)
+        self._posted[key] = (run_id, fingerprint)
+
+    async def _existing_run(self, gh: GitHubAPI, repo: str, sha: str
+                            ) -> int | None:
+        """Our own gate run on this commit (another app's run of the same name is ignored)."""
+        runs = await gh.getitem(f"/repos/{repo}/commits/{sha}/check-runs?check_name={GATE_CHECK}"
+                                "&filter=latest")
+        own_slug = self.ctx.bot_login.removesuffix("[bot]")
+        for run in runs.get("check_runs") or []:
+            slug = (run.get("app") or {}).get("slug")
+            if run.get("name") == GATE_CHECK and (not own_slug or slug == own_slug):
+                return int(run["id"])
+        return None

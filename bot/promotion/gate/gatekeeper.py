@@ -1,0 +1,211 @@
+"""The gate's edge: gather the facts of one PR, ask the pure verdict, post the check run."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from gidgethub.abc import GitHubAPI
+
+from bot.domain.freeze import freeze_status
+from bot.domain.gate.model import NO_GATED_CHANGE, EnvironmentRules, Evidence, GateInput, Verdict
+from bot.domain.gate.verdict import evaluate_gate
+from bot.github.snapshot import TreeTruncated
+from bot.names import POLICY_PATH
+from bot.promotion.authorship.trust import trusted_pull
+from bot.promotion.builds import RepoBuilds
+from bot.promotion.evidence.finder import EvidenceFinder
+from bot.promotion.gate.approvals import Approvals
+from bot.promotion.gate.build_changes import read_build_changes
+from bot.promotion.gate.changes import ChangeReader, gated_owners
+from bot.promotion.gate.checkrun import GateCheckRuns
+from bot.promotion.gate.hold import hold_of
+from bot.promotion.gate.pull_facts import PullFacts
+from bot.promotion.opening.merger import merge_promotion
+from bot.promotion.policies import BrokenPolicy, DeploymentRepo, IndexedRepo
+
+if TYPE_CHECKING:
+    from bot.runtime.context import Context
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GateService:
+    """The gate of every PR: the facts read by its parts (the changes, the reviews, the
+    evidence, the hold), the verdict asked of `evaluate_gate`, the check run posted by `runs`.
+    Coalesces evaluations: one running per PR, at most one more queued behind it."""
+
+    ctx: Context
+    changes: ChangeReader = field(init=False)
+    approvals: Approvals = field(init=False, default_factory=Approvals)
+    runs: GateCheckRuns = field(init=False)
+
+    _running: dict[tuple[str, int], bool] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.changes = ChangeReader(self.ctx)
+        self.runs = GateCheckRuns(self.ctx)
+
+    async def evaluate(self, gh: GitHubAPI, repo: IndexedRepo, number: int,
+                       pr: dict[str, Any] | None = None) -> Verdict | None:
+        key = (repo.full_name.lower(), number)
+        if key in self._running:
+            self._running[key] = True  # re-run once the current evaluation ends
+            return None
+        self._running[key] = False
+        verdict = None
+        try:
+            while True:
+                verdict = await self._evaluate_once(gh, repo, number, pr)
+                pr = None  # a re-run reads the PR afresh
+                if not self._running.get(key):
+                    break
+                self._running[key] = False
+        finally:
+            self._running.pop(key, None)
+        return verdict
+
+    async def post_own_commit(self, gh: GitHubAPI, repo: DeploymentRepo, number: int,
+                              head_sha: str, base_sha: str, paths: Sequence[str]) -> None:
+        """The gate of a PR Conveyor has just opened into an ungated environment, before it
+        merges it: where no gated environment's file is among ``paths`` and no gated build
+        reads them at ``base_sha``, the verdict is "no gated environment changed", posted
+        without reading the PR; otherwise the full evaluation."""
+        policy = repo.policy
+        if any(gated_owners(policy, path) for path in paths) or \
+                await self._gated_builds_read(gh, repo, base_sha, paths):
+            await self.evaluate(gh, repo, number)
+            return
+        await self.runs.post(gh, repo.full_name, head_sha, NO_GATED_CHANGE, fresh=True)
+
+    async def _gated_builds_read(self, gh: GitHubAPI, repo: DeploymentRepo, commit: str,
+                                 paths: Sequence[str]) -> bool:
+        builds = RepoBuilds(self.ctx, gh, repo.full_name)
+        if not builds.rendering:
+            return False
+        try:
+            for overlay in await builds.overlays(commit, repo.policy, gated_only=True):
+                inputs = await builds.inputs(commit, overlay.overlay)
+                if any(inputs.reads(path) for path in paths):
+                    return True
+        except TreeTruncated:
+            return True  # cannot tell: the full evaluation judges it
+        return False
+
+    async def facts_of(self, gh: GitHubAPI, repo: IndexedRepo,
+                       pr: dict[str, Any]) -> PullFacts:
+        facts = PullFacts.from_api(pr)
+        if facts.state == "open":
+            facts.trusted = await trusted_pull(gh, repo.full_name, pr, self.ctx.bot_login)
+        return facts
+
+    async def _evaluate_once(self, gh: GitHubAPI, repo: IndexedRepo,
+                             number: int, pr: dict[str, Any] | None) -> Verdict | None:
+        if pr is None:
+            pr = await gh.getitem(f"/repos/{repo.full_name}/pulls/{number}")
+        facts = await self.facts_of(gh, repo, pr)
+        if facts.state != "open":
+            return None
+        verdict = await self.verdict_for(gh, repo, facts)
+        await self.runs.post(gh, repo.full_name, facts.head_sha, verdict)
+        self.ctx.metrics.gate_verdicts.labels(verdict.conclusion or verdict.status).inc()
+        if verdict.recheck_at is not None:
+            self.ctx.scheduler.at(
+                f"gate:{repo.full_name}#{number}", verdict.recheck_at, "recheck",
+                {"repository": {"full_name": repo.full_name}, "number": number,
+                 "installation": {"id": getattr(gh, "installation_id", None)}},
+            )
+        if isinstance(repo, DeploymentRepo):
+            await self._auto_merge(gh, repo, facts, verdict)
+        return verdict
+
+    async def verdict_for(self, gh: GitHubAPI, repo: IndexedRepo,
+                          facts: PullFacts) -> Verdict:
+        """The gate's verdict on the pull request of ``facts``, without posting it.
+
+        Reads what the verdict rests on (the changed files, upstream evidence, reviews, hold
+        and freeze) and leaves the decision to :func:`evaluate_gate`; a repository whose policy
+        was never valid (a :class:`BrokenPolicy`) gets a failure.
+        """
+        if isinstance(repo, BrokenPolicy):
+            return Verdict("completed", "failure", f"The policy {POLICY_PATH} is invalid",
+                           (), None)
+        policy = repo.policy
+        gated = await self.changes.read(gh, repo, policy, facts)
+        built = await read_build_changes(self.changes, gh, repo, facts, gated.files,
+                                         gated.changes)
+        changes, problems = gated.changes + built.changes, gated.problems
+        if not changes and not problems and not built.findings:
+            return NO_GATED_CHANGE
+        finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, self.ctx.web_url,
+                                own_login=self.ctx.bot_login, own_app_id=self.ctx.app_id)
+        rollback = facts.trusted is not None and facts.trusted.rollback
+        evidence: dict[str, list[Evidence]] = {}
+        looked: set[tuple[str, str, str, str | None]] = set()
+        for change in changes:
+            key = (change.service, change.environment, change.new_digest or "",
+                   change.canonical)
+            if change.new_digest is None or change.resolution_error is not None or key in looked:
+                continue
+            looked.add(key)
+            env = policy.environments[change.environment]
+            found = await finder.for_digest(change.service, env, change.new_digest,
+                                            image=change.image, version=change.new_tag)
+            if rollback:
+                found += await finder.history(change.service, change.environment,
+                                              change.new_digest, image=change.image,
+                                              version=change.new_tag)
+            # Evidence is about one name: the same digest under another name is another image.
+            evidence.setdefault(change.new_digest, []).extend(
+                item if item.image is not None else replace(item, image=change.canonical)
+                for item in found)
+        envs = {change.environment for change in changes} | {
+            p.environment for p in problems if p.environment in policy.environments} | {
+            f.environment for f in built.findings if f.environment in policy.environments}
+        rules = {
+            name: EnvironmentRules(
+                name=name, after=policy.environments[name].after,
+                evidence=policy.environments[name].evidence, soak=policy.environments[name].soak,
+                approvals=policy.environments[name].approvals,
+                allow_self_approval=policy.environments[name].allow_self_approval,
+                ancestors=policy.ancestors(name),
+            ) for name in envs
+        }
+        now = self.ctx.clock()
+        held, hold_url = await hold_of(gh, repo.full_name, facts, self.ctx.bot_login)
+        return evaluate_gate(GateInput(
+            changes=tuple(changes), rules=rules,
+            evidence={digest: tuple(items) for digest, items in evidence.items()},
+            rollback=rollback, problems=tuple(problems), evidence_notes=dict(finder.notes),
+            merged_notes=dict(finder.chart_notes),
+            failures={digest: tuple(marks) for digest, marks in finder.failures.items()},
+            builds=tuple(built.findings),
+            reviews=tuple(await self.approvals.reviews(gh, repo, policy, facts, envs)),
+            head_sha=facts.head_sha, pr_author=facts.author,
+            requester=facts.trusted.requester if facts.trusted else None,
+            held=held, hold_url=hold_url,
+            freeze_until={name: freeze_status(policy.environments[name].freeze, now)
+                          for name in envs},
+            now=now,
+        ))
+
+    async def _auto_merge(self, gh: GitHubAPI, repo: DeploymentRepo,
+                          facts: PullFacts, verdict: Verdict) -> None:
+        trusted = facts.trusted
+        if verdict.conclusion != "success":
+            return
+        if trusted is None:
+            # A marker can be copied into any PR body: only PRs this app opened auto-merge.
+            return
+        env = repo.policy.environments.get(trusted.environment)
+        if env is None or not env.auto_merge or not env.gated:
+            return
+        if not trusted.head:
+            log.info("not auto-merging: someone pushed to the promotion PR",
+                     extra={"pull": facts.number})
+            return
+        await merge_promotion(self.ctx, gh, repo.full_name, facts.number, facts.head_sha,
+                              env.merge_method, environment=env.name, gated=True)

@@ -1,0 +1,134 @@
+"""Merging Conveyor's own promotion PRs (auto_merge), guarded by the head sha.
+
+GitHub refuses a merge with 405 (or 422) while mergeability is being computed, while the base
+moves, or for good: conflicts, required reviews or checks that never come. Conveyor tries a
+bounded number of times, 15 s apart, each time checking that the PR is still open and still at
+Conveyor's commit. When it stops, the PR gets one comment (edited in place on later stops, found
+by a hidden marker) saying why and what unblocks it; `/recheck` tries again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+from bot.github.limits import fit
+from bot.github.repos import write_comment
+from bot.text import escape_markdown
+
+if TYPE_CHECKING:
+    from bot.runtime.context import Context
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER = timedelta(seconds=15)
+MAX_ATTEMPTS = 5
+STOPPED_MARKER = "<!-- conveyor:merge-stopped"
+
+# GitHub's `mergeable_state` of a pull request, in words.
+STATES = {
+    "dirty": "the branch conflicts with the base branch",
+    "blocked": "branch protection blocks it: a required review or a required check is missing",
+    "behind": "the base branch requires branches to be up to date, and this one is behind",
+    "unstable": "a required check is failing",
+    "draft": "it is a draft",
+}
+
+
+async def merge_promotion(ctx: Context, gh: GitHubAPI, repo: str, number: int, expected_head: str,
+                          method: str, *, environment: str, attempt: int = 1,
+                          gated: bool = False) -> bool:
+    """Merge if the head is still the commit Conveyor made; retry later (bounded) while GitHub
+    refuses. A PR a human has pushed to is never merged. ``environment`` labels the metric."""
+    try:
+        await gh.put(f"/repos/{repo}/pulls/{number}/merge",
+                     data={"sha": expected_head, "merge_method": method})
+    except gidgethub.BadRequest as exc:
+        if exc.status_code == 409:
+            log.info("not merging: the head changed since Conveyor's commit",
+                     extra={"repository": repo, "pull": number})
+            return False
+        if exc.status_code in (405, 422):
+            return await _refused(ctx, gh, repo, number, {
+                "head": expected_head, "method": method, "gated": gated,
+                "environment": environment}, attempt, str(exc))
+        raise
+    ctx.metrics.promotions.labels(environment, "merged").inc()
+    log.info("promotion merged", extra={"repository": repo, "pull": number})
+    return True
+
+
+async def _refused(ctx: Context, gh: GitHubAPI, repo: str, number: int, retry: dict[str, Any],
+                   attempt: int, answer: str) -> bool:
+    """``retry``: what a later attempt needs (head, method, gated, environment)."""
+    expected_head = retry["head"]
+    pr = await gh.getitem(f"/repos/{repo}/pulls/{number}")
+    fields = {"repository": repo, "pull": number, "attempt": attempt, "error": answer}
+    if pr.get("merged"):
+        return True
+    if pr.get("state") != "open" or pr["head"]["sha"] != expected_head:
+        log.info("not merging: the PR was closed or pushed to", extra=fields)
+        return False
+    state = str(pr.get("mergeable_state") or "unknown")
+    if state == "dirty" or attempt >= MAX_ATTEMPTS:
+        log.warning("merge given up; the PR says why", extra={**fields, "state": state})
+        await say_stopped(ctx, gh, repo, number, stopped_text(answer, state, attempt), retry)
+        return False
+    log.info("not mergeable yet, retrying later", extra={**fields, "state": state})
+    installation = getattr(gh, "installation_id", None)
+    ctx.scheduler.at(f"merge:{repo}#{number}", ctx.clock() + RETRY_AFTER, "merge",
+                     {"repository": {"full_name": repo}, "number": number, **retry,
+                      "attempt": attempt + 1, "installation": {"id": installation}})
+    return False
+
+
+def stopped_text(answer: str, state: str, attempts: int) -> str:
+    why = STATES.get(state, f"GitHub's mergeable state is `{state}`")
+    tried = "at once" if attempts == 1 else f"after {attempts} attempts"
+    return (f"Conveyor stopped trying to merge this pull request ({tried}): GitHub answers "
+            f"\u201c{escape_markdown(answer)}\u201d — {why}.\n\n"
+            "Resolve that (approve, fix the check, or rebase the branch), then comment "
+            "`/recheck` to try again; or merge it yourself.")
+
+
+async def say_stopped(ctx: Context, gh: GitHubAPI, repo: str, number: int, text: str,
+                      retry: dict[str, Any]) -> None:
+    """One comment per PR: edited if Conveyor already left one, never repeated."""
+    body = fit(f"{STOPPED_MARKER} {json.dumps(retry, sort_keys=True)} -->\n{text}")
+    await write_comment(gh, repo, number, body,
+                        replacing=await stopped_comment(ctx, gh, repo, number))
+
+
+async def stopped_comment(ctx: Context, gh: GitHubAPI, repo: str, number: int
+                          ) -> dict[str, Any] | None:
+    """Conveyor's own comment (by its login: a marker alone can be copied by anyone)."""
+    async for comment in gh.getiter(f"/repos/{repo}/issues/{number}/comments"):
+        body = comment.get("body") or ""
+        author = (comment.get("user") or {}).get("login") or ""
+        if body.startswith(STOPPED_MARKER) and ctx.bot_login \
+                and author.lower() == ctx.bot_login.lower():
+            return dict(comment)
+    return None
+
+
+async def retry_stopped_merge(ctx: Context, gh: GitHubAPI, repo: str, number: int) -> bool:
+    """`/recheck` on a PR whose merge Conveyor gave up: try again from the first attempt. A
+    gated PR is merged by its gate once it passes, which `/recheck` re-evaluates anyway."""
+    found = await stopped_comment(ctx, gh, repo, number)
+    if found is None:
+        return False
+    first_line = str(found["body"]).split("\n", 1)[0]
+    try:
+        retry = json.loads(first_line.removeprefix(STOPPED_MARKER).removesuffix("-->"))
+        head, method, gated = str(retry["head"]), str(retry["method"]), bool(retry["gated"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    if gated:
+        return False
+    return await merge_promotion(ctx, gh, repo, number, head, method,
+                                 environment=str(retry.get("environment") or "unknown"))

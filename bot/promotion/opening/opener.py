@@ -1,0 +1,397 @@
+"""Opening promotion pull requests: one per (service, environment, digest), idempotently.
+
+Every step can be repeated after a crash or a redelivery: an open PR for the branch is adopted,
+a file that already pins the digest opens nothing, a half-made branch is reset and reused.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
+
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+from bot.domain.opening import (
+    FileEdit,
+    Opening,
+    OpeningFacts,
+    OpenPromotion,
+    PullRef,
+    Reading,
+    ServiceSubject,
+    decide_opening,
+)
+from bot.domain.policy import Environment, Policy
+from bot.domain.provenance import Provenance
+from bot.domain.tags import compare_versions, version_from_tag
+from bot.github.refusals import or_none
+from bot.github.repos import RepoFile, add_labels, branch_head, comment, content_path, get_file
+from bot.github.snapshot import TreeTruncated
+from bot.manifests import Edit, ManifestError, promote_image
+from bot.promotion.authorship.marker import (
+    PromotionMarker,
+    branch_name,
+    branch_prefix,
+    parse_marker,
+)
+from bot.promotion.authorship.receipts import post_receipt
+from bot.promotion.authorship.trust import trusted_marker
+from bot.promotion.builds import PromotionEffect, RepoBuilds, promotion_effect
+from bot.promotion.opening.body import Change, commit_message, follows_note, pr_body, pr_title
+from bot.promotion.opening.candidates import Candidate, refusal_for_tags
+from bot.promotion.opening.chart_lock import lock_refusal
+from bot.promotion.opening.provenance import LazyProvenance, with_compare
+from bot.promotion.policies import DeploymentRepo
+from bot.runtime.offload import run_cpu
+
+if TYPE_CHECKING:
+    from bot.runtime.context import Context
+
+log = logging.getLogger(__name__)
+
+LABEL = "conveyor"
+ROLLBACK_LABEL = "rollback"
+
+OpenAction = Literal["opened", "exists", "live", "skipped", "refused"]
+
+
+@dataclass(frozen=True)
+class OpenResult:
+    action: OpenAction
+    message: str
+    number: int | None = None
+    url: str | None = None
+    merged: bool = False
+
+    def markdown(self) -> str:
+        link = f" #{self.number}" if self.number else ""
+        return f"{self.message}{link}".strip()
+
+    @classmethod
+    def declined(cls, decision: Opening) -> Self:
+        """The result of a decision not to open the PR."""
+        if decision.kind == "open":
+            raise ValueError("a decision to open is acted on, not declined")
+        pull = decision.pull
+        return cls(decision.kind, decision.message, pull.number if pull else None,
+                   pull.url if pull else None)
+
+
+def env_label(environment: str) -> str:
+    return f"env/{environment}"
+
+
+async def open_pulls(gh: GitHubAPI, repo: str) -> list[dict[str, Any]]:
+    return [pr async for pr in gh.getiter(f"/repos/{repo}/pulls?state=open&per_page=100")]
+
+
+async def find_pull_for_branch(gh: GitHubAPI, repo: str, branch: str) -> dict[str, Any] | None:
+    owner = repo.split("/", 1)[0]
+    pulls = await gh.getitem(f"/repos/{repo}/pulls?state=all&head={owner}:{branch}&per_page=5")
+    return pulls[0] if pulls else None
+
+
+async def open_pull(gh: GitHubAPI, repo: str, *, branch: str, base: str, title: str,
+                    body: str) -> dict[str, Any]:
+    """Open the pull request of ``branch``; a 422 because it already exists (a retried job)
+    adopts the existing one."""
+    try:
+        pull: dict[str, Any] = await gh.post(f"/repos/{repo}/pulls", data={
+            "title": title, "head": branch, "base": base, "body": body,
+            "maintainer_can_modify": False,
+        })
+    except gidgethub.BadRequest as exc:
+        if exc.status_code != 422:
+            raise
+        found = await find_pull_for_branch(gh, repo, branch)
+        if found is None:
+            raise
+        pull = found
+    return pull
+
+
+@dataclass(kw_only=True)
+class Found:
+    """What the readings of one opening found that acting on its decision needs."""
+
+    pulls: list[dict[str, Any]] = field(default_factory=list)  # the repository's open PRs
+
+
+F = TypeVar("F", bound=Found)
+
+
+class RepoOpener(ABC, Generic[F]):
+    """What the promotion and the train opener share: one deployment repository and its
+    policy, and the readings the opening decision asks for whatever the PR moves."""
+
+    def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+        self.ctx = ctx
+        self.gh = gh
+        self.repo = repo
+        self.policy: Policy = repo.policy
+        self.default_branch = repo.default_branch
+
+    async def _decide(self, facts: OpeningFacts, found: F) -> tuple[Opening, OpeningFacts]:
+        """Read what :func:`decide_opening` asks for until it decides; the decision and the
+        facts it rests on."""
+        while not isinstance(reading := decide_opening(facts), Opening):
+            facts = await self._read(reading, facts, found)
+        return reading, facts
+
+    async def _read(self, reading: Reading, facts: OpeningFacts, found: F) -> OpeningFacts:
+        repo = self.repo.full_name
+        if reading == "open_pulls":
+            found.pulls = await open_pulls(self.gh, repo)
+            by_head: dict[str, PullRef] = {}
+            for pr in found.pulls:
+                by_head.setdefault(str(pr["head"]["ref"]), _pull_ref(pr))
+            return replace(facts, open_pulls=by_head)
+        if reading == "earlier_pulls" and facts.branch is not None:
+            earlier = await find_pull_for_branch(self.gh, repo, facts.branch)
+            return replace(facts, earlier_pulls=(_pull_ref(earlier),) if earlier else ())
+        return await self._read_subject(reading, facts, found)
+
+    @abstractmethod
+    async def _read_subject(self, reading: Reading, facts: OpeningFacts, found: F
+                            ) -> OpeningFacts:
+        """The readings about what the PR moves: its files, its service's promotions."""
+
+    async def _merge_ungated(self, env: Environment, number: int, head_sha: str,
+                             base_sha: str, paths: Sequence[str]) -> bool:
+        """Merge a new PR into an ungated ``auto_merge`` environment (``paths`` changed on
+        ``base_sha``), its gate posted first: where `conveyor/promotion-gate` is required,
+        GitHub refuses a merge without it."""
+        if not env.auto_merge or env.gated:
+            return False
+        from bot.promotion.opening.merger import merge_promotion
+
+        if self.ctx.gate is not None:
+            await self.ctx.gate.post_own_commit(self.gh, self.repo, number, head_sha,
+                                                base_sha, paths)
+        return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
+                                     env.merge_method, environment=env.name)
+
+    async def _create_branch(self, branch: str, sha: str) -> None:
+        """Create ``branch`` at ``sha``; one left behind by an interrupted attempt is reset
+        (no open PR uses it: the decision adopts an open PR of the branch)."""
+        repo = self.repo.full_name
+        created = await or_none(self.gh.post(f"/repos/{repo}/git/refs",
+                                             data={"ref": f"refs/heads/{branch}", "sha": sha}),
+                                422)
+        if created is None:
+            log.info("reusing a leftover branch", extra={"branch": branch})
+            await self.gh.patch(f"/repos/{repo}/git/refs/heads/{branch}",
+                                data={"sha": sha, "force": True})
+
+
+def _pull_ref(pr: dict[str, Any]) -> PullRef:
+    return PullRef(int(pr["number"]), str(pr["html_url"]))
+
+
+@dataclass(kw_only=True)
+class _Promotion(Found):
+    candidate: Candidate
+    file: RepoFile | None = None  # the service's file at the default branch's head
+    edit: Edit | None = None  # the candidate's digest set in it
+    change: Change | None = None  # what the edit changes, for the PR's text
+    base_sha: str | None = None  # the default branch's head the edit was built at
+
+
+class Opener(RepoOpener[_Promotion]):
+    """Opens, adopts and supersedes promotion PRs in one deployment repository."""
+
+    async def open(
+        self,
+        candidate: Candidate,
+        environment: str,
+        *,
+        provenance: Provenance | LazyProvenance | None = None,
+        explicit: bool = False,
+        rollback_note: str | None = None,
+        upstream_pr: int | None = None,
+    ) -> OpenResult:
+        """Open the PR that sets ``candidate`` in ``environment``, or say why not.
+
+        Idempotent: an open PR of the same branch is returned (``exists``); a file that pins
+        the digest already opens nothing (``live``). Unless ``explicit`` (a command), a newer
+        version live or promoted, or a PR of the branch closed without merging, opens nothing
+        (``skipped``). A tag the environment's policy does not admit is ``refused`` unless
+        ``rollback_note`` makes it a rollback. An opened PR closes the service's older open
+        promotions into the environment and, in an ungated ``auto_merge`` environment, is
+        merged at once (``merged``).
+        """
+        env = self.policy.environments[environment]
+        rollback = rollback_note is not None
+        refusal = candidate.kind_refusal or refusal_for_tags(
+            self.policy, candidate.service, environment, candidate)
+        path = self.policy.path_for(candidate.service, environment)
+        facts = OpeningFacts(
+            subject=ServiceSubject(candidate.service, candidate.version, path),
+            environment=environment, rollback=rollback, explicit=explicit,
+            tag_refusals=(refusal,) if refusal else (),
+            branch=branch_name(environment, candidate.service, candidate.digest,
+                               rollback=rollback))
+        decided = decide_opening(facts)
+        if isinstance(decided, Opening):  # on the policy alone, before any reading
+            return OpenResult.declined(decided)
+        repo = self.repo.full_name
+        found = _Promotion(candidate=candidate)
+        async with self.ctx.locks.hold(repo):
+            decision, _ = await self._decide(facts, found)
+            file, edit, change = found.file, found.edit, found.change
+            if decision.kind != "open" or file is None or edit is None or change is None:
+                return OpenResult.declined(decision)
+            if isinstance(provenance, LazyProvenance):
+                provenance = await provenance.get()
+            with_link = await with_compare(self.gh, provenance or Provenance(), candidate,
+                                           change.old_tag, self.ctx.web_url)
+            branch = str(facts.branch)
+            base_sha = found.base_sha or await branch_head(self.gh, repo, self.default_branch)
+            number, url, head_sha = await self._create(
+                candidate, env, branch, path, file.sha, edit.new_text, change,
+                with_link, rollback_note, upstream_pr, base_sha,
+            )
+            if not rollback:
+                await self._supersede(candidate, environment, branch, number, found.pulls)
+            # Still under the repository's lock: a newer promotion of the same service is
+            # opened after this merge, from the new base, so the two PRs never conflict.
+            merged = await self._merge_ungated(env, number, head_sha, base_sha, [path])
+        self.ctx.metrics.promotions.labels(environment, "opened").inc()
+        log.info("promotion opened", extra={"repository": repo, "pull": number,
+                                            "service": candidate.service, "env": environment,
+                                            "digest": candidate.digest})
+        return OpenResult("opened", "opened", number, url, merged=merged)
+
+    async def _read_subject(self, reading: Reading, facts: OpeningFacts, found: _Promotion
+                            ) -> OpeningFacts:
+        subject = facts.subject
+        if not isinstance(subject, ServiceSubject):
+            raise TypeError(f"a promotion opens one service, not {subject}")
+        if reading == "edit":
+            return replace(facts, edit=await self._edit(subject, found))
+        if reading == "promotions":
+            promotions = await self._promotions_of(found.pulls, facts.environment,
+                                                   subject.service)
+            return replace(facts, promotions=tuple(
+                OpenPromotion(int(pr["number"]), marker.version) for pr, marker in promotions))
+        raise ValueError(f"a promotion does not read {reading}")
+
+    async def _edit(self, subject: ServiceSubject, found: _Promotion) -> FileEdit:
+        """The candidate's digest set in the service's file at the default branch's head (read
+        through the tree where the environment is built: the build needs it anyway)."""
+        builds = RepoBuilds(self.ctx, self.gh, self.repo.full_name)
+        if builds.rendering:
+            found.base_sha = await branch_head(self.gh, self.repo.full_name,
+                                               self.default_branch)
+            try:
+                found.file = await builds.file(found.base_sha, subject.path)
+            except TreeTruncated:
+                found.file = await get_file(self.gh, self.repo.full_name, subject.path,
+                                            found.base_sha)
+        else:
+            found.file = await get_file(self.gh, self.repo.full_name, subject.path)
+        if found.file is None:
+            return FileEdit(f"`{subject.path}` does not exist on {self.default_branch}")
+        service = self.policy.services[subject.service]
+        try:
+            found.edit = await run_cpu(
+                len(found.file.text), promote_image, found.file.text, image=service.image,
+                tag=found.candidate.tag, digest=found.candidate.digest, path=subject.path,
+                tag_key=service.tag_key)
+        except ManifestError as exc:
+            return FileEdit(f"cannot edit {exc}")
+        stale = await lock_refusal(self.gh, self.repo.full_name, service, subject.path,
+                                   found.base_sha)
+        if stale is not None:
+            return FileEdit(stale)
+        before = found.edit.occurrences[0] if found.edit.occurrences else None
+        effect = PromotionEffect()
+        if found.edit.changed and found.base_sha is not None:
+            effect = await promotion_effect(builds, found.base_sha,
+                                            {subject.path: found.edit.new_text})
+            if effect.changes_nothing:
+                return FileEdit(effect.refusal(service.image))
+        found.change = Change(subject.path, before.tag if before else None,
+                              before.digest if before else None, found.edit.notes, effect)
+        return FileEdit(changed=found.edit.changed, live_tag=found.change.old_tag)
+
+    async def _promotions_of(self, pulls: list[dict[str, Any]], environment: str, service: str
+                             ) -> list[tuple[dict[str, Any], PromotionMarker]]:
+        """Open promotion PRs of one service and environment that Conveyor opened, with the
+        facts of Conveyor's own commit: an edited marker or a look-alike branch decides
+        nothing (release trains are left to the train opener)."""
+        prefix = branch_prefix(environment, service)
+        found = []
+        for pr in pulls:
+            if not pr["head"]["ref"].startswith(prefix):
+                continue
+            trusted = await trusted_marker(self.gh, self.repo.full_name, pr, self.ctx.bot_login)
+            if trusted is not None and trusted[0].service == service \
+                    and trusted[0].environment == environment:
+                found.append((pr, trusted[0]))
+        return found
+
+    async def _create(
+        self, candidate: Candidate, env: Environment, branch: str, path: str, blob_sha: str,
+        new_text: str, change: Change, provenance: Provenance, rollback_note: str | None,
+        upstream_pr: int | None, base_sha: str,
+    ) -> tuple[int, str, str]:
+        repo = self.repo.full_name
+        rollback = rollback_note is not None
+        from_version = version_from_tag(change.old_tag) if change.old_tag else None
+        await self._create_branch(branch, base_sha)
+        committed = await self.gh.put(
+            f"/repos/{repo}/contents/{content_path(path)}",
+            data={
+                "message": commit_message(candidate, env.name, rollback=rollback,
+                                          from_version=from_version),
+                "content": base64.b64encode(new_text.encode()).decode(),
+                "sha": blob_sha,
+                "branch": branch,
+            },
+        )
+        head_sha = str(committed["commit"]["sha"])
+        await post_receipt(self.ctx, self.gh, repo, head_sha,
+                           f"{'Rollback of' if rollback else 'Promotion of'} "
+                           f"{candidate.service} {candidate.version} in {env.name}.")
+        marker = PromotionMarker(
+            service=candidate.service, environment=env.name, digest=candidate.digest,
+            tag=candidate.tag, version=candidate.version, paths=(path,),
+            source_repo=candidate.source_repo, source_sha=candidate.source_sha,
+            requester=candidate.requester, kind="rollback" if rollback else "promotion",
+            commit=head_sha, previous_digest=change.old_digest, previous_tag=change.old_tag,
+            release_tag=candidate.release_tag, upstream_pr=upstream_pr,
+        )
+        upstream_note = follows_note(env, upstream_pr) if upstream_pr else None
+        body = pr_body(candidate, env, [change], provenance, marker,
+                       upstream_note=upstream_note, rollback_note=rollback_note)
+        pull = await open_pull(
+            self.gh, repo, branch=branch, base=self.default_branch, body=body,
+            title=pr_title(candidate, env.name, rollback=rollback, from_version=from_version))
+        labels = [LABEL, env_label(env.name)] + ([ROLLBACK_LABEL] if rollback else [])
+        await add_labels(self.gh, repo, int(pull["number"]), labels)
+        return int(pull["number"]), str(pull["html_url"]), head_sha
+
+    async def _supersede(self, candidate: Candidate, environment: str, branch: str, number: int,
+                         pulls: list[dict[str, Any]]) -> None:
+        for pr, marker in await self._promotions_of(pulls, environment, candidate.service):
+            if pr["head"]["ref"] == branch:
+                continue
+            order = compare_versions(marker.version, candidate.version)
+            if order is not None and order > 0:
+                continue  # an older version never supersedes a newer one
+            await close_superseded(self.ctx, self.gh, self.repo.full_name, pr, number)
+
+
+async def close_superseded(ctx: Context, gh: GitHubAPI, repo: str, pr: dict[str, Any],
+                           by_number: int) -> None:
+    await comment(gh, repo, int(pr["number"]), f"Superseded by #{by_number}.")
+    await gh.patch(f"/repos/{repo}/pulls/{pr['number']}", data={"state": "closed"})
+    await or_none(gh.delete(f"/repos/{repo}/git/refs/heads/{pr['head']['ref']}"), 404, 422)
+    marker = parse_marker(pr.get("body"))
+    ctx.metrics.promotions.labels(marker.environment if marker else "unknown", "superseded").inc()

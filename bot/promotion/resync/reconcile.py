@@ -1,0 +1,317 @@
+"""The periodic, level-triggered reconcile: GitHub's state is the truth, events only hurry it.
+
+For each deployment repository: the newest admitted release of every service is promoted into
+the entry environments (idempotent: an open or live promotion costs only conditional reads),
+work a failed job left half done is finished (an auto-merge that did not happen, an older PR
+left open beside a newer one, a `promote: auto` environment whose upstream merge event was
+lost, a promotion branch without an open PR), the gate of every open PR is re-evaluated
+(restoring soak and freeze timers), and the dashboard is refreshed. An idle resync makes only
+requests that GitHub answers with `304`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from functools import cmp_to_key
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+from bot.domain.leftovers import PromotionPull, Supersede, leftover_steps
+from bot.domain.policy import Service
+from bot.domain.tags import compare_versions, is_newer, is_semver, version_from_tag
+from bot.github.refusals import or_none
+from bot.github.repos import get_file
+from bot.manifests import ManifestError, find_images
+from bot.promotion.authorship.marker import PromotionMarker, branch_prefix, parse_marker
+from bot.promotion.authorship.trust import trusted_marker
+from bot.promotion.commands.rollback import watcher
+from bot.promotion.dashboard.issue import refresh_dashboard
+from bot.promotion.history.file_history import opened_by_app
+from bot.promotion.opening.candidates import Candidate
+from bot.promotion.opening.merger import merge_promotion
+from bot.promotion.opening.opener import close_superseded, find_pull_for_branch, open_pulls
+from bot.promotion.policies import DeploymentRepo, settled
+from bot.promotion.trains.flows import finish_interrupted_trains, promote_train_downstream
+from bot.promotion.triggers.downstream import promote_downstream, reevaluate_open_pulls
+from bot.promotion.triggers.flows import promote_to_entry_environments, release_candidate
+from bot.promotion.watching.watch import watched
+from bot.registry.errors import RegistryError
+from bot.registry.lookup import kind_problem
+
+if TYPE_CHECKING:
+    from bot.runtime.context import Context
+    from bot.services import Services
+
+log = logging.getLogger(__name__)
+
+RECENT_RELEASES = 10
+_PROMOTION_BRANCH = re.compile(r"conveyor/(?:rollback/)?[^/]+/[^/]+-[0-9a-f]{12}")
+
+
+async def resync_all(services: Services, *, keep_for: float = 0.0) -> int:
+    """Reconcile every installation; returns the number of deployment repositories seen.
+
+    Each installation is reconciled under its lease (`ctx.leases`): with several replicas on
+    Redis, one of them does it and keeps the lease `keep_for` seconds more (the rest of the
+    interval), so that the others skip it and three replicas cost GitHub what one does.
+    """
+    ctx = services.ctx
+    app = ctx.clients.app()
+    seen = 0
+    async for installation in app.getiter("/app/installations?per_page=100"):
+        installation_id = int(installation["id"])
+        async with ctx.leases.lease(f"resync:{installation_id}", keep_for=keep_for) as mine:
+            if not mine:
+                continue
+            try:
+                gh = await ctx.clients.installation(installation_id)
+                seen += await resync_installation(services, gh, installation_id)
+            except gidgethub.GitHubException as exc:
+                log.warning("resync of an installation failed",
+                            extra={"installation": installation_id, "error": str(exc)})
+    return seen
+
+
+async def resync_installation(services: Services, gh: GitHubAPI, installation_id: int) -> int:
+    policies = services.policies
+    repos = await policies.load(gh, installation_id, force=True, now=services.ctx.clock())
+    size_caches(services, installation_id, repos)
+    installed = policies.installed(installation_id)
+    for repo in repos:
+        try:
+            await resync_repo(services, gh, repo, installed)
+        except gidgethub.GitHubException as exc:
+            log.warning("resync of a repository failed",
+                        extra={"repository": repo.full_name, "error": str(exc)})
+    return len(repos)
+
+
+def size_caches(services: Services, installation_id: int, repos: list[DeploymentRepo]
+                ) -> None:
+    """Conditional reads only save requests while their ETags are remembered: room for what
+    one resync of these policies reads (per service its release list, package versions,
+    release commit and attestation; per service × environment its file and history)."""
+    served = rows = 0
+    for repo in repos:
+        served += len(repo.policy.services)
+        rows += len(repo.policy.services) * len(repo.policy.environments)
+    services.ctx.clients.ensure_etag_capacity(installation_id, 4 * served + 2 * rows + 256)
+    services.status.size_for(rows)
+
+
+async def resync_repo(services: Services, gh: GitHubAPI, repo: DeploymentRepo,
+                      installed: Mapping[str, str] | None = None) -> None:
+    """`installed`: the installation's repositories (lower-case name → `pushed_at`), when
+    known. A source outside them cannot be read with the installation's token (`404`, which
+    is never conditional) and sends no events, so its releases are not asked for; of the
+    others, `services.release_polls` chooses whose releases this pass reads."""
+    ctx, polls = services.ctx, services.release_polls
+    takes_packages = bool(repo.policy.entry_environments("package"))
+    takes_releases = bool(repo.policy.entry_environments("release"))
+    by_source: dict[str, list[str]] = {}
+    for service in repo.policy.services.values():
+        if not installed or service.source.lower() in installed:
+            by_source.setdefault(service.source, []).append(service.name)
+    now = ctx.clock()
+    pushed = {name: settled(at, now) for name, at in (installed or {}).items()}
+    read = polls.due(list(by_source), pushed) if takes_releases else []
+    for source, names in by_source.items():
+        releases: list[dict[str, Any]] = []
+        if source in read:
+            releases = await _recent_releases(gh, source)
+            polls.read(source, pushed.get(source.lower(), ""))
+        for name in names:
+            service = repo.policy.services[name]
+            release = next((r for r in releases if service.tags.admits(r["tag_name"])), None)
+            try:
+                if release is not None:
+                    await _promote_release(ctx, gh, repo, name, release, source)
+                if takes_packages:
+                    await _promote_newest_image(ctx, gh, repo, service)
+            except RegistryError as exc:
+                # one unreadable image never stops the pass: the next resync tries again
+                log.warning("resync: image lookup failed: %s", exc.message,
+                            extra={"repository": repo.full_name, "service": name})
+    await finish_interrupted_promotions(ctx, gh, repo)
+    await resume_auto_promotions(ctx, gh, repo)
+    if watched(repo.policy):
+        await watcher(services, gh, repo).resync()
+    await reevaluate_open_pulls(services.gates, gh, repo)
+    await refresh_dashboard(services, gh, repo)
+
+
+async def _promote_release(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,
+                           release: dict[str, Any], source: str) -> None:
+    candidate = await release_candidate(ctx, gh, repo, service, release, source)
+    if candidate is not None:
+        await promote_to_entry_environments(ctx, gh, repo, candidate, "release",
+                                            report_refusals=False)
+
+
+async def _promote_newest_image(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                                service: Service) -> None:
+    """The newest admitted tag in the registry, for entry environments fed by package events:
+    recovers a lost `registry_package` event (and serves registries that send none)."""
+    admitted = [tag for tag in await ctx.images.tags(service.image)
+                if service.tags.admits(tag) and is_semver(version_from_tag(tag))]
+    if not admitted:
+        return
+    def order(a: str, b: str) -> int:
+        return compare_versions(version_from_tag(a), version_from_tag(b)) or 0
+
+    newest = max(admitted, key=cmp_to_key(order))
+    found = await ctx.images.find_by_tags(service.image, [newest])
+    if found is None:
+        return
+    labelled = await ctx.images.provenance(service.image, found.digest)
+    same_source = (labelled.source_repo or "").lower() == service.source.lower()
+    candidate = Candidate(
+        service=service.name, image=service.image, digest=found.digest, tag=newest,
+        kind_refusal=kind_problem(f"{service.image}:{newest}", found, chart=service.is_chart),
+        version=version_from_tag(newest), source_repo=service.source, trigger="package",
+        source_sha=labelled.revision if same_source else None)
+    await promote_to_entry_environments(ctx, gh, repo, candidate, "package",
+                                        report_refusals=False)
+
+
+async def finish_interrupted_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo
+                                        ) -> None:
+    """Finish what a failed job left half done on open promotion PRs.
+
+    - two open PRs for one (service, environment): the older version is closed as superseded
+      (its closing failed when the newer one was opened);
+    - an open PR of an ungated `auto_merge` environment still at Conveyor's commit: merged
+      (the merge right after opening failed), unless its file already pins a newer version.
+    """
+    # Under the repository's lock, like the opener: a promotion opened meanwhile by a webhook
+    # never races with these merges and closes.
+    async with ctx.locks.hold(repo.full_name):
+        await _finish_interrupted(ctx, gh, repo)
+        await finish_interrupted_trains(ctx, gh, repo, await open_pulls(gh, repo.full_name))
+
+
+async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+    policy = repo.policy
+    pulls = await open_pulls(gh, repo.full_name)
+    await _delete_stray_branches(gh, repo.full_name, {str(pr["head"]["ref"]) for pr in pulls})
+    ours: dict[int, tuple[dict[str, Any], PromotionPull]] = {}
+    for pr in pulls:
+        # Only what Conveyor's own commit says: an edited marker cannot make the resync close
+        # the real newer promotion or merge after a person pushed.
+        trusted = await trusted_marker(gh, repo.full_name, pr, ctx.bot_login)
+        if trusted is None:
+            continue
+        marker, commit = trusted
+        if marker.kind == "promotion" and str(pr["head"]["ref"]).startswith(
+                branch_prefix(marker.environment, marker.service)):
+            ours[int(pr["number"])] = (pr, PromotionPull(
+                int(pr["number"]), marker.service, marker.environment, marker.version,
+                at_head=commit.head))
+    merging = [env.name for env in policy.environments.values()
+               if env.auto_merge and not env.gated]
+    for step in leftover_steps([pull for _, pull in ours.values()], merging=merging,
+                               services=policy.services):
+        pr, pull = ours[step.pull]
+        if isinstance(step, Supersede):
+            await close_superseded(ctx, gh, repo.full_name, pr, step.by)
+            continue
+        if is_newer(await _live_tag(gh, repo, pull.service, pull.environment), pull.version):
+            continue
+        log.info("resync: merging a promotion whose auto-merge did not happen",
+                 extra={"repository": repo.full_name, "pull": pr["number"]})
+        await merge_promotion(ctx, gh, repo.full_name, pull.number, str(pr["head"]["sha"]),
+                              policy.environments[pull.environment].merge_method,
+                              environment=pull.environment)
+
+
+async def _live_tag(gh: GitHubAPI, repo: DeploymentRepo, service: str, environment: str
+                    ) -> str | None:
+    """The tag the service's file pins on the default branch; None when it cannot tell."""
+    current = await get_file(gh, repo.full_name, repo.policy.path_for(service, environment))
+    if current is None:
+        return None
+    image = repo.policy.services[service]
+    try:
+        found = find_images(current.text, image.image, tag_key=image.tag_key)
+    except ManifestError:
+        return None
+    return found[0].tag if found else None
+
+
+async def _delete_stray_branches(gh: GitHubAPI, repo: str, open_heads: set[str]) -> None:
+    """Promotion branches live as long as their PR is open: delete those of merged or closed
+    PRs (a superseded PR whose branch deletion failed) and those no PR was ever opened for (a
+    job that failed between creating the branch and opening the PR). Only names in Conveyor's
+    own `conveyor/<env>/<service>-<12 hex>` namespace are touched."""
+    stray = []
+    async for ref in gh.getiter(f"/repos/{repo}/git/matching-refs/heads/conveyor/"):
+        branch = str(ref.get("ref", "")).removeprefix("refs/heads/")
+        if branch not in open_heads and _PROMOTION_BRANCH.fullmatch(branch):
+            stray.append(branch)
+    for branch in stray:
+        pull = await find_pull_for_branch(gh, repo, branch)
+        if pull is not None and pull.get("state") == "open":
+            continue
+        log.info("resync: deleting a promotion branch without an open PR",
+                 extra={"repository": repo, "branch": branch,
+                        "pull": pull.get("number") if pull else None})
+        await or_none(gh.delete(f"/repos/{repo}/git/refs/heads/{quote(branch, safe='/')}"),
+                      404, 422)
+
+
+async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+    """`promote: auto` environments follow the promotion PR that last set their upstream file.
+
+    The merge event normally opens them; when it was lost or its handling failed, this opens
+    them now. The opener's rules still hold: an open, live, closed or older promotion opens
+    nothing, so an idle resync only re-reads (`304`) what the dashboard reads too.
+    """
+    policy = repo.policy
+    trains: set[tuple[str, str]] = set()  # (group, upstream) of the trains followed already
+    for service in policy.services.values():
+        upstreams = dict.fromkeys(upstream for env in policy.environments.values()
+                                  if env.promote == "auto" for upstream in env.after)
+        for upstream in upstreams:
+            path = policy.path_for(service.name, upstream)
+            merged = await _last_promotion_of(ctx, gh, repo.full_name, path)
+            if merged is None:
+                continue
+            number, marker = merged
+            if marker.kind == "train" and marker.group and marker.environment == upstream:
+                # a merged release train: the next environment gets the group's train, once
+                if (marker.group, upstream) not in trains:
+                    trains.add((marker.group, upstream))
+                    await promote_train_downstream(ctx, gh, repo, marker)
+                continue
+            if (marker.kind != "promotion" or marker.service != service.name
+                    or marker.environment != upstream):
+                continue
+            await promote_downstream(ctx, gh, repo, marker, number)
+
+
+async def _last_promotion_of(ctx: Context, gh: GitHubAPI, repo: str, path: str
+                             ) -> tuple[int, PromotionMarker] | None:
+    """The merged promotion PR of the last commit that changed `path` on the default branch."""
+    commits = await gh.getitem(f"/repos/{repo}/commits?path={quote(path, safe='/')}&per_page=1")
+    if not commits:
+        return None
+    sha = str(commits[0]["sha"])
+    pulls = await or_none(gh.getitem(f"/repos/{repo}/commits/{sha}/pulls"), 404, 422)
+    for pr in pulls or []:
+        marker = parse_marker(pr.get("body"))
+        if marker is not None and opened_by_app(ctx, pr) and (
+                pr.get("merged_at") or pr.get("merge_commit_sha") == sha):
+            return int(pr["number"]), marker
+    return None
+
+
+async def _recent_releases(gh: GitHubAPI, source: str) -> list[dict[str, Any]]:
+    """The source's latest releases, drafts left out, newest first."""
+    releases = await or_none(
+        gh.getitem(f"/repos/{source}/releases?per_page={RECENT_RELEASES}"), 404)
+    return [dict(release) for release in releases or [] if not release.get("draft")]

@@ -1,0 +1,176 @@
+"""Which trains to open, and when: a group's train from what its upstream environment pins,
+the train a merged one sets off in `promote: auto` environments, and the resync's repair of
+trains a failed job left half done. Opening one is :class:`TrainOpener`'s job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from gidgethub.abc import GitHubAPI
+
+from bot.domain.tags import version_from_tag
+from bot.domain.trains import ALL_GROUP
+from bot.github.repos import get_file
+from bot.promotion.authorship.marker import PromotionMarker, parse_marker, train_prefix
+from bot.promotion.authorship.trust import opened_by_conveyor
+from bot.promotion.evidence.finder import pins as pins_digest
+from bot.promotion.evidence.halts import halted
+from bot.promotion.opening.candidates import Candidate, Trigger
+from bot.promotion.opening.merger import merge_promotion
+from bot.promotion.opening.opener import close_superseded
+from bot.promotion.opening.upstream_pins import agreed_pins
+from bot.promotion.policies import DeploymentRepo
+from bot.promotion.trains.opener import TrainOpener, TrainResult
+from bot.text import short_digest
+
+if TYPE_CHECKING:
+    from bot.runtime.context import Context
+
+log = logging.getLogger(__name__)
+
+# About 170 services fit one body with one link each (names of a few characters); above this
+# the train is refused before any provenance is looked up.
+MAX_TRAIN_SERVICES = 200
+
+
+CandidateFor = Callable[[str, str | None, str], Awaitable[Candidate]]
+
+
+async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group: str,
+                        environment: str, *, requester: str | None,
+                        candidate_for: CandidateFor, explicit: bool = True) -> TrainResult:
+    """The train of ``group`` (every service for ``all``) into ``environment`` at the digests
+    its upstream environment pins now; ``candidate_for(service, tag, digest)`` tells what is
+    known about each."""
+    policy = repo.policy
+    services = (list(policy.services) if group == ALL_GROUP
+                else list(policy.groups[group].services))
+    upstreams = policy.environments[environment].upstreams
+    pins = await agreed_pins(gh, repo, services, environment, ctx.images)
+    unpinned = [f"{service} ({pin})" for service, pin in pins.items() if isinstance(pin, str)]
+    if unpinned:
+        return TrainResult("refused", f"the train takes every service's digest from "
+                                      f"{upstreams}, and these have none there: "
+                                      f"{'; '.join(unpinned)}")
+    live = await already_pinned(gh, repo, pins, environment)
+    moving = len(pins) - len(live)
+    if moving > MAX_TRAIN_SERVICES:
+        return TrainResult("refused", f"a train moves at most {MAX_TRAIN_SERVICES} services "
+                                      f"(one pull request body holds them all); {moving} "
+                                      "would move: split the group into smaller groups")
+    candidates = []
+    for service, pin in pins.items():
+        if isinstance(pin, str):
+            continue
+        tag, digest = pin
+        # what a service left out is needs no provenance: only those that move are looked up
+        candidates.append(plain_candidate(repo, service, tag, digest, requester)
+                          if service in live else await candidate_for(service, tag, digest))
+    return await TrainOpener(ctx, gh, repo).open(group, environment, candidates,
+                                                 requester=requester, superseding=services,
+                                                 explicit=explicit)
+
+
+async def already_pinned(gh: GitHubAPI, repo: DeploymentRepo,
+                         pins: dict[str, tuple[str | None, str] | str], environment: str
+                         ) -> set[str]:
+    """The services whose file in ``environment`` pins their upstream digest already."""
+    policy = repo.policy
+    texts: dict[str, str | None] = {}
+    live = set()
+    for service, pin in pins.items():
+        if isinstance(pin, str):
+            continue
+        path = policy.path_for(service, environment)
+        if path not in texts:
+            found = await get_file(gh, repo.full_name, path)
+            texts[path] = found.text if found is not None else None
+        settings = policy.services[service]
+        tag_keys = (settings.tag_key,) if settings.tag_key else ()
+        if pins_digest(texts[path], settings.image, pin[1], path, tag_keys):
+            live.add(service)
+    return live
+
+
+def plain_candidate(repo: DeploymentRepo, service: str, tag: str | None, digest: str,
+                    requester: str | None) -> Candidate:
+    """A candidate from the policy and the pin alone, without lookups."""
+    settings = repo.policy.services[service]
+    return Candidate(service=service, image=settings.image, digest=digest, tag=tag,
+                     version=version_from_tag(tag) if tag else short_digest(digest),
+                     source_repo=settings.source, trigger="command", requester=requester)
+
+
+def known_candidates(repo: DeploymentRepo, marker: PromotionMarker, trigger: Trigger
+                     ) -> CandidateFor:
+    """Candidates from the policy and what an upstream train's marker says of each digest."""
+    by_digest = {(member.service, member.digest): member for member in marker.members}
+
+    async def candidate_for(service: str, tag: str | None, digest: str) -> Candidate:
+        member = by_digest.get((service, digest))
+        return replace(plain_candidate(repo, service, tag, digest, marker.requester),
+                       trigger=trigger, source_sha=member.source_sha if member else None)
+
+    return candidate_for
+
+
+async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                                   marker: PromotionMarker) -> list[tuple[str, TrainResult]]:
+    """A merged train opens the same group's train in each `promote: auto` environment after
+    it."""
+    policy = repo.policy
+    group = marker.group
+    if group is None or marker.kind != "train" or (
+            group != ALL_GROUP and group not in policy.groups):
+        return []
+    results = []
+    moves = [(member.service, member.digest) for member in marker.members]
+    for env in policy.downstream_of(marker.environment):
+        if env.promote != "auto" or await halted(ctx, gh, repo, env.name, moves):
+            continue
+        result = await promote_group(ctx, gh, repo, group, env.name,
+                                     requester=marker.requester,
+                                     candidate_for=known_candidates(repo, marker, "upstream"),
+                                     explicit=False)
+        log.info("downstream train %s", result.action,
+                 extra={"env": env.name, "group": group, "pull": result.number,
+                        "detail": result.message})
+        results.append((env.name, result))
+    return results
+
+
+async def finish_interrupted_trains(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                                    pulls: list[dict[str, Any]]) -> None:
+    """Resync, under the repository's lock: of two open trains of one (group, environment),
+    the older is closed as superseded (its closing failed when the newer one was opened); a
+    train of an ungated `auto_merge` environment still at Conveyor's commit is merged."""
+    policy = repo.policy
+    newest: dict[tuple[str, str], int] = {}
+    trains: list[tuple[dict[str, Any], PromotionMarker]] = []
+    for pr in pulls:
+        marker = parse_marker(pr.get("body"))
+        if (marker is None or marker.kind != "train" or marker.group is None
+                or not opened_by_conveyor(ctx.bot_login, pr)
+                or not str(pr["head"]["ref"]).startswith(
+                    train_prefix(marker.environment, marker.group))):
+            continue
+        trains.append((pr, marker))
+        key = (marker.group, marker.environment)
+        newest[key] = max(newest.get(key, 0), int(pr["number"]))
+    for pr, marker in trains:
+        assert marker.group is not None
+        winner = newest[(marker.group, marker.environment)]
+        if winner != int(pr["number"]):
+            await close_superseded(ctx, gh, repo.full_name, pr, winner)
+            continue
+        env = policy.environments.get(marker.environment)
+        if env is None or not env.auto_merge or env.gated or marker.commit != pr["head"]["sha"]:
+            continue
+        log.info("resync: merging a train whose auto-merge did not happen",
+                 extra={"repository": repo.full_name, "pull": pr["number"]})
+        await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), str(marker.commit),
+                              env.merge_method, environment=env.name)

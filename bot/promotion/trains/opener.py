@@ -1,0 +1,308 @@
+"""Opening release trains: one pull request that moves several services of a group at once.
+
+The edits of every service are applied in sequence to the files as they are at the default
+branch's head (several services may share one file), and the result becomes one commit made
+through the Git Data API — one tree, one commit, one ref, whatever the number of services —
+so a train of thirty services costs the same few content-creating requests as a train of two.
+Like single promotions it is idempotent: the branch is named by the digests it sets, an open
+pull request for it is adopted, and a leftover branch is reset and reused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bot.domain.opening import (
+    FileEdit,
+    Opening,
+    OpeningFacts,
+    Reading,
+    TrainSubject,
+    decide_opening,
+)
+from bot.domain.provenance import Provenance
+from bot.domain.trains import train_digest
+from bot.github.repos import add_labels, branch_head, get_file
+from bot.github.snapshot import TreeTruncated
+from bot.manifests import ManifestError, promote_image
+from bot.promotion.authorship.marker import (
+    PromotionMarker,
+    TrainMember,
+    branch_prefix,
+    parse_marker,
+    train_branch_name,
+    train_prefix,
+)
+from bot.promotion.authorship.receipts import post_receipt
+from bot.promotion.authorship.trust import opened_by_conveyor
+from bot.promotion.builds import RepoBuilds, promotion_effect
+from bot.promotion.opening.body import Change
+from bot.promotion.opening.candidates import Candidate, refusal_for_tags
+from bot.promotion.opening.opener import (
+    LABEL,
+    ROLLBACK_LABEL,
+    Found,
+    OpenResult,
+    RepoOpener,
+    close_superseded,
+    env_label,
+    open_pull,
+)
+from bot.promotion.opening.provenance import gather_provenance, with_compare
+from bot.promotion.trains.body import (
+    Move,
+    TrainTooLarge,
+    train_body,
+    train_commit_message,
+    train_title,
+)
+from bot.render.inputs import overlay_folder
+
+log = logging.getLogger(__name__)
+
+TRAIN_LABEL = "train"
+FILE_MODE = "100644"
+
+
+@dataclass(frozen=True)
+class TrainResult(OpenResult):
+    moved: tuple[str, ...] = ()
+    left_out: tuple[tuple[str, str], ...] = ()  # (service, version) already at their digest
+    superseded: tuple[int, ...] = ()
+
+
+@dataclass
+class _Plan:
+    """The edits of a train against one base commit."""
+
+    base_sha: str
+    texts: dict[str, str] = field(default_factory=dict)  # path → text after the edits
+    changed: list[str] = field(default_factory=list)  # paths the train changes, in order
+    moves: list[tuple[Candidate, Change]] = field(default_factory=list)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def digest(self) -> str:
+        """What names the train's branch: the digests it sets."""
+        return train_digest(c.digest for c, _ in self.moves)
+
+
+@dataclass(kw_only=True)
+class _Train(Found):
+    group: str
+    candidates: Sequence[Candidate]
+    plan: _Plan | None = None  # None until read, and when the files cannot be edited
+
+    @property
+    def moved(self) -> tuple[str, ...]:
+        return tuple(c.service for c, _ in self.plan.moves) if self.plan else ()
+
+    @property
+    def left_out(self) -> tuple[tuple[str, str], ...]:
+        return tuple(self.plan.left_out) if self.plan else ()
+
+    def declined(self, decision: Opening) -> TrainResult:
+        return replace(TrainResult.declined(decision), moved=self.moved, left_out=self.left_out)
+
+
+class TrainOpener(RepoOpener[_Train]):
+    """Opens, adopts and supersedes release-train PRs in one deployment repository."""
+
+    async def open(self, group: str, environment: str, candidates: Sequence[Candidate], *,
+                   requester: str | None, rollback_note: str | None = None,
+                   superseding: Sequence[str] = (), explicit: bool = True) -> TrainResult:
+        """Open the train of ``candidates`` (one per service) into ``environment``.
+
+        ``superseding``: the services whose single-service PRs into the environment this
+        train closes (the whole group, for a forward train). Unless ``explicit`` (a command),
+        a train whose pull request was closed without merging is not opened again.
+        """
+        rollback = rollback_note is not None
+        facts = OpeningFacts(
+            subject=TrainSubject(group), environment=environment, rollback=rollback,
+            explicit=explicit,
+            tag_refusals=tuple(refusal for c in candidates if (
+                refusal := refusal_for_tags(self.policy, c.service, environment, c))))
+        found = _Train(group=group, candidates=candidates)
+        decided = decide_opening(facts)
+        if isinstance(decided, Opening):  # on the policy alone, before any reading
+            return found.declined(decided)
+        repo = self.repo.full_name
+        async with self.ctx.locks.hold(repo):
+            decision, facts = await self._decide(facts, found)
+            plan = found.plan
+            if decision.kind != "open" or plan is None or facts.branch is None:
+                return found.declined(decision)
+            branch = facts.branch
+            moves = [Move(c, change, await self._provenance(c, change)) for c, change in plan.moves]
+            try:
+                number, url, head_sha = await self._create(
+                    group, environment, branch, plan, moves, requester, rollback_note)
+            except TrainTooLarge as exc:
+                return TrainResult("refused", str(exc), moved=found.moved,
+                                   left_out=found.left_out)
+            superseded: list[int] = []
+            if not rollback:
+                superseded = await self._supersede(group, environment, branch, number,
+                                                   found.pulls, superseding)
+            merged = await self._merge_ungated(self.policy.environments[environment], number,
+                                               head_sha, plan.base_sha, plan.changed)
+        self.ctx.metrics.promotions.labels(environment, "opened").inc()
+        log.info("release train opened", extra={"repository": repo, "pull": number,
+                                                "group": group, "env": environment,
+                                                "services": len(moves)})
+        return TrainResult("opened", "opened", number, url, merged=merged, moved=found.moved,
+                           left_out=found.left_out, superseded=tuple(superseded))
+
+    async def _read_subject(self, reading: Reading, facts: OpeningFacts, found: _Train
+                            ) -> OpeningFacts:
+        if reading != "edit":
+            raise ValueError(f"a train does not read {reading}")
+        plan = await self._plan(found.candidates, facts.environment)
+        if isinstance(plan, str):
+            return replace(facts, edit=FileEdit(plan))
+        refusal = await self._render(plan)
+        if refusal is not None:
+            return replace(facts, edit=FileEdit(refusal))
+        found.plan = plan
+        if not plan.moves:
+            return replace(facts, edit=FileEdit(changed=False))
+        return replace(facts, edit=FileEdit(), branch=train_branch_name(
+            facts.environment, found.group, plan.digest, rollback=facts.rollback))
+
+    async def _plan(self, candidates: Sequence[Candidate], environment: str) -> _Plan | str:
+        """Every service's edit applied in turn to the files at the base commit, or why not."""
+        repo = self.repo.full_name
+        plan = _Plan(await branch_head(self.gh, repo, self.repo.default_branch))
+        for candidate in candidates:
+            path = self.policy.path_for(candidate.service, environment)
+            if path not in plan.texts:
+                current = await get_file(self.gh, repo, path, plan.base_sha)
+                if current is None:
+                    return (f"`{path}` ({candidate.service}) does not exist on "
+                            f"{self.repo.default_branch}")
+                plan.texts[path] = current.text
+            image = self.policy.services[candidate.service].image
+            try:
+                edit = promote_image(plan.texts[path], image=image, tag=candidate.tag,
+                                     digest=candidate.digest, path=path,
+                                     tag_key=self.policy.services[candidate.service].tag_key)
+            except ManifestError as exc:
+                return f"cannot edit {candidate.service}: {exc}"
+            if not edit.changed:
+                plan.left_out.append((candidate.service, candidate.version))
+                continue
+            before = edit.occurrences[0] if edit.occurrences else None
+            plan.texts[path] = edit.new_text
+            if path not in plan.changed:
+                plan.changed.append(path)
+            plan.moves.append((candidate, Change(path, before.tag if before else None,
+                                                 before.digest if before else None, edit.notes)))
+        return plan
+
+    async def _render(self, plan: _Plan) -> str | None:
+        """Each Kustomize overlay the train edits, built with all its edits: the workloads
+        whose image changes go to the PR body; a service whose move changes no workload's
+        image refuses the train (it would change nothing in any cluster)."""
+        if self.ctx.builder is None or not plan.moves:
+            return None
+        builds = RepoBuilds(self.ctx, self.gh, self.repo.full_name)
+        try:
+            index = await builds.index(plan.base_sha)
+        except TreeTruncated:
+            return None  # not built: the gate judges what it cannot build
+        edited: dict[str, dict[str, str]] = {}
+        for path in plan.changed:
+            folder = overlay_folder(index, path)
+            if folder is not None:
+                edited.setdefault(folder, {})[path] = plan.texts[path]
+        effects = {folder: await promotion_effect(builds, plan.base_sha, texts)
+                   for folder, texts in edited.items()}
+        for position, (candidate, change) in enumerate(plan.moves):
+            effect = effects.get(overlay_folder(index, change.path) or "")
+            if effect is None:
+                continue
+            if effect.problem is None and not any(candidate.digest in c.new
+                                                  for c in effect.changes):
+                image = self.policy.services[candidate.service].image
+                return f"{candidate.service}: {effect.refusal(image)}"
+            plan.moves[position] = (candidate, replace(change, effect=effect))
+        return None
+
+    async def _provenance(self, candidate: Candidate, change: Change) -> Provenance:
+        provenance = await gather_provenance(self.gh, candidate, self.ctx.web_url)
+        return await with_compare(self.gh, provenance, candidate, change.old_tag,
+                                  self.ctx.web_url)
+
+    async def _create(self, group: str, environment: str, branch: str, plan: _Plan,
+                      moves: list[Move], requester: str | None, rollback_note: str | None
+                      ) -> tuple[int, str, str]:
+        repo = self.repo.full_name
+        env = self.policy.environments[environment]
+        rollback = rollback_note is not None
+        marker = PromotionMarker(
+            service=group, environment=environment, digest=plan.digest, tag=None,
+            version=f"{len(moves)} services", paths=tuple(plan.changed), source_repo="",
+            requester=requester, kind="rollback" if rollback else "train", group=group,
+            members=tuple(TrainMember(
+                service=m.candidate.service, digest=m.candidate.digest, tag=m.candidate.tag,
+                version=m.candidate.version, path=m.change.path,
+                previous_digest=m.change.old_digest, previous_tag=m.change.old_tag,
+                source_sha=m.candidate.source_sha) for m in moves),
+        )
+        # Rendered before anything is written: a train too large for one body writes nothing.
+        train_body(group, env, moves, plan.left_out, marker, rollback_note=rollback_note)
+        head_sha = await self._commit(branch, plan, train_commit_message(
+            group, environment, moves, rollback=rollback, requester=requester))
+        marker = replace(marker, commit=head_sha)
+        body = train_body(group, env, moves, plan.left_out, marker, rollback_note=rollback_note)
+        pull = await open_pull(
+            self.gh, repo, branch=branch, base=self.repo.default_branch, body=body,
+            title=train_title(group, environment, len(moves), rollback=rollback))
+        labels = [LABEL, env_label(environment), TRAIN_LABEL] + (
+            [ROLLBACK_LABEL] if rollback else [])
+        await add_labels(self.gh, repo, int(pull["number"]), labels)
+        return int(pull["number"]), str(pull["html_url"]), head_sha
+
+    async def _commit(self, branch: str, plan: _Plan, message: str) -> str:
+        """One tree (the new texts inline: GitHub writes their blobs), one commit, one ref."""
+        repo = self.repo.full_name
+        base = await self.gh.getitem(f"/repos/{repo}/git/commits/{plan.base_sha}")
+        tree = await self.gh.post(f"/repos/{repo}/git/trees", data={
+            "base_tree": base["tree"]["sha"],
+            "tree": [{"path": path, "mode": FILE_MODE, "type": "blob",
+                      "content": plan.texts[path]} for path in plan.changed],
+        })
+        commit = await self.gh.post(f"/repos/{repo}/git/commits", data={
+            "message": message, "tree": tree["sha"], "parents": [plan.base_sha],
+        })
+        sha = str(commit["sha"])
+        await self._create_branch(branch, sha)
+        await post_receipt(self.ctx, self.gh, repo, sha, message.split("\n", 1)[0] + ".")
+        return sha
+
+    async def _supersede(self, group: str, environment: str, branch: str, number: int,
+                         pulls: list[dict[str, Any]], services: Sequence[str]) -> list[int]:
+        """Close the older open train of (group, environment) and the single-service PRs of
+        the group's services into the environment: this train was opened after all of them."""
+        trains = train_prefix(environment, group)
+        singles = tuple(branch_prefix(environment, service) for service in services)
+        closed = []
+        for pr in pulls:
+            ref = str(pr["head"]["ref"])
+            if ref == branch or not opened_by_conveyor(self.ctx.bot_login, pr):
+                continue
+            marker = parse_marker(pr.get("body"))
+            if marker is None:
+                continue
+            older_train = ref.startswith(trains) and marker.group == group
+            single = (ref.startswith(singles) and not marker.is_train
+                      and marker.kind == "promotion")
+            if older_train or single:
+                await close_superseded(self.ctx, self.gh, self.repo.full_name, pr, number)
+                closed.append(int(pr["number"]))
+        return closed
+

@@ -1,0 +1,96 @@
+"""What a merged promotion sets in motion in the same deployment repository."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from gidgethub.abc import GitHubAPI
+
+from bot.promotion.authorship.marker import PromotionMarker
+from bot.promotion.evidence.halts import halted
+from bot.promotion.opening.candidates import Candidate, Trigger
+from bot.promotion.opening.opener import Opener, OpenResult, open_pulls
+from bot.promotion.opening.provenance import LazyProvenance
+from bot.promotion.opening.upstream_pins import upstream_pins
+from bot.promotion.policies import DeploymentRepo, IndexedRepo
+
+if TYPE_CHECKING:
+    from bot.promotion.gate.gatekeeper import GateService
+    from bot.runtime.context import Context
+
+log = logging.getLogger(__name__)
+
+MAX_REEVALUATED = 50
+
+
+def candidate_from_marker(marker: PromotionMarker, image: str, trigger: Trigger,
+                          requester: str | None) -> Candidate:
+    return Candidate(
+        service=marker.service, image=image, digest=marker.digest, tag=marker.tag,
+        version=marker.version, source_repo=marker.source_repo, trigger=trigger,
+        source_sha=marker.source_sha, release_tag=marker.release_tag, requester=requester,
+    )
+
+
+async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                             marker: PromotionMarker, upstream_pr: int, *,
+                             environments: list[str] | None = None,
+                             requester: str | None = None) -> list[tuple[str, OpenResult]]:
+    """Open the same digest's PR in downstream environments: those with `promote: auto`, or
+    the ones named (a `/promote <env>` command)."""
+    policy = repo.policy
+    if marker.service not in policy.services:
+        return []
+    if environments is None:
+        targets = [env.name for env in policy.downstream_of(marker.environment)
+                   if env.promote == "auto"
+                   and await auto_may_open(ctx, gh, repo, marker, env.name)]
+    else:
+        targets = environments
+    if not targets:
+        return []
+    candidate = candidate_from_marker(
+        marker, policy.services[marker.service].image,
+        "upstream" if environments is None else "command",
+        requester if requester is not None else marker.requester,
+    )
+    provenance = LazyProvenance(gh, candidate, ctx.web_url)
+    opener = Opener(ctx, gh, repo)
+    results = []
+    for env in targets:
+        result = await opener.open(candidate, env, provenance=provenance,
+                                   explicit=environments is not None, upstream_pr=upstream_pr)
+        log.info("downstream promotion %s", result.action,
+                 extra={"env": env, "pull": result.number, "detail": result.message})
+        results.append((env, result))
+    return results
+
+
+async def auto_may_open(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                        marker: PromotionMarker, environment: str) -> bool:
+    """Whether `promote: auto` opens ``environment`` for the digest just merged upstream: every
+    other upstream of a fan-in pins it already (the last one to merge opens the PR), and no
+    environment before it holds a standing failure mark of it (a halted wave stays halted until
+    `/unhold`)."""
+    policy = repo.policy
+    env = policy.environments[environment]
+    others = [name for name in env.after if name != marker.environment]
+    if others:
+        pins = {name: (await upstream_pins(gh, repo, [marker.service], name, ctx.images))[
+            marker.service] for name in others}
+        waiting = [name for name, pin in pins.items()
+                   if isinstance(pin, str) or pin[1] != marker.digest]
+        if waiting:
+            log.info("promote: auto waits for every upstream", extra={
+                "env": environment, "service": marker.service, "digest": marker.digest,
+                "detail": f"not yet in {', '.join(waiting)}"})
+            return False
+    return not await halted(ctx, gh, repo, environment, [(marker.service, marker.digest)])
+
+
+async def reevaluate_open_pulls(gates: GateService, gh: GitHubAPI, repo: IndexedRepo) -> None:
+    """Re-run the gate of every open PR: upstream evidence may have changed for any of them."""
+    pulls = await open_pulls(gh, repo.full_name)
+    for pr in pulls[:MAX_REEVALUATED]:
+        await gates.evaluate(gh, repo, int(pr["number"]), pr)

@@ -1,0 +1,78 @@
+"""The infrastructure every part of the bot works with, created once per app: the GitHub and
+registry clients, the repository files read so far, the overlay builder, metrics, timers,
+locks, leases and the clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import cachetools
+from gidgethub.abc import GitHubAPI
+
+from bot.github.client import GitHubClients
+from bot.github.snapshot import RepoFiles
+from bot.metrics import Metrics
+from bot.registry.lookup import ImageLookup
+from bot.render.build import Builder
+from bot.render.inputs import BuildInputs
+from bot.runtime.leases import Leases, LocalLeases
+from bot.runtime.queue import KeyedLocks, RepoLocks
+from bot.runtime.scheduler import Scheduler
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class GateEvaluator(Protocol):
+    """The gate of one pull request, evaluated and posted (the promotion services' own)."""
+
+    async def evaluate(self, gh: GitHubAPI, repo: Any, number: int,
+                       pr: dict[str, Any] | None = None) -> Any: ...
+
+    async def post_own_commit(self, gh: GitHubAPI, repo: Any, number: int, head_sha: str,
+                              base_sha: str, paths: Sequence[str]) -> None: ...
+
+
+@dataclass
+class Context:
+    clients: GitHubClients
+    metrics: Metrics
+    scheduler: Scheduler
+    # Tags, digests and labels come from the images' registries, never the Packages API.
+    images: ImageLookup
+    # Trees by commit and file texts by blob sha, shared by every reader of repository files.
+    files: RepoFiles = field(default_factory=RepoFiles)
+    # Builds Kustomize overlays; None when no kustomize is there (rendering is off).
+    builder: Builder | None = None
+    # What building an overlay reads at a commit, (repo, commit, overlay) → its inputs.
+    build_inputs: cachetools.LRUCache[tuple[str, str, str], BuildInputs] = field(
+        default_factory=lambda: cachetools.LRUCache(maxsize=8192))
+    # Refusal check runs this process posted on source commits, (repo, sha, env) → True: a
+    # promotion that opens later completes them (package events look on GitHub too).
+    refusals: cachetools.TTLCache[tuple[str, str, str], bool] = field(
+        default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=7 * 86400))
+    locks: RepoLocks = field(default_factory=KeyedLocks)
+    leases: Leases = field(default_factory=LocalLeases)
+    clock: Callable[[], datetime] = utc_now
+    # The app's own login ("<slug>[bot]"), learned from GET /app at start-up.
+    bot_login: str = ""
+    # The app's numeric id (GITHUB_APP_ID): how its own check runs and deployments are known.
+    app_id: int | None = None
+    # The gate, set once the promotion services exist: an auto-merge posts it before merging
+    # (with the gate required, GitHub refuses the merge of a PR that does not have it yet).
+    gate: GateEvaluator | None = None
+
+    @property
+    def web_url(self) -> str:
+        return web_url_for(self.clients.api_url)
+
+
+def web_url_for(api_url: str) -> str:
+    """The web UI base of a REST API base: api.github.com → github.com, /api/v3 → host."""
+    if api_url.rstrip("/") == "https://api.github.com":
+        return "https://github.com"
+    return api_url.rstrip("/").removesuffix("/api/v3")

@@ -1,0 +1,169 @@
+"""The workers process of `python -m bot serve`: the queue, the workers, the resync, the GitHub
+and registry clients; everything but the socket GitHub delivers to. Large edits and parses
+run in a thread here (`bot.runtime.offload`): they delay other jobs, never an answer.
+
+It is started by the intake process with its end of a socket pair (`python -m
+bot.serving.workers FD`), reads the same settings, and lives as long as that socket: at its end
+(the intake stopping, or gone) it finishes the work it holds, within the shutdown grace, and
+exits. Signals are the intake's to take: a Ctrl-C or a SIGTERM sent to both processes at once
+does not cut the work short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable, Sequence
+
+from aiohttp import web
+from prometheus_client import generate_latest
+
+from bot.handlers import build_router
+from bot.runtime import offload
+from bot.runtime.logs import configure_logging
+from bot.runtime.queue import Job, MemoryQueue
+from bot.runtime.settings import Settings, SettingsError, load_settings
+from bot.serving.link import (
+    ANSWER,
+    ASK,
+    HEALTH,
+    JOB,
+    METRICS,
+    ROUTES,
+    TOOK,
+    Link,
+    LinkClosed,
+    count,
+    job_of,
+    numbered,
+    routing_table,
+)
+from bot.serving.serve import keep_secrets_out_of_logs
+from bot.serving.server import Runtime, create_app, runtime_of
+from bot.serving.tasks import background_tasks
+
+log = logging.getLogger("bot.serving.workers")  # run as __main__
+
+# Added to the intake's: the lowest priority there is. Where the cores are all busy, the
+# intake (and whatever else runs beside it) goes first and the work runs in what is left; a
+# flood that leaves nothing fills the queue, and the intake answers 503 until there is room.
+WORKERS_NICENESS = 19
+FROM_INTAKE = "intake"  # the receipt of a job sent by the intake, until a worker takes it
+
+
+class FedQueue(MemoryQueue):
+    """The workers' queue. The intake bounds what it sends by what it was told was taken, to
+    `maxsize`; as much room again is the workers' own (timers, retries). A job the intake sent
+    was acknowledged already: it is waited for room for, never refused."""
+
+    def __init__(self, maxsize: int, took: Callable[[], None]) -> None:
+        super().__init__(2 * maxsize)
+        self._took = took
+        self.received = 0
+
+    async def feed(self, job: Job) -> None:
+        job.receipt = FROM_INTAKE
+        await self.put(job)
+        self.received += 1
+
+    async def take(self) -> Job:
+        job = await super().take()
+        if job.receipt == FROM_INTAKE:
+            job.receipt = ""  # a retry of it is the workers' own
+            self._took()
+        return job
+
+
+class TakenCount:
+    """Jobs taken since the intake was last told, sent once per turn of the loop."""
+
+    def __init__(self, link: Link) -> None:
+        self._link = link
+        self._taken = 0
+
+    def took(self) -> None:
+        self._taken += 1
+        if self._taken == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        if self._taken and not self._link.closing:
+            self._link.send(TOOK, count(self._taken))
+        self._taken = 0
+
+
+async def answer_intake(link: Link, runtime: Runtime, queue: FedQueue) -> None:
+    """Queue what the intake sends and answer its questions, until it closes its end."""
+    metrics = runtime.ctx.metrics
+    while True:
+        try:
+            frame = await link.receive()
+        except LinkClosed:
+            return
+        if frame.kind == JOB:
+            await queue.feed(job_of(frame.content))
+        elif frame.kind == ASK:
+            number, what = numbered(frame.content)
+            if what.decode() == HEALTH:
+                answer = json.dumps({"ready": runtime.ready, "queue_depth": queue.depth(),
+                                     "received": queue.received}).encode()
+            elif what.decode() == METRICS:
+                metrics.queue_depth.set(queue.depth())
+                answer = generate_latest(metrics.registry)
+            else:
+                answer = b""
+            link.send(ANSWER, count(number), answer)
+        else:
+            log.warning("unknown frame from the intake process", extra={"kind": repr(frame.kind)})
+
+
+async def serve_intake(settings: Settings, sock: socket.socket) -> None:
+    offload.threads_only()  # no answer waits on this process's interpreter
+    link = await Link.over(sock, max_body=settings.max_body_bytes)
+    taken = TakenCount(link)
+    queue = FedQueue(settings.queue_size, taken.took)
+    app = create_app(settings, build_router(), queue=queue, background=background_tasks,
+                     serve_while_starting=True)
+    runtime = runtime_of(app)
+    metrics = runtime.ctx.metrics
+    metrics.registry.unregister(metrics.deliveries)  # counted by the intake, which answers
+    link.send(ROUTES, routing_table(runtime.router))
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()  # starts the pool; the first GitHub call runs meanwhile
+    gc.collect()
+    gc.freeze()  # as in the intake (`bot.serving.serve.freeze_startup_heap`)
+    log.info("workers started", extra={"pid": os.getpid()})
+    try:
+        await answer_intake(link, runtime, queue)
+    finally:
+        await runner.cleanup()  # the pool drains within the shutdown grace
+        await link.close()
+
+
+def main(argv: Sequence[str]) -> int:
+    for taken in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(taken, signal.SIG_IGN)
+    if len(argv) != 1 or not argv[0].isdigit():
+        print("conveyor workers: started by `python -m bot serve`, with a socket's file "
+              "descriptor", file=sys.stderr)
+        return 2
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"conveyor workers: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+    keep_secrets_out_of_logs(settings)
+    os.nice(WORKERS_NICENESS)
+    asyncio.run(serve_intake(settings, socket.socket(fileno=int(argv[0]))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
