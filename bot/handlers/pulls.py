@@ -10,8 +10,7 @@ from gidgethub import routing, sansio
 
 from bot.github.client import ConveyorGitHubAPI
 from bot.handlers.events import indexed_repo
-from bot.promotion.authorship.marker import parse_marker
-from bot.promotion.authorship.trust import opened_by_conveyor, trusted_marker
+from bot.promotion.authorship.trust import trusted_promotion
 from bot.promotion.gate.hold import keep_hold
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.trains.flows import promote_train_downstream
@@ -62,14 +61,17 @@ async def on_pull_closed(event: sansio.Event, gh: ConveyorGitHubAPI, services: S
 
 async def _promote_after(services: Services, gh: ConveyorGitHubAPI, repo: DeploymentRepo,
                          pr: dict[str, Any]) -> None:
-    """What a merged promotion or train opens downstream."""
+    """What a merged promotion or train opens downstream, from what Conveyor's own commit on
+    it says (an edited body changes nothing)."""
     ctx = services.ctx
-    trusted = await trusted_marker(gh, repo.full_name, pr, ctx.bot_login)
-    if trusted is not None and trusted[0].kind == "promotion":
-        await promote_downstream(ctx, gh, repo, trusted[0], int(pr["number"]))
-    marker = parse_marker(pr.get("body"))
-    if marker is not None and marker.kind == "train" and opened_by_conveyor(ctx.bot_login, pr):
-        await promote_train_downstream(ctx, gh, repo, marker)
+    found = await trusted_promotion(gh, repo.full_name, pr, ctx.bot_login)
+    if found is None:
+        return
+    marker, commit = found
+    if marker.kind == "promotion":
+        await promote_downstream(ctx, gh, repo, marker, int(pr["number"]))
+    elif marker.kind == "train":
+        await promote_train_downstream(ctx, gh, repo, commit)
 
 
 @router.register("check_run", action="rerequested")

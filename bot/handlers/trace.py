@@ -14,7 +14,7 @@ from gidgethub import routing, sansio
 from bot.github.client import ConveyorGitHubAPI
 from bot.handlers.events import deployment_repo, indexed_repo, is_default_branch_push
 from bot.promotion.authorship.marker import PromotionMarker, parse_marker, service_markers
-from bot.promotion.authorship.trust import trusted_marker
+from bot.promotion.authorship.trust import trusted_promotion
 from bot.promotion.dashboard.issue import (
     DASHBOARD_EVENT,
     DELIVERY_EVENT,
@@ -31,9 +31,6 @@ from bot.services import Services
 log = logging.getLogger(__name__)
 router = routing.Router()
 
-TRACED_KINDS = ("promotion", "rollback", "train")
-
-
 @router.register("pull_request", action="closed")
 async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
                               ) -> None:
@@ -44,23 +41,19 @@ async def on_promotion_merged(event: sansio.Event, gh: ConveyorGitHubAPI, servic
     if not isinstance(repo, DeploymentRepo):
         return  # a broken policy names no service to trace
     pr = event.data["pull_request"]
-    marker = parse_marker(pr.get("body"))
-    if not pr.get("merged") or marker is None or marker.kind not in TRACED_KINDS:
-        return
-    # The delivery figures read the merged promotions themselves: the marker only says when.
-    schedule_delivery(services.ctx, event.data["installation"]["id"], repo.full_name)
-    if marker.is_train:
-        # A release train is traced as the promotion of each service it moved.
-        for promoted in service_markers(marker):
-            await _trace(services, gh, repo, pr, promoted)
+    if not pr.get("merged") or parse_marker(pr.get("body")) is None:
         return
     # What is traced is what Conveyor's own commit says, never an edited marker.
-    trusted = await trusted_marker(gh, repo.full_name, pr, services.ctx.bot_login)
-    if trusted is None:
+    found = await trusted_promotion(gh, repo.full_name, pr, services.ctx.bot_login)
+    if found is None:
         log.warning("a promotion marker in a PR Conveyor did not open, not traced",
                     extra={"pull": pr["number"]})
         return
-    await _trace(services, gh, repo, pr, trusted[0])
+    # The delivery figures read the merged promotions themselves: the marker only says when.
+    schedule_delivery(services.ctx, event.data["installation"]["id"], repo.full_name)
+    # A release train is traced as the promotion of each service it moved.
+    for promoted in service_markers(found[0]):
+        await _trace(services, gh, repo, pr, promoted)
 
 
 async def _trace(services: Services, gh: ConveyorGitHubAPI, repo: DeploymentRepo,
@@ -70,11 +63,6 @@ async def _trace(services: Services, gh: ConveyorGitHubAPI, repo: DeploymentRepo
     if service is None or marker.environment not in repo.policy.environments:
         log.info("promotion of a service or environment the policy no longer has, not traced",
                  extra={"pull": pr["number"], "service": marker.service})
-        return
-    author = str((pr.get("user") or {}).get("login") or "")
-    if ctx.bot_login and author.lower() != ctx.bot_login.lower():
-        log.warning("a promotion marker in a PR Conveyor did not open, not traced",
-                    extra={"pull": pr["number"], "author": author})
         return
     if marker.source_repo and marker.source_repo.lower() != service.source.lower():
         log.warning("the marker's source repository is not the policy's, not traced",

@@ -5,10 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from bot.promotion.authorship.marker import PromotionMarker
+from bot.promotion.authorship.trailers import (
+    CommitTrailers,
+    Moved,
+    commit_message,
+    parse_trailers,
+    read_trailers,
+)
 from bot.promotion.authorship.trust import (
     authored_by,
     conveyor_commit,
-    parse_trailers,
     reconcile,
     signed_as,
 )
@@ -65,3 +71,19 @@ def test_the_trusted_facts_override_an_edited_marker() -> None:
 
 def test_a_commit_without_trailers_is_not_a_promotion() -> None:
     assert conveyor_commit(commit(message="Update README\n"), head=True) is None
+
+
+def test_trailers_of_a_train_read_back_every_service_with_its_own_source() -> None:
+    written = CommitTrailers(
+        environment="production", train="storefront", requester="alice",
+        moved=(Moved("web", DIGEST, "acme/web", "c" * 40), Moved("api", "sha256:" + "b" * 64,
+                                                                 "acme/api", None)))
+    message = commit_message("Promote storefront to production (2 services)",
+                             ["web: 1.0.0 → 1.1.0"], written)
+    assert read_trailers(message) == written
+    assert "Conveyor-Source: acme/api@unknown" in message
+    single = CommitTrailers(environment="staging", moved=(Moved("web", DIGEST, "acme/web"),),
+                            version="1.4.2", rollback=True)
+    assert read_trailers(commit_message("Roll back web", [], single)) == single
+    assert read_trailers("Promote web\n\nConveyor-Service: web\nConveyor-Service: api\n"
+                         f"Conveyor-Environment: staging\nConveyor-Digest: {DIGEST}\n") is None

@@ -12,6 +12,7 @@ from bot.domain.trains import train_digest
 from bot.promotion.authorship.marker import parse_marker
 from bot.promotion.resync.reconcile import resync_all
 from bot.promotion.trains import flows as train_flows
+from bot.promotion.trains import opener as train_opener
 from bot.sandbox.demo import digest_of
 from tests.harness import World, close_world, make_world
 
@@ -492,21 +493,23 @@ async def test_a_merged_train_opens_the_next_train_where_promote_is_auto() -> No
 
 
 async def test_the_resync_closes_an_older_train_left_open_beside_a_newer_one(
-        trains: World) -> None:
+        trains: World, monkeypatch: pytest.MonkeyPatch) -> None:
     world = trains
     await stage(world, {"web": "1.1.0", "api": "1.1.0", "cart": "1.1.0"})
     number = await issue(world)
     await say(world, number, "/promote production storefront")
     [older] = trains_open(world)
     # a newer train whose opener stopped before closing the older one (a crash, say)
-    branch = "conveyor/production/train-storefront-" + "f" * 12
-    await world.emulator.push_files(world.repo, {
-        WEB_PATHS["production"]: kustomization(image("web", "1.1.0"))}, branch=branch,
-        author=BOT, message="Promote storefront to production (1 service)")
-    await world.emulator.open_pull(world.repo, branch, author=BOT, body=older["body"],
-                                   title="Promote storefront to production (1 service)")
-    await world.settle()
-    newer = world.pull("(1 service)", state="open")
+    async def stopped(*args: object) -> None:
+        raise RuntimeError("the process stopped here")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(train_opener, "close_superseded", stopped)
+        await stage(world, {"web": "1.2.0", "api": "1.1.0", "cart": "1.1.0"})
+        await world.emulator.comment(world.repo, number, "alice",
+                                     "/promote production storefront")
+        await world.settle()
+    [newer] = [pr for pr in trains_open(world) if pr["number"] != older["number"]]
 
     await resync_all(world.runtime.services)
     await world.settle()

@@ -25,6 +25,7 @@ from bot.domain.gate.model import Verdict
 from bot.domain.policy import PolicyError, load_policy
 from bot.domain.tags import MAX_TAG_LENGTH, TagPolicy
 from bot.promotion.authorship.marker import PromotionMarker
+from bot.promotion.authorship.trailers import CommitTrailers, Moved
 from bot.promotion.authorship.trust import ConveyorCommit
 from bot.promotion.gate import gatekeeper
 from bot.promotion.gate.pull_facts import PullFacts
@@ -338,10 +339,9 @@ async def test_only_prs_opened_by_conveyor_auto_merge_when_their_gate_passes(
                      recheck_at=None)
     gh = await ctx.clients.installation(world.demo.installation_id)
     def conveyors(head: bool) -> ConveyorCommit:
-        return ConveyorCommit(sha="a" * 40, environment="production", services=("web",),
-                              digests=(digest,), source_repo="acme/web", source_sha=None,
-                              version="6.6.6", tag="6.6.6", requester=None, rollback=False,
-                              train=None, head=head)
+        return ConveyorCommit(sha="a" * 40, head=head, trailers=CommitTrailers(
+            environment="production", moved=(Moved("web", digest, "acme/web"),),
+            version="6.6.6", tag="6.6.6"))
 
     # 1: a marker in someone else's PR; 2: Conveyor's commit is the head; 3: someone pushed.
     for number, trusted in ((1, None), (2, conveyors(True)), (3, conveyors(False))):

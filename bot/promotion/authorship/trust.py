@@ -8,10 +8,7 @@ or when GitHub signed it as the app's (a commit made through the API by the app'
 token on github.com: committer GitHub's `web-flow`, verified). A person who copies the bot's
 e-mail into a commit gets neither. A GitHub Enterprise Server without web commit signing
 signs nothing: there the receipt alone proves it. So every trust decision reads the trailers of
-that commit:
-
-    Conveyor-Service / -Environment / -Digest / -Source / -Version / -Tag / -Requested-By /
-    -Kind (rollback) / -Train
+that commit (``trailers.py``), single-service promotions and release trains alike.
 
 The body marker stays what it is: a display hint and an index for the resync.
 """
@@ -23,9 +20,11 @@ from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
+from bot.domain.trains import train_digest
 from bot.github.repos import commit_for_ref
-from bot.promotion.authorship.marker import PromotionMarker, parse_marker
+from bot.promotion.authorship.marker import PromotionMarker, TrainMember, parse_marker
 from bot.promotion.authorship.receipts import has_receipt
+from bot.promotion.authorship.trailers import CommitTrailers, Moved, read_trailers
 from bot.text import short_digest
 
 __all__ = [
@@ -34,10 +33,12 @@ __all__ = [
     "conveyor_commit",
     "made_by",
     "opened_by_conveyor",
-    "parse_trailers",
     "reconcile",
+    "reconcile_train",
     "trusted_marker",
+    "trusted_promotion",
     "trusted_pull",
+    "trusted_train",
     "written_digest",
 ]
 
@@ -50,25 +51,60 @@ class ConveyorCommit:
     """The facts of a promotion, from the trailers of the commit Conveyor made."""
 
     sha: str
-    environment: str
-    services: tuple[str, ...]
-    digests: tuple[str, ...]
-    source_repo: str | None
-    source_sha: str | None
-    version: str | None
-    tag: str | None
-    requester: str | None
-    rollback: bool
-    train: str | None
+    trailers: CommitTrailers
     head: bool  # the PR's head is this commit: nobody pushed after Conveyor
 
     @property
+    def environment(self) -> str:
+        return self.trailers.environment
+
+    @property
+    def moved(self) -> tuple[Moved, ...]:
+        return self.trailers.moved
+
+    @property
+    def services(self) -> tuple[str, ...]:
+        return tuple(move.service for move in self.moved)
+
+    @property
+    def digests(self) -> tuple[str, ...]:
+        return tuple(move.digest for move in self.moved)
+
+    @property
     def service(self) -> str:
-        return self.services[0] if self.services else ""
+        return self.moved[0].service
 
     @property
     def digest(self) -> str:
-        return self.digests[0] if self.digests else ""
+        return self.moved[0].digest
+
+    @property
+    def source_repo(self) -> str | None:
+        return self.moved[0].source_repo
+
+    @property
+    def source_sha(self) -> str | None:
+        return self.moved[0].source_sha
+
+    @property
+    def version(self) -> str | None:
+        return self.trailers.version
+
+    @property
+    def tag(self) -> str | None:
+        return self.trailers.tag
+
+    @property
+    def requester(self) -> str | None:
+        return self.trailers.requester
+
+    @property
+    def rollback(self) -> bool:
+        return self.trailers.rollback
+
+    @property
+    def train(self) -> str | None:
+        return self.trailers.train
 
     def agrees_with(self, marker: PromotionMarker | None) -> bool:
         """Whether a body marker tells the same story (a single-service promotion)."""
@@ -85,19 +121,6 @@ def opened_by_conveyor(bot_login: str, pr: dict[str, Any]) -> bool:
     base_repo = ((pr.get("base") or {}).get("repo") or {}).get("full_name")
     return bool(bot_login) and author.lower() == bot_login.lower() and (
         head_repo is None or head_repo == base_repo)
-
-
-def parse_trailers(message: str) -> dict[str, list[str]]:
-    """``Key: value`` lines of the message's last paragraph, every value of each key."""
-    paragraphs = [p for p in message.replace("\r\n", "\n").strip().split("\n\n") if p.strip()]
-    found: dict[str, list[str]] = {}
-    if len(paragraphs) < 2:
-        return found
-    for line in paragraphs[-1].splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() and " " not in key.strip():
-            found.setdefault(key.strip(), []).append(value.strip())
-    return found
 
 
 def authored_by(commit: dict[str, Any], bot_login: str) -> bool:
@@ -124,28 +147,8 @@ async def made_by(gh: GitHubAPI, repo: str, commit: dict[str, Any], bot_login: s
 
 def conveyor_commit(commit: dict[str, Any], *, head: bool) -> ConveyorCommit | None:
     """The promotion a commit's trailers describe (whoever made it: ask `made_by`)."""
-    trailers = parse_trailers(str((commit.get("commit") or {}).get("message") or ""))
-    environment = (trailers.get("Conveyor-Environment") or [""])[0]
-    services = tuple(trailers.get("Conveyor-Service") or ())
-    digests = tuple(trailers.get("Conveyor-Digest") or ())
-    if not environment or not services or len(services) != len(digests):
-        return None
-    source = (trailers.get("Conveyor-Source") or [""])[0]
-    source_repo, _, source_sha = source.partition("@")
-    return ConveyorCommit(
-        sha=str(commit["sha"]), environment=environment, services=services, digests=digests,
-        source_repo=source_repo or None,
-        source_sha=source_sha if source_sha and source_sha != "unknown" else None,
-        version=_first(trailers, "Conveyor-Version"), tag=_first(trailers, "Conveyor-Tag"),
-        requester=_first(trailers, "Conveyor-Requested-By"),
-        rollback=_first(trailers, "Conveyor-Kind") == "rollback",
-        train=_first(trailers, "Conveyor-Train"), head=head,
-    )
-
-
-def _first(trailers: dict[str, list[str]], key: str) -> str | None:
-    values = trailers.get(key)
-    return values[0] if values else None
+    trailers = read_trailers(str((commit.get("commit") or {}).get("message") or ""))
+    return None if trailers is None else ConveyorCommit(str(commit["sha"]), trailers, head)
 
 
 async def trusted_pull(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: str
@@ -213,8 +216,53 @@ def reconcile(marker: PromotionMarker | None, trusted: ConveyorCommit) -> Promot
 async def trusted_marker(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: str
                          ) -> tuple[PromotionMarker, ConveyorCommit] | None:
     """A single-service promotion PR Conveyor opened, with its trusted facts; None for a PR
-    of anyone else and for a release train (its readers check trains on their own)."""
+    of anyone else and for a release train (`trusted_train` reads those)."""
+    found = await trusted_promotion(gh, repo, pr, bot_login)
+    return None if found is None or found[1].train is not None else found
+
+
+async def trusted_promotion(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: str
+                            ) -> tuple[PromotionMarker, ConveyorCommit] | None:
+    """A promotion, rollback or release train Conveyor opened: the facts of its commit, with
+    what the body adds for display; None for a PR of anyone else."""
     trusted = await trusted_pull(gh, repo, pr, bot_login)
-    if trusted is None or trusted.train is not None:
+    if trusted is None:
         return None
-    return reconcile(parse_marker(pr.get("body")), trusted), trusted
+    shown = parse_marker(pr.get("body"))
+    if trusted.train is not None:
+        return reconcile_train(shown, trusted), trusted
+    return reconcile(shown, trusted), trusted
+
+
+def reconcile_train(marker: PromotionMarker | None, trusted: ConveyorCommit) -> PromotionMarker:
+    """A release train's facts: its group, environment, requester, kind and every member's
+    service, digest and source commit from Conveyor's commit; from the body's marker only
+    display details (version, tag, path, what the file held before) of a member whose
+    service and digest the commit names too."""
+    shown = ({(m.service, m.digest): m for m in marker.members}
+             if marker is not None and marker.is_train else {})
+    members = []
+    for move in trusted.moved:
+        member = shown.get((move.service, move.digest))
+        members.append(TrainMember(
+            service=move.service, digest=move.digest, source_sha=move.source_sha,
+            tag=member.tag if member else None,
+            version=member.version if member else short_digest(move.digest),
+            path=member.path if member else "",
+            previous_digest=member.previous_digest if member else None,
+            previous_tag=member.previous_tag if member else None))
+    group = trusted.train or ""
+    return PromotionMarker(
+        service=group, environment=trusted.environment, digest=train_digest(trusted.digests),
+        tag=None, version="", paths=tuple(dict.fromkeys(m.path for m in members if m.path)),
+        source_repo="", requester=trusted.requester,
+        kind="rollback" if trusted.rollback else "train", commit=trusted.sha, group=group,
+        members=tuple(members))
+
+
+async def trusted_train(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: str
+                        ) -> tuple[PromotionMarker, ConveyorCommit] | None:
+    """A release train Conveyor opened, with its trusted facts; None for a PR of anyone
+    else and for a single-service promotion."""
+    found = await trusted_promotion(gh, repo, pr, bot_login)
+    return None if found is None or found[1].train is None else found

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from bot.domain.commands.parse import Promote, PromoteExplicit, PromoteTrain
 from bot.domain.trains import ALL_GROUP
-from bot.promotion.authorship.marker import PromotionMarker, parse_marker
-from bot.promotion.authorship.trust import opened_by_conveyor, trusted_marker
+from bot.promotion.authorship.marker import PromotionMarker
+from bot.promotion.authorship.trust import trusted_promotion
 from bot.promotion.commands.command_run import CommandRun
 from bot.promotion.commands.replies import describe_result, describe_train
 from bot.promotion.opening.candidates import Candidate, release_tag_variants
@@ -29,19 +29,19 @@ async def promote_same_digest(run: CommandRun, command: Promote) -> str:
                 f"before {command.environment} runs, `/promote <service> <tag-or-digest> "
                 f"{command.environment}` a version you name.")
     pr = await run.pull()
-    shown = parse_marker(pr.get("body"))
     target = command.environment
-    if shown is not None and shown.is_train and opened_by_conveyor(run.ctx.bot_login, pr):
-        return (f"ℹ️ #{run.where.number} is a release train of {shown.group}: "
-                f"`/promote {target} {shown.group if shown.group != ALL_GROUP else '--all'}`"
-                f" opens its train at the digests that hold evidence upstream of {target} "
-                "now.")
-    trusted = await trusted_marker(run.gh, run.repo, pr, run.ctx.bot_login)
+    trusted = await trusted_promotion(run.gh, run.repo, pr, run.ctx.bot_login)
     if trusted is None:
         # A marker proves nothing: anyone can paste one into a pull request they opened.
         return (f"❌ #{run.where.number} is not a promotion PR Conveyor opened, so there is "
                 "no digest to carry on. Name the image instead: "
                 "`/promote <service> <tag-or-digest> <env>`.")
+    group = trusted[1].train
+    if group is not None:
+        return (f"ℹ️ #{run.where.number} is a release train of {group}: "
+                f"`/promote {target} {group if group != ALL_GROUP else '--all'}`"
+                f" opens its train at the digests that hold evidence upstream of {target} "
+                "now.")
     marker = trusted[0]
     if pr.get("state") != "open" and not pr.get("merged"):
         return (f"❌ #{run.where.number} was closed without merging; promote from an open "

@@ -11,6 +11,8 @@ from bot.domain.policy import Environment
 from bot.domain.provenance import Provenance
 from bot.names import GATE_CHECK
 from bot.promotion.authorship.marker import PromotionMarker
+from bot.promotion.authorship.trailers import CommitTrailers, Moved
+from bot.promotion.authorship.trailers import commit_message as trailer_message
 from bot.promotion.builds import PromotionEffect
 from bot.promotion.opening.candidates import Candidate
 from bot.text import escape_markdown, short_digest
@@ -44,22 +46,13 @@ def commit_message(candidate: Candidate, environment: str, *, rollback: bool = F
                    from_version: str | None = None) -> str:
     """The title, then the trailers the trust decisions read (``trust.py``): this commit is
     Conveyor's own, so they are the facts nobody else can edit."""
-    source = f"{candidate.source_repo}@{candidate.source_sha or 'unknown'}"
-    trailers = [
-        f"Conveyor-Service: {candidate.service}",
-        f"Conveyor-Environment: {environment}",
-        f"Conveyor-Digest: {candidate.digest}",
-        f"Conveyor-Source: {source}",
-        f"Conveyor-Version: {candidate.version}",
-    ]
-    if candidate.tag:
-        trailers.append(f"Conveyor-Tag: {candidate.tag}")
-    if candidate.requester:
-        trailers.append(f"Conveyor-Requested-By: {candidate.requester}")
-    if rollback:
-        trailers.append("Conveyor-Kind: rollback")
+    moved = Moved(candidate.service, candidate.digest, candidate.source_repo,
+                  candidate.source_sha)
+    trailers = CommitTrailers(environment=environment, moved=(moved,),
+                              version=candidate.version, tag=candidate.tag,
+                              requester=candidate.requester, rollback=rollback)
     title = pr_title(candidate, environment, rollback=rollback, from_version=from_version)
-    return title + "\n\n" + "\n".join(trailers) + "\n"
+    return trailer_message(title, (), trailers)
 
 
 def pr_body(

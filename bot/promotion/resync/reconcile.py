@@ -28,10 +28,9 @@ from bot.github.refusals import or_none
 from bot.github.repos import get_file
 from bot.manifests import ManifestError, find_images
 from bot.promotion.authorship.marker import PromotionMarker, branch_prefix, parse_marker
-from bot.promotion.authorship.trust import trusted_marker
+from bot.promotion.authorship.trust import ConveyorCommit, trusted_marker, trusted_promotion
 from bot.promotion.commands.rollback import watcher
 from bot.promotion.dashboard.issue import refresh_dashboard
-from bot.promotion.history.file_history import opened_by_app
 from bot.promotion.opening.candidates import Candidate
 from bot.promotion.opening.merger import merge_promotion
 from bot.promotion.opening.opener import close_superseded, find_pull_for_branch, open_pulls
@@ -281,12 +280,12 @@ async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRe
             merged = await _last_promotion_of(ctx, gh, repo.full_name, path)
             if merged is None:
                 continue
-            number, marker = merged
-            if marker.kind == "train" and marker.group and marker.environment == upstream:
+            number, marker, commit = merged
+            if marker.kind == "train" and marker.environment == upstream:
                 # a merged release train: the next environment gets the group's train, once
-                if (marker.group, upstream) not in trains:
-                    trains.add((marker.group, upstream))
-                    await promote_train_downstream(ctx, gh, repo, marker)
+                if (marker.group or "", upstream) not in trains:
+                    trains.add((marker.group or "", upstream))
+                    await promote_train_downstream(ctx, gh, repo, commit)
                 continue
             if (marker.kind != "promotion" or marker.service != service.name
                     or marker.environment != upstream):
@@ -295,18 +294,21 @@ async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRe
 
 
 async def _last_promotion_of(ctx: Context, gh: GitHubAPI, repo: str, path: str
-                             ) -> tuple[int, PromotionMarker] | None:
-    """The merged promotion PR of the last commit that changed `path` on the default branch."""
+                             ) -> tuple[int, PromotionMarker, ConveyorCommit] | None:
+    """The merged promotion PR of the last commit that changed `path` on the default branch,
+    with what Conveyor's own commit on it says."""
     commits = await gh.getitem(f"/repos/{repo}/commits?path={quote(path, safe='/')}&per_page=1")
     if not commits:
         return None
     sha = str(commits[0]["sha"])
     pulls = await or_none(gh.getitem(f"/repos/{repo}/commits/{sha}/pulls"), 404, 422)
     for pr in pulls or []:
-        marker = parse_marker(pr.get("body"))
-        if marker is not None and opened_by_app(ctx, pr) and (
+        if parse_marker(pr.get("body")) is None or not (
                 pr.get("merged_at") or pr.get("merge_commit_sha") == sha):
-            return int(pr["number"]), marker
+            continue
+        found = await trusted_promotion(gh, repo, pr, ctx.bot_login)
+        if found is not None:
+            return int(pr["number"]), *found
     return None
 
 

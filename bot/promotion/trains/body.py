@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from bot.domain.policy import Environment
 from bot.domain.provenance import Provenance
 from bot.promotion.authorship.marker import PromotionMarker
+from bot.promotion.authorship.trailers import CommitTrailers, Moved, commit_message
 from bot.promotion.opening.body import (
     MAX_BODY,
     Change,
@@ -54,23 +55,16 @@ def train_commit_message(group: str, environment: str, moves: Sequence[Move], *,
                          rollback: bool = False, requester: str | None = None) -> str:
     """Title, one line per service, then the trailers: one Service/Digest/Source triple per
     service, in the order of the table."""
-    lines = [train_title(group, environment, len(moves), rollback=rollback), ""]
-    for move in moves:
-        lines.append(f"{move.candidate.service}: {move.change.old_tag or '—'} → "
-                     f"{move.candidate.version} ({short_digest(move.candidate.digest)})")
-    lines += ["", f"Conveyor-Train: {group}", f"Conveyor-Environment: {environment}"]
-    if requester:
-        lines.append(f"Conveyor-Requested-By: {requester}")
-    if rollback:
-        lines.append("Conveyor-Kind: rollback")
-    for move in moves:
-        candidate = move.candidate
-        lines += [
-            f"Conveyor-Service: {candidate.service}",
-            f"Conveyor-Digest: {candidate.digest}",
-            f"Conveyor-Source: {candidate.source_repo}@{candidate.source_sha or 'unknown'}",
-        ]
-    return "\n".join(lines) + "\n"
+    lines = [f"{move.candidate.service}: {move.change.old_tag or '—'} → "
+             f"{move.candidate.version} ({short_digest(move.candidate.digest)})"
+             for move in moves]
+    trailers = CommitTrailers(
+        environment=environment, train=group, requester=requester, rollback=rollback,
+        moved=tuple(Moved(move.candidate.service, move.candidate.digest,
+                          move.candidate.source_repo, move.candidate.source_sha)
+                    for move in moves))
+    return commit_message(train_title(group, environment, len(moves), rollback=rollback),
+                          lines, trailers)
 
 
 def train_body(group: str, environment: Environment, moves: Sequence[Move],

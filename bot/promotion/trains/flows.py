@@ -15,8 +15,8 @@ from gidgethub.abc import GitHubAPI
 from bot.domain.tags import version_from_tag
 from bot.domain.trains import ALL_GROUP
 from bot.github.repos import get_file
-from bot.promotion.authorship.marker import PromotionMarker, parse_marker, train_prefix
-from bot.promotion.authorship.trust import opened_by_conveyor
+from bot.promotion.authorship.marker import train_prefix
+from bot.promotion.authorship.trust import ConveyorCommit, trusted_train
 from bot.promotion.evidence.finder import pins as pins_digest
 from bot.promotion.evidence.halts import halted
 from bot.promotion.opening.candidates import Candidate, Trigger
@@ -105,36 +105,35 @@ def plain_candidate(repo: DeploymentRepo, service: str, tag: str | None, digest:
                      source_repo=settings.source, trigger="command", requester=requester)
 
 
-def known_candidates(repo: DeploymentRepo, marker: PromotionMarker, trigger: Trigger
+def known_candidates(repo: DeploymentRepo, train: ConveyorCommit, trigger: Trigger
                      ) -> CandidateFor:
-    """Candidates from the policy and what an upstream train's marker says of each digest."""
-    by_digest = {(member.service, member.digest): member for member in marker.members}
+    """Candidates from the policy and what an upstream train's commit says of each digest."""
+    moved = {(move.service, move.digest): move for move in train.moved}
 
     async def candidate_for(service: str, tag: str | None, digest: str) -> Candidate:
-        member = by_digest.get((service, digest))
-        return replace(plain_candidate(repo, service, tag, digest, marker.requester),
-                       trigger=trigger, source_sha=member.source_sha if member else None)
+        move = moved.get((service, digest))
+        return replace(plain_candidate(repo, service, tag, digest, train.requester),
+                       trigger=trigger, source_sha=move.source_sha if move else None)
 
     return candidate_for
 
 
 async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
-                                   marker: PromotionMarker) -> list[tuple[str, TrainResult]]:
-    """A merged train opens the same group's train in each `promote: auto` environment after
-    it."""
+                                   train: ConveyorCommit) -> list[tuple[str, TrainResult]]:
+    """A merged train (Conveyor's commit on it) opens the same group's train in each
+    `promote: auto` environment after it."""
     policy = repo.policy
-    group = marker.group
-    if group is None or marker.kind != "train" or (
-            group != ALL_GROUP and group not in policy.groups):
+    group = train.train
+    if group is None or train.rollback or (group != ALL_GROUP and group not in policy.groups):
         return []
     results = []
-    moves = [(member.service, member.digest) for member in marker.members]
-    for env in policy.downstream_of(marker.environment):
+    moves = [(move.service, move.digest) for move in train.moved]
+    for env in policy.downstream_of(train.environment):
         if env.promote != "auto" or await halted(ctx, gh, repo, env.name, moves):
             continue
         result = await promote_group(ctx, gh, repo, group, env.name,
-                                     requester=marker.requester,
-                                     candidate_for=known_candidates(repo, marker, "upstream"),
+                                     requester=train.requester,
+                                     candidate_for=known_candidates(repo, train, "upstream"),
                                      explicit=False)
         log.info("downstream train %s", result.action,
                  extra={"env": env.name, "group": group, "pull": result.number,
@@ -147,30 +146,34 @@ async def finish_interrupted_trains(ctx: Context, gh: GitHubAPI, repo: Deploymen
                                     pulls: list[dict[str, Any]]) -> None:
     """Resync, under the repository's lock: of two open trains of one (group, environment),
     the older is closed as superseded (its closing failed when the newer one was opened); a
-    train of an ungated `auto_merge` environment still at Conveyor's commit is merged."""
+    train of an ungated `auto_merge` environment still at Conveyor's commit is merged. What a
+    train is, and whether anyone pushed on it, is read from Conveyor's own commit."""
     policy = repo.policy
     newest: dict[tuple[str, str], int] = {}
-    trains: list[tuple[dict[str, Any], PromotionMarker]] = []
+    trains: list[tuple[dict[str, Any], ConveyorCommit]] = []
     for pr in pulls:
-        marker = parse_marker(pr.get("body"))
-        if (marker is None or marker.kind != "train" or marker.group is None
-                or not opened_by_conveyor(ctx.bot_login, pr)
-                or not str(pr["head"]["ref"]).startswith(
-                    train_prefix(marker.environment, marker.group))):
+        if "/train-" not in str(pr["head"]["ref"]):
             continue
-        trains.append((pr, marker))
-        key = (marker.group, marker.environment)
+        found = await trusted_train(gh, repo.full_name, pr, ctx.bot_login)
+        if found is None or found[1].rollback:
+            continue
+        commit = found[1]
+        assert commit.train is not None
+        if not str(pr["head"]["ref"]).startswith(train_prefix(commit.environment, commit.train)):
+            continue
+        trains.append((pr, commit))
+        key = (commit.train, commit.environment)
         newest[key] = max(newest.get(key, 0), int(pr["number"]))
-    for pr, marker in trains:
-        assert marker.group is not None
-        winner = newest[(marker.group, marker.environment)]
+    for pr, commit in trains:
+        assert commit.train is not None
+        winner = newest[(commit.train, commit.environment)]
         if winner != int(pr["number"]):
             await close_superseded(ctx, gh, repo.full_name, pr, winner)
             continue
-        env = policy.environments.get(marker.environment)
-        if env is None or not env.auto_merge or env.gated or marker.commit != pr["head"]["sha"]:
+        env = policy.environments.get(commit.environment)
+        if env is None or not env.auto_merge or env.gated or not commit.head:
             continue
         log.info("resync: merging a train whose auto-merge did not happen",
                  extra={"repository": repo.full_name, "pull": pr["number"]})
-        await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), str(marker.commit),
+        await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), commit.sha,
                               env.merge_method, environment=env.name)

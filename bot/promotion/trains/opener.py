@@ -32,12 +32,11 @@ from bot.promotion.authorship.marker import (
     PromotionMarker,
     TrainMember,
     branch_prefix,
-    parse_marker,
     train_branch_name,
     train_prefix,
 )
 from bot.promotion.authorship.receipts import post_receipt
-from bot.promotion.authorship.trust import opened_by_conveyor
+from bot.promotion.authorship.trust import trusted_pull
 from bot.promotion.builds import RepoBuilds, promotion_effect
 from bot.promotion.opening.body import Change
 from bot.promotion.opening.candidates import Candidate, refusal_for_tags
@@ -293,14 +292,14 @@ class TrainOpener(RepoOpener[_Train]):
         closed = []
         for pr in pulls:
             ref = str(pr["head"]["ref"])
-            if ref == branch or not opened_by_conveyor(self.ctx.bot_login, pr):
+            if ref == branch or not ref.startswith((trains, *singles)):
                 continue
-            marker = parse_marker(pr.get("body"))
-            if marker is None:
+            # what the PR is comes from Conveyor's commit on it, never from its body
+            trusted = await trusted_pull(self.gh, self.repo.full_name, pr, self.ctx.bot_login)
+            if trusted is None or trusted.rollback:
                 continue
-            older_train = ref.startswith(trains) and marker.group == group
-            single = (ref.startswith(singles) and not marker.is_train
-                      and marker.kind == "promotion")
+            older_train = ref.startswith(trains) and trusted.train == group
+            single = ref.startswith(singles) and trusted.train is None
             if older_train or single:
                 await close_superseded(self.ctx, self.gh, self.repo.full_name, pr, number)
                 closed.append(int(pr["number"]))
