@@ -151,6 +151,12 @@ class GateInput:
     problems: tuple[FileProblem, ...] = ()
     failures: Mapping[str, tuple[FailureMark, ...]] = field(default_factory=dict)  # by digest
     builds: tuple[BuildFinding, ...] = ()
+    # The pull request changes the policy file: by gated environment, each rule it changes
+    # there (`rules` holds those environments as the default branch's policy defines them),
+    # or why the head's policy cannot be judged.
+    policy_changed: bool = False
+    policy_changes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    policy_problem: str | None = None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from bot.domain.gate.model import (
     Verdict,
 )
 from bot.domain.gate.reviews import approvals_condition, changes_requested
+from bot.names import POLICY_PATH
 from bot.text import format_time
 
 
@@ -34,7 +35,7 @@ def evaluate_gate(gate: GateInput) -> Verdict:
     wait ends); else it is ``success``. No gated change and no file problem gives
     :data:`NO_GATED_CHANGE`.
     """
-    if not gate.changes and not gate.problems and not gate.builds:
+    if not gate.changes and not gate.problems and not gate.builds and not gate.policy_changed:
         return NO_GATED_CHANGE
 
     conditions: list[Condition] = [
@@ -52,10 +53,13 @@ def evaluate_gate(gate: GateInput) -> Verdict:
         + [finding.environment for finding in gate.builds if finding.problem is not None]))
     conditions.extend(_freeze_condition(environment, gate) for environment in environments)
 
-    known_rules = [gate.rules[env] for env in environments if env in gate.rules]
+    approving = list(dict.fromkeys([*environments, *gate.policy_changes]))
+    known_rules = [gate.rules[env] for env in approving if env in gate.rules]
     blocking_reviews = changes_requested(gate)
     hold = _hold_condition(gate)
-    conditions.append(approvals_condition(known_rules, gate))
+    approvals = approvals_condition(known_rules, gate)
+    conditions[:0] = policy_conditions(gate, approved=approvals.ok)
+    conditions.append(approvals)
     conditions.extend(blocking_reviews)
     conditions.append(hold)
     return _verdict(conditions, priority=[hold, *blocking_reviews], now=gate.now)
@@ -116,6 +120,24 @@ def build_condition(finding: BuildFinding) -> Condition:
     return Condition(ok=True, subject=subject, text=(
         f"{where} changes {len(finding.changes)} workload image(s): "
         + "; ".join(finding.changes)))
+
+
+def policy_conditions(gate: GateInput, *, approved: bool) -> list[Condition]:
+    """What a change of the policy file does to gated environments: each environment's
+    changed rules wait for the approvals of that environment's approvers (as the default
+    branch's policy names them); a head policy that does not load fails."""
+    if not gate.policy_changed:
+        return []
+    if gate.policy_problem is not None:
+        return [Condition(ok=False, text=gate.policy_problem, subject=POLICY_PATH)]
+    if not gate.policy_changes:
+        return [Condition(ok=True, text="changes no rule of a gated environment",
+                          subject=POLICY_PATH)]
+    return [Condition(ok=approved, when_unmet="action_required",
+                      subject=f"{POLICY_PATH} → {environment}",
+                      text=f"changes {environment}'s rules, so {environment}'s approvers "
+                           f"approve it: {'; '.join(texts)}")
+            for environment, texts in gate.policy_changes.items()]
 
 
 def _freeze_condition(environment: str, gate: GateInput) -> Condition:

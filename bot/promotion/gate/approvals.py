@@ -25,11 +25,13 @@ class Approvals:
         default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=120))
 
     async def reviews(self, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
-                      facts: PullFacts, envs: set[str]) -> list[Review]:
+                      facts: PullFacts, envs: set[str], *, wanted: bool = False
+                      ) -> list[Review]:
         """The approvals and change requests of the PR, each saying whether its
-        author may approve in the environments ``envs``."""
+        author may approve in the environments ``envs``; not read when none of them needs
+        an approval, unless ``wanted``."""
         approvers = sorted({a for name in envs for a in policy.environments[name].approvers})
-        if not any(policy.environments[name].approvals for name in envs):
+        if not wanted and not any(policy.environments[name].approvals for name in envs):
             return []
         reviews = []
         async for review in gh.getiter(

@@ -22,6 +22,7 @@ from bot.promotion.gate.build_changes import read_build_changes
 from bot.promotion.gate.changes import ChangeReader, gated_owners
 from bot.promotion.gate.checkrun import GateCheckRuns
 from bot.promotion.gate.hold import hold_of
+from bot.promotion.gate.policy_change import read_policy_change
 from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.opening.merger import merge_promotion
 from bot.promotion.policies import BrokenPolicy, DeploymentRepo, IndexedRepo
@@ -138,8 +139,10 @@ class GateService:
         built = await read_build_changes(self.changes, gh, repo, facts, gated.files,
                                          gated.changes)
         changes, problems = gated.changes + built.changes, gated.problems
-        if not changes and not problems and not built.findings:
+        policy_change = await read_policy_change(gh, repo, facts, gated.files)
+        if not changes and not problems and not built.findings and policy_change is None:
             return NO_GATED_CHANGE
+        policy_envs = policy_change.by_environment() if policy_change else {}
         finder = EvidenceFinder(gh, repo.full_name, repo.default_branch, policy, self.ctx.web_url,
                                 own_login=self.ctx.bot_login, own_app_id=self.ctx.app_id)
         rollback = facts.trusted is not None and facts.trusted.rollback
@@ -164,12 +167,15 @@ class GateService:
                 for item in found)
         envs = {change.environment for change in changes} | {
             p.environment for p in problems if p.environment in policy.environments} | {
-            f.environment for f in built.findings if f.environment in policy.environments}
+            f.environment for f in built.findings if f.environment in policy.environments} | set(
+            policy_envs)
         rules = {
             name: EnvironmentRules(
                 name=name, after=policy.environments[name].after,
                 evidence=policy.environments[name].evidence, soak=policy.environments[name].soak,
-                approvals=policy.environments[name].approvals,
+                # a change of an environment's rules needs at least one approver, whatever
+                # its promotions need
+                approvals=max(policy.environments[name].approvals, int(name in policy_envs)),
                 allow_self_approval=policy.environments[name].allow_self_approval,
                 ancestors=policy.ancestors(name),
             ) for name in envs
@@ -183,13 +189,15 @@ class GateService:
             merged_notes=dict(finder.chart_notes),
             failures={digest: tuple(marks) for digest, marks in finder.failures.items()},
             builds=tuple(built.findings),
-            reviews=tuple(await self.approvals.reviews(gh, repo, policy, facts, envs)),
+            reviews=tuple(await self.approvals.reviews(gh, repo, policy, facts, envs,
+                                                       wanted=bool(policy_envs))),
             head_sha=facts.head_sha, pr_author=facts.author,
             requester=facts.trusted.requester if facts.trusted else None,
             held=held, hold_url=hold_url,
             freeze_until={name: freeze_status(policy.environments[name].freeze, now)
                           for name in envs},
-            now=now,
+            now=now, policy_changed=policy_change is not None, policy_changes=policy_envs,
+            policy_problem=policy_change.problem if policy_change else None,
         ))
 
     async def _auto_merge(self, gh: GitHubAPI, repo: DeploymentRepo,
