@@ -76,6 +76,13 @@ class Metrics:
             ["conclusion"],
             registry=self.registry,
         )
+        self.gate_enforced = Gauge(
+            "conveyor_gate_enforced",
+            "1 when the deployment repository's default branch requires conveyor/promotion-gate "
+            "from Conveyor's app, 0 when GitHub does not enforce the gate there",
+            ["repository"],
+            registry=self.registry,
+        )
 
 
 def deliveries_counter(registry: CollectorRegistry) -> Counter:

@@ -22,8 +22,8 @@ ACTIONS = {
 }
 SEEDING = {
     "add_user", "add_org", "add_team", "add_repo", "set_permission", "install",
-    "set_required_checks", "add_attestation", "add_workflow_run", "issue_manifest_code",
-    "build_image",
+    "set_required_checks", "add_ruleset", "add_attestation", "add_workflow_run",
+    "issue_manifest_code", "build_image",
 }
 READING = {"pulls", "file", "branches", "check_runs", "comments", "issues", "deployments",
            "statuses", "releases", "commit"}

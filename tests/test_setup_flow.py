@@ -99,6 +99,8 @@ async def test_full_flow_writes_env(emulator: Emulator, tmp_path: Path) -> None:
         body = await done.text()
         assert "Conveyor is registered" in body
         assert "/installations/new" in body
+        assert "Require conveyor/promotion-gate from this app" in body
+        assert "integration_id" in body
     finally:
         await client.close()
 

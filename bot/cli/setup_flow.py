@@ -29,6 +29,7 @@ from urllib.parse import quote
 import aiohttp
 from aiohttp import web
 
+from bot.names import GATE_CHECK
 from bot.runtime.context import web_url_for
 from bot.runtime.settings import DEFAULT_API_URL, SettingsError, merged_environment
 
@@ -268,6 +269,13 @@ def next_steps(config: SetupConfig, app: dict[str, Any]) -> list[str]:
                      f"settings ({html_url}); it is a placeholder now.")
     steps.append("Start the server in this directory: python -m bot serve "
                  "(or deploy it: see deploy/README.md).")
+    steps.append(f"Require {GATE_CHECK} from this app on each deployment repository's default "
+                 "branch: Settings → Rules → Rulesets → New branch ruleset → target the default "
+                 "branch → Require status checks to pass → add "
+                 f"{GATE_CHECK} with this app ({app.get('slug') or app['id']}, id {app['id']}) as "
+                 "its source (or the REST API: integration_id "
+                 f"{app['id']}). Conveyor says on every production pull request while it is "
+                 "not required, or required from any source.")
     return steps
 
 

@@ -3,7 +3,7 @@ the required contexts not yet passing, and whether any failed."""
 
 from __future__ import annotations
 
-from conveyor_emulator.store.state import CheckRun, Repo, Status
+from conveyor_emulator.store.state import CheckRun, Repo, RequiredCheck, Status
 
 PASSING = {"success", "neutral", "skipped"}
 
@@ -24,17 +24,27 @@ def latest_statuses(repo: Repo, sha: str) -> dict[str, Status]:
     return latest
 
 
+def required_of(repo: Repo) -> list[RequiredCheck]:
+    """Every check the default branch requires: branch protection's and every ruleset's."""
+    return [*repo.required_checks, *(c for ruleset in repo.rulesets for c in ruleset.checks)]
+
+
 def missing_required(repo: Repo, sha: str) -> list[str]:
+    """The required contexts no passing report satisfies. A check required from an app
+    ("expected source" in GitHub's branch protection and rulesets) is satisfied only by that
+    app's check run; one required from any source by any check run or commit status of its
+    name ("About protected branches: require status checks before merging")."""
     runs = latest_runs(repo, sha)
     statuses = latest_statuses(repo, sha)
     missing = []
-    for context in repo.required_checks:
-        run = runs.get(context)
-        st = statuses.get(context)
-        ok = (run is not None and run.status == "completed" and run.conclusion in PASSING) \
-            or (st is not None and st.state == "success")
-        if not ok:
-            missing.append(context)
+    for required in required_of(repo):
+        run = runs.get(required.context)
+        st = statuses.get(required.context)
+        run_ok = (run is not None and run.status == "completed" and run.conclusion in PASSING
+                  and required.app_id in (None, run.app_id))
+        status_ok = st is not None and st.state == "success" and required.app_id is None
+        if not (run_ok or status_ok) and required.context not in missing:
+            missing.append(required.context)
     return missing
 
 

@@ -11,7 +11,7 @@ from conveyor_emulator.accounts import shapes_accounts
 from conveyor_emulator.apps import shapes_apps
 from conveyor_emulator.driver.base import EmulatorBase
 from conveyor_emulator.store import node_ids
-from conveyor_emulator.store.state import Installation, Repo, Team
+from conveyor_emulator.store.state import Installation, Repo, RequiredCheck, Ruleset, Team
 
 DEFAULT_PERMISSIONS = {
     "actions": "read", "attestations": "read", "checks": "write", "contents": "write",
@@ -63,9 +63,21 @@ class Seeding(EmulatorBase):
         self.world.account(user)
         self.world.repo_by_name(repo).permissions[user.lower()] = permission
 
-    def set_required_checks(self, repo: str, contexts: Sequence[str]) -> None:
-        """Branch protection on the default branch: these contexts must pass to merge."""
-        self.world.repo_by_name(repo).required_checks = list(contexts)
+    def set_required_checks(self, repo: str, contexts: Sequence[str], *,
+                            app_id: int | None = None) -> None:
+        """Branch protection on the default branch: these contexts must pass to merge, from
+        the app `app_id` only, or from any source (None)."""
+        self.world.repo_by_name(repo).required_checks = [
+            RequiredCheck(context, app_id) for context in contexts]
+
+    def add_ruleset(self, repo: str, checks: Sequence[tuple[str, int | None]], *,
+                    name: str = "default branch") -> int:
+        """A ruleset on the default branch requiring these (context, integration id) checks;
+        its id."""
+        ruleset = Ruleset(self.world.next_id(), name,
+                          [RequiredCheck(context, app_id) for context, app_id in checks])
+        self.world.repo_by_name(repo).rulesets.append(ruleset)
+        return ruleset.id
 
     def install(self, account: str, repos: Sequence[str] | None = None, *,
                 permissions: Mapping[str, str] | None = None,

@@ -268,23 +268,51 @@ async def commit_pulls(ctx: Ctx) -> Reply:
 
 def branch_json(ctx: Ctx, repo: Repo, name: str, sha: str) -> JSON:
     api = f"{ctx.world.api_url}/repos/{repo.full_name}"
-    contexts = list(repo.required_checks) if name == repo.default_branch else []
+    required = list(repo.required_checks) if name == repo.default_branch else []
+    contexts = list(dict.fromkeys(check.context for check in required))
     return {
         "name": name,
         "commit": shapes_git.commit(ctx.world, repo, sha),
         "_links": {"self": f"{api}/branches/{name}",
                    "html": f"{ctx.world.web_url}/{repo.full_name}/tree/{name}"},
-        "protected": bool(repo.required_checks) and name == repo.default_branch,
+        "protected": bool(required),
+        # "Get a branch" (`branch-with-protection`): each required check with the app that
+        # must provide it, `app_id: null` where any source may
         "protection": {
-            "enabled": bool(repo.required_checks) and name == repo.default_branch,
+            "enabled": bool(required),
             "required_status_checks": {
-                "enforcement_level": "non_admins" if repo.required_checks else "off",
+                "enforcement_level": "non_admins" if required else "off",
                 "contexts": contexts,
-                "checks": [{"context": c, "app_id": None} for c in contexts],
+                "checks": [{"context": c.context, "app_id": c.app_id} for c in required],
             },
         },
         "protection_url": f"{api}/branches/{name}/protection",
     }
+
+
+@router.add("GET", R + "/rules/branches/{branch}")
+async def branch_rules(ctx: Ctx) -> Reply:
+    """"Get rules for a branch": the active rules of every ruleset that applies to it (here:
+    the default branch's), each with the ruleset it comes from. Readable with `metadata:
+    read`; a GitHub Enterprise Server before rulesets (3.11) answers 404."""
+    if not ctx.world.rulesets_supported:
+        raise ApiError(404, "Not Found")
+    repo = ctx.repo
+    if repo.branch_sha(ctx.params["branch"]) is None:
+        return ctx.page([])
+    rules = [] if ctx.params["branch"] != repo.default_branch else [{
+        "type": "required_status_checks",
+        "parameters": {
+            "strict_required_status_checks_policy": False,
+            "required_status_checks": [
+                {"context": c.context, **({"integration_id": c.app_id}
+                                          if c.app_id is not None else {})}
+                for c in ruleset.checks],
+        },
+        "ruleset_source_type": "Repository", "ruleset_source": repo.full_name,
+        "ruleset_id": ruleset.id,
+    } for ruleset in repo.rulesets]
+    return ctx.page(rules)
 
 
 @router.add("GET", R + "/branches/{branch}")

@@ -141,6 +141,25 @@ class CheckRun:
 
 
 @dataclass
+class RequiredCheck:
+    """A status check a branch requires, as branch protection's `checks[]` ({context, app_id})
+    and a ruleset's `required_status_checks[]` ({context, integration_id}) describe it:
+    `app_id` None means any source may satisfy it ("Get a branch" shows `app_id: null`)."""
+
+    context: str
+    app_id: int | None = None
+
+
+@dataclass
+class Ruleset:
+    """A repository ruleset on the default branch with a `required_status_checks` rule."""
+
+    id: int
+    name: str
+    checks: list[RequiredCheck]
+
+
+@dataclass
 class Status:
     id: int
     sha: str
@@ -262,7 +281,8 @@ class Repo:
     releases: list[Release] = field(default_factory=list)
     workflow_runs: list[WorkflowRun] = field(default_factory=list)
     attestations: list[Attestation] = field(default_factory=list)
-    required_checks: list[str] = field(default_factory=list)
+    required_checks: list[RequiredCheck] = field(default_factory=list)
+    rulesets: list[Ruleset] = field(default_factory=list)
     next_number: int = 1
 
     @property

@@ -54,6 +54,10 @@ class World:
         # only once its administrator configures web commit signing ("Configuring web commit
         # signing", GitHub Enterprise Server docs): False plays a server without it.
         self.web_commit_signing = True
+        # Repository rulesets and "Get rules for a branch" (GET /repos/{owner}/{repo}/rules/
+        # branches/{branch}) came to GitHub Enterprise Server with 3.11; an older server
+        # answers the endpoint 404. False plays such a server.
+        self.rulesets_supported = True
         # "Get a tree" with `recursive`: at most this many entries, then `truncated: true`
         self.tree_entry_limit = 100_000
 

@@ -469,3 +469,45 @@ async def test_texts_over_githubs_limits_are_refused(emulator: Emulator, gh: Git
     run["output"] = {"title": "t", "summary": "s" * 65_536}
     status, _h, body = await raw(session, "POST", url + "/check-runs", gh.oauth_token, json=run)
     assert status == 422 and "65535" in body["message"]
+
+
+async def test_a_check_required_from_an_app_is_satisfied_by_that_app_alone(
+        emulator: Emulator, gh: GitHubAPI) -> None:
+    em = emulator
+    other = em.add_app("ci-bot")
+    em.set_required_checks("acme/deploy", ["conveyor/promotion-gate"], app_id=em.world.app_id)
+    branch = await gh.getitem(R + "/branches/main")
+    assert branch["protection"]["required_status_checks"]["checks"] == [
+        {"context": "conveyor/promotion-gate", "app_id": em.world.app_id}]
+    await branch_with(em, "promo", {"x.txt": "x\n"})
+    pr = await em.open_pull("acme/deploy", "promo", title="P", author="alice")
+    sha = pr["head"]["sha"]
+    await em.set_status("acme/deploy", sha, "conveyor/promotion-gate", "success", user="alice")
+    await em.create_check_run("acme/deploy", sha, "conveyor/promotion-gate", app="ci-bot",
+                              conclusion="success")
+    assert (await gh.getitem(R + f"/pulls/{pr['number']}"))["mergeable_state"] == "blocked"
+    await gh.post(R + "/check-runs", data={"name": "conveyor/promotion-gate", "head_sha": sha,
+                                           "conclusion": "success",
+                                           "output": {"title": "ok", "summary": "ok"}})
+    assert (await gh.getitem(R + f"/pulls/{pr['number']}"))["mergeable_state"] == "clean"
+    assert other != em.world.app_id
+
+
+async def test_rulesets_are_read_per_branch_and_404_on_a_server_without_them(
+        emulator: Emulator, gh: GitHubAPI) -> None:
+    em = emulator
+    assert await gh.getitem(R + "/rules/branches/main") == []
+    ruleset = em.add_ruleset("acme/deploy", [("conveyor/promotion-gate", em.world.app_id),
+                                             ("ci/lint", None)])
+    [rule] = await gh.getitem(R + "/rules/branches/main")
+    assert rule["type"] == "required_status_checks" and rule["ruleset_id"] == ruleset
+    assert rule["parameters"]["required_status_checks"] == [
+        {"context": "conveyor/promotion-gate", "integration_id": em.world.app_id},
+        {"context": "ci/lint"}]
+    await branch_with(em, "promo", {"x.txt": "x\n"})
+    pr = await em.open_pull("acme/deploy", "promo", title="P", author="alice")
+    assert (await gh.getitem(R + f"/pulls/{pr['number']}"))["mergeable_state"] == "blocked"
+    em.world.rulesets_supported = False
+    with pytest.raises(BadRequest) as err:
+        await gh.getitem(R + "/rules/branches/main")
+    assert err.value.status_code == 404

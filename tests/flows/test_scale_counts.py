@@ -70,9 +70,11 @@ async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resy
     # closed pull requests, the file history walk and its PR, web's releases, the stray
     # branch listing and the dashboard issue list. The dashboard of 500 services × 4
     # environments is more than one body holds: it continues in six comments (and their list
-    # is read once).
+    # is read once). And the default branch's protection and rules: is the gate enforced?
     assert cold[("POST", R + "/issues/{issue_number}/comments", 201)] == 6
-    assert rate_limited == 22 + 1 + 6, "\n".join(map(str, sorted(cold.items())))
+    assert cold[("GET", R + "/branches/{branch}", 200)] == 1
+    assert cold[("GET", R + "/rules/branches/{branch}", 200)] == 1
+    assert rate_limited == 22 + 1 + 6 + 2, "\n".join(map(str, sorted(cold.items())))
     assert cold[("GET", R + "/contents/{path}", 404)] == 0
     assert graphql_queries(world.emulator.requests.entries) == 1
 
@@ -121,8 +123,9 @@ async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resy
     assert {status for _, _, status in idle} == {304}, idle
     assert graphql_queries(world.emulator.requests.entries) == 0
     assert sum(idle.values()) <= 50
-    # 13, and the dashboard's continuation comments (a 304 as well)
-    assert sum(idle.values()) == 14, sorted(idle.items())
+    # 13, the dashboard's continuation comments, the branch's protection and its rules (each
+    # a 304 as well)
+    assert sum(idle.values()) == 16, sorted(idle.items())
 
 
 INSTALLED = 200
@@ -154,9 +157,9 @@ async def test_two_hundred_installed_repositories_cost_one_policy_read_each_once
     assert cold[("GET", R + "/releases", 200)] == 30
     assert sum(n for (_, path, _), n in cold.items() if path == R + "/git/ref/{ref}") == 1
     rate_limited = sum(n for (_, _, status), n in cold.items() if status != 304)
-    # 27 as with 3 repositories (29 above, less the two branch heads a settled `pushed_at`
+    # 29 as with 3 repositories (31 above, less the two branch heads a settled `pushed_at`
     # stands for), the list's second page and 29 more release lists
-    assert rate_limited == 27 + 1 + 29, sorted(cold.items())
+    assert rate_limited == 29 + 1 + 29, sorted(cold.items())
     assert rate_limited < 100
 
     passes = 0
@@ -177,11 +180,11 @@ async def test_two_hundred_installed_repositories_cost_one_policy_read_each_once
     assert {status for _, _, status in idle} == {304}, idle
     assert graphql_queries(world.emulator.requests.entries) == 0
     # The list's two pages answer for the 199 repositories without a policy, five sources'
-    # releases are read in rotation, the rest is the deployment repository's: 12 as with 3
-    # repositories (14 above, less the two branch heads), a page and 4 release lists more.
+    # releases are read in rotation, the rest is the deployment repository's: 14 as with 3
+    # repositories (16 above, less the two branch heads), a page and 4 release lists more.
     assert idle[("GET", "/installation/repositories", 304)] == 2
     assert idle[("GET", R + "/releases", 304)] == 5
-    assert sum(idle.values()) == 12 + 1 + 4, sorted(idle.items())
+    assert sum(idle.values()) == 14 + 1 + 4, sorted(idle.items())
 
     # A release of one of the 148 sources whose events were lost: its tag moved the
     # repository's `pushed_at`, so the next pass reads its releases, not only the rotation.

@@ -157,6 +157,8 @@ class GateInput:
     policy_changed: bool = False
     policy_changes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     policy_problem: str | None = None
+    # where GitHub does not enforce the gate: said at the top of every gated verdict
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,7 @@ class Verdict:
     conditions: tuple[Condition, ...]
     recheck_at: datetime | None
     evaluated_at: datetime | None = None
+    notes: tuple[str, ...] = ()  # said above the checklist, decided nothing
 
 
 NO_GATED_CHANGE = Verdict(

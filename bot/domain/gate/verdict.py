@@ -10,6 +10,7 @@ the hold and turns the checklist into the verdict.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from bot.domain.gate.evidence import change_conditions
@@ -62,7 +63,8 @@ def evaluate_gate(gate: GateInput) -> Verdict:
     conditions.append(approvals)
     conditions.extend(blocking_reviews)
     conditions.append(hold)
-    return _verdict(conditions, priority=[hold, *blocking_reviews], now=gate.now)
+    return replace(_verdict(conditions, priority=[hold, *blocking_reviews], now=gate.now),
+                   notes=gate.notes)
 
 
 def _verdict(conditions: list[Condition], *, priority: list[Condition], now: datetime) -> Verdict:

@@ -135,11 +135,14 @@ async def show_status(run: CommandRun, command: Status) -> str:
         members = run.where.policy.groups[command.group].services
         rows = [row for row in rows if row.service in members]
     table = render_status(rows, command.service)
+    enforcement = await run.services.gates.enforcement.of(run.gh, run.where.repo)
+    warnings = "".join(f"> ⚠️ {escape_markdown(finding)}\n\n"
+                       for finding in enforcement.findings)
     shown = [row for row in rows
              if command.service is None or row.service.lower() == command.service.lower()]
     if not shown:
-        return table
-    return f"{flowchart(policy_edges(run.where.policy), shown)}\n\n{table}"
+        return warnings + table
+    return f"{warnings}{flowchart(policy_edges(run.where.policy), shown)}\n\n{table}"
 
 
 def _github_error(exc: gidgethub.GitHubException) -> str:

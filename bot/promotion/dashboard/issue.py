@@ -31,6 +31,7 @@ from bot.promotion.dashboard.graph_chart import flowchart, policy_edges
 from bot.promotion.dashboard.status import StatusRow, render_status
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.watching.delivery_board import read_snapshot, render_section
+from bot.text import escape_markdown
 
 if TYPE_CHECKING:
     from bot.runtime.context import Context
@@ -56,10 +57,12 @@ FOOTER = "Ask for the same table in any issue or pull request with `/status [ser
 
 def render_pages(repo: str, rows: Sequence[StatusRow], delivery: str | None = None, *,
                  limit: int = PAGE_LIMIT,
-                 edges: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+                 edges: Mapping[str, Sequence[str]] | None = None,
+                 warnings: Sequence[str] = ()) -> list[str]:
     """The issue body, then the comments that continue it, each within `limit` characters
     (markers included). ``delivery``: the delivery section, once its figures have been read;
-    ``edges``: the environment graph, drawn above the tables."""
+    ``edges``: the environment graph, drawn above the tables; ``warnings``: where GitHub does
+    not enforce the gate, said first."""
     services = list(dict.fromkeys(row.service for row in rows))
     environments = list(dict.fromkeys(row.environment for row in rows))
     by_service: dict[str, list[StatusRow]] = {}
@@ -68,7 +71,9 @@ def render_pages(repo: str, rows: Sequence[StatusRow], delivery: str | None = No
     cells = {(row.service, row.environment): _compact(row) for row in rows}
     header = "\n".join([f"| service | {' | '.join(environments)} |",
                         "| --- |" + " --- |" * len(environments)])
-    items: list[tuple[str, bool]] = [(INTRO.format(repo=repo), False)]
+    items: list[tuple[str, bool]] = [(f"> ⚠️ {escape_markdown(warning)}", False)
+                                     for warning in warnings]
+    items.append((INTRO.format(repo=repo), False))
     if edges and rows:
         items.append((flowchart(edges, rows), False))
     if not rows:
@@ -160,9 +165,10 @@ async def refresh_dashboard(services: Services, gh: GitHubAPI, repo: DeploymentR
     async with ctx.locks.hold(f"dashboard:{repo.full_name}"):
         snapshot = services.delivery.get(repo.full_name)
         rows = await services.status.collect(gh, repo)
+        enforcement = await services.gates.enforcement.of(gh, repo)
         pages = render_pages(repo.full_name, rows,
                              render_section(snapshot) if snapshot is not None else None,
-                             edges=policy_edges(repo.policy))
+                             edges=policy_edges(repo.policy), warnings=enforcement.findings)
         body = pages[0]
         issue = await find_dashboard(ctx, gh, repo.full_name)
         if issue is None:

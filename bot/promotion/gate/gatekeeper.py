@@ -21,6 +21,7 @@ from bot.promotion.gate.approvals import Approvals
 from bot.promotion.gate.build_changes import read_build_changes
 from bot.promotion.gate.changes import ChangeReader, gated_owners
 from bot.promotion.gate.checkrun import GateCheckRuns
+from bot.promotion.gate.enforcement import GateEnforcement
 from bot.promotion.gate.hold import hold_of
 from bot.promotion.gate.policy_change import read_policy_change
 from bot.promotion.gate.pull_facts import PullFacts
@@ -43,12 +44,14 @@ class GateService:
     changes: ChangeReader = field(init=False)
     approvals: Approvals = field(init=False, default_factory=Approvals)
     runs: GateCheckRuns = field(init=False)
+    enforcement: GateEnforcement = field(init=False)
 
     _running: dict[tuple[str, int], bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.changes = ChangeReader(self.ctx)
         self.runs = GateCheckRuns(self.ctx)
+        self.enforcement = GateEnforcement(self.ctx)
 
     async def evaluate(self, gh: GitHubAPI, repo: IndexedRepo, number: int,
                        pr: dict[str, Any] | None = None) -> Verdict | None:
@@ -198,6 +201,7 @@ class GateService:
                           for name in envs},
             now=now, policy_changed=policy_change is not None, policy_changes=policy_envs,
             policy_problem=policy_change.problem if policy_change else None,
+            notes=await self.enforcement.notes(gh, repo, facts.head_sha),
         ))
 
     async def _auto_merge(self, gh: GitHubAPI, repo: DeploymentRepo,

@@ -33,12 +33,14 @@ def render_gate_output(verdict: Verdict) -> dict[str, str]:
 
 
 def _summary_lines(verdict: Verdict) -> list[str]:
-    lines: list[str] = []
+    lines: list[str] = [f"> ⚠️ {_escape(note)}" for note in verdict.notes]
+    if lines:
+        lines.append("")
     groups: dict[str, list[Condition]] = {}
     for condition in verdict.conditions:
         groups.setdefault(condition.subject, []).append(condition)
     for subject, conditions in groups.items():
-        if lines:
+        if lines and lines[-1]:
             lines.append("")
         lines.append(f"### {_escape(subject) if subject else 'Pull request'}")
         lines.extend(_condition_line(condition) for condition in conditions)

@@ -136,6 +136,7 @@ async def resync_repo(services: Services, gh: GitHubAPI, repo: DeploymentRepo,
                 # one unreadable image never stops the pass: the next resync tries again
                 log.warning("resync: image lookup failed: %s", exc.message,
                             extra={"repository": repo.full_name, "service": name})
+    await services.gates.enforcement.refresh(gh, repo)
     await finish_interrupted_promotions(ctx, gh, repo)
     await resume_auto_promotions(ctx, gh, repo)
     if watched(repo.policy):

@@ -1,0 +1,54 @@
+"""The status checks a branch requires: branch protection's and its rulesets'.
+
+Both reads need only `metadata: read` (every app has it): "Get a branch" shows the protection's
+`required_status_checks.checks` with the `app_id` each must come from, and "Get rules for a
+branch" the active rules of every ruleset that applies, `required_status_checks` with an
+`integration_id`. A server without rulesets (GitHub Enterprise Server before 3.11) answers the
+second 404: it has none. Both are conditional requests, so an unchanged answer costs a `304`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import gidgethub
+from gidgethub.abc import GitHubAPI
+
+from bot.domain.enforcement import RequiredCheck
+
+RULES_PAGE = 100
+
+
+async def required_checks(gh: GitHubAPI, repo: str, branch: str) -> tuple[RequiredCheck, ...]:
+    """Every status check ``branch`` of ``repo`` requires, with the app each must come from."""
+    name = quote(branch, safe="")
+    data = await gh.getitem(f"/repos/{repo}/branches/{name}")
+    status_checks = ((data.get("protection") or {}).get("required_status_checks") or {})
+    checks = status_checks.get("checks")
+    if checks is None:  # an answer without `checks` names contexts only: any source
+        checks = [{"context": context} for context in status_checks.get("contexts") or []]
+    found = [RequiredCheck(str(item.get("context") or ""), _app(item.get("app_id")),
+                           "branch protection") for item in checks if isinstance(item, dict)]
+    try:
+        async for rule in gh.getiter(f"/repos/{repo}/rules/branches/{name}?per_page={RULES_PAGE}"):
+            found += _ruleset_checks(rule)
+    except gidgethub.BadRequest as exc:
+        if exc.status_code != 404:
+            raise
+    return tuple(check for check in found if check.context)
+
+
+def _ruleset_checks(rule: Any) -> list[RequiredCheck]:
+    if not isinstance(rule, dict) or rule.get("type") != "required_status_checks":
+        return []
+    where = f"ruleset {rule.get('ruleset_id')}"
+    listed = (rule.get("parameters") or {}).get("required_status_checks") or []
+    return [RequiredCheck(str(item.get("context") or ""), _app(item.get("integration_id")),
+                          where) for item in listed if isinstance(item, dict)]
+
+
+def _app(value: Any) -> int | None:
+    """An app id; null, absent or -1 (branch protection's "any app") is any source."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None

@@ -1,0 +1,171 @@
+"""Whether GitHub enforces the gate: read from the default branch's protection and rulesets,
+and said on every gated PR, in `/status`, on the dashboard and as a gauge, wherever the gate is
+not required from Conveyor's app."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.names import GATE_CHECK
+from bot.promotion.dashboard.issue import refresh_dashboard
+from bot.promotion.resync.reconcile import resync_all
+from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
+
+PROD = "apps/web/overlays/prod/kustomization.yaml"
+DIGEST = "sha256:" + "4" * 64
+
+Protect = Callable[[World], None]
+
+
+def nothing(world: World) -> None:
+    pass
+
+
+def any_source(world: World) -> None:
+    world.emulator.set_required_checks(world.repo, [GATE_CHECK])
+
+
+def another_app(world: World) -> None:
+    other = world.emulator.add_app("ci-bot")
+    world.emulator.set_required_checks(world.repo, [GATE_CHECK], app_id=other)
+
+
+def this_app(world: World) -> None:
+    world.emulator.set_required_checks(world.repo, [GATE_CHECK],
+                                       app_id=world.emulator.world.app_id)
+
+
+def ruleset_any_source(world: World) -> None:
+    world.emulator.add_ruleset(world.repo, [(GATE_CHECK, None), ("ci/lint", None)])
+
+
+def ruleset_this_app(world: World) -> None:
+    world.emulator.add_ruleset(world.repo, [(GATE_CHECK, world.emulator.world.app_id)])
+
+
+def mixed(world: World) -> None:
+    """Branch protection from any source, a ruleset from Conveyor: both must hold."""
+    any_source(world)
+    ruleset_this_app(world)
+
+
+CASES: list[tuple[Protect, str | None]] = [
+    (nothing, "`conveyor/promotion-gate` is not a required check on `main`"),
+    (any_source, "is required on `main` from any source (branch protection)"),
+    (another_app, "from another app (app "),
+    (this_app, None),
+    (ruleset_any_source, "is required on `main` from any source (ruleset "),
+    (ruleset_this_app, None),
+    (mixed, None),
+]
+
+
+async def gauge(world: World) -> str:
+    url = world.webhook_url.replace("/api/github/webhooks", "/metrics")
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        text = await response.text()
+    return next(line for line in text.splitlines()
+                if line.startswith("conveyor_gate_enforced{"))
+
+
+async def status_reply(world: World) -> str:
+    issue = await world.emulator.open_issue(world.repo, "Where are we?", author="alice")
+    posted = await world.emulator.comment(world.repo, issue["number"], "alice", "/status")
+    await world.settle()
+    marker = f"<!-- conveyor:reply {posted['id']} -->"
+    [reply] = [c["body"] for c in world.emulator.comments(world.repo, issue["number"])
+               if marker in c["body"]]
+    return str(reply)
+
+
+def unescaped(text: str) -> str:
+    return text.replace("\\", "")
+
+
+@pytest.mark.parametrize(("protect", "finding"), CASES,
+                         ids=[protect.__name__ for protect, _ in CASES])
+async def test_where_the_gate_is_not_required_from_conveyor_every_place_says_so(
+        protect: Protect, finding: str | None) -> None:
+    world = await make_world()
+    try:
+        protect(world)
+        pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", DIGEST))
+        summary = unescaped(world.gate(pr)["output"]["summary"])
+        reply = unescaped(await status_reply(world))
+        services = world.runtime.services
+        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        [repo] = [r for r in await services.policies.load(gh, world.demo.installation_id)
+                  if r.full_name == world.repo]
+        await refresh_dashboard(services, gh, repo)
+        [dashboard] = world.emulator.issues(world.repo, labels=["conveyor-dashboard"])
+        body = unescaped(dashboard["body"])
+        if finding is None:
+            assert "⚠️" not in summary and "⚠️" not in reply and "⚠️" not in body
+            assert (await gauge(world)).endswith(" 1.0")
+        else:
+            assert summary.startswith("> ⚠️ `conveyor/promotion-gate` ") and finding in summary
+            assert finding in reply
+            assert body.startswith("> ⚠️ `conveyor/promotion-gate` ") and finding in body
+            assert (await gauge(world)).endswith(" 0.0")
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
+
+
+async def test_a_server_without_rulesets_reads_branch_protection_alone() -> None:
+    world = await make_world()
+    try:
+        world.emulator.world.rulesets_supported = False
+        this_app(world)
+        pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", DIGEST))
+        assert "⚠️" not in world.gate(pr)["output"]["summary"]
+        assert (await gauge(world)).endswith(" 1.0")
+    finally:
+        await close_world(world)
+
+
+async def test_a_status_named_like_the_gate_on_a_head_is_named_with_its_author() -> None:
+    world = await make_world()
+    try:
+        any_source(world)
+        world.emulator.add_app("actions")
+        pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", DIGEST))
+        sha = pr["head"]["sha"]
+        await world.emulator.set_status(world.repo, sha, GATE_CHECK, "success", user="alice")
+        await world.emulator.create_check_run(world.repo, sha, GATE_CHECK, app="actions")
+        await world.emulator.comment(world.repo, pr["number"], "bob", "/recheck")
+        await world.settle()
+        [gate] = [run for run in world.emulator.check_runs(world.repo, sha, GATE_CHECK)
+                  if run["app"]["slug"] == "conveyor"]
+        summary = unescaped(gate["output"]["summary"])
+        assert ("a commit status named `conveyor/promotion-gate` was posted on this pull "
+                "request's head by @alice, not by Conveyor") in summary
+        assert "a check run named `conveyor/promotion-gate` was posted on this pull request's " \
+               "head by the app actions" in summary
+        assert gate["conclusion"] == "failure"  # the gate itself judges as before
+    finally:
+        await close_world(world)
+
+
+async def test_the_resync_reads_protection_again() -> None:
+    world = await make_world()
+    try:
+        pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", DIGEST))
+        assert "is not a required check" in unescaped(world.gate(pr)["output"]["summary"])
+        this_app(world)
+        await resync_all(world.runtime.services)
+        await world.settle()
+        run: dict[str, Any] = world.gate(pr)
+        assert "⚠️" not in run["output"]["summary"]
+        assert (await gauge(world)).endswith(" 1.0")
+    finally:
+        await close_world(world)
+
+
+def test_the_cases_cover_the_four_protection_states() -> None:
+    names: set[Callable[..., Awaitable[None] | None]] = {protect for protect, _ in CASES}
+    assert {nothing, any_source, another_app, this_app} <= names
