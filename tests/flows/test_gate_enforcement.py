@@ -43,6 +43,11 @@ def ruleset_any_source(world: World) -> None:
     world.emulator.add_ruleset(world.repo, [(GATE_CHECK, None), ("ci/lint", None)])
 
 
+def ruleset_another_app(world: World) -> None:
+    other = world.emulator.add_app("ci-bot")
+    world.emulator.add_ruleset(world.repo, [(GATE_CHECK, other)])
+
+
 def ruleset_this_app(world: World) -> None:
     world.emulator.add_ruleset(world.repo, [(GATE_CHECK, world.emulator.world.app_id)])
 
@@ -59,6 +64,7 @@ CASES: list[tuple[Protect, str | None]] = [
     (another_app, "from another app (app "),
     (this_app, None),
     (ruleset_any_source, "is required on `main` from any source (ruleset "),
+    (ruleset_another_app, "from another app (app "),
     (ruleset_this_app, None),
     (mixed, None),
 ]
@@ -169,3 +175,4 @@ async def test_the_resync_reads_protection_again() -> None:
 def test_the_cases_cover_the_four_protection_states() -> None:
     names: set[Callable[..., Awaitable[None] | None]] = {protect for protect, _ in CASES}
     assert {nothing, any_source, another_app, this_app} <= names
+    assert {ruleset_any_source, ruleset_another_app, ruleset_this_app} <= names
