@@ -130,3 +130,38 @@ async def test_the_resync_merges_no_train_whose_body_claims_a_pushed_head() -> N
         assert world.emulator.violations == []
     finally:
         await close_world(world)
+
+
+async def test_the_resync_opens_the_next_promotion_with_the_commits_requester() -> None:
+    """A single-service promotion whose merge event was lost: the resync reads the merged PR's
+    commit, not its edited body, for who asked for it."""
+    from bot.promotion.resync.reconcile import resync_all
+    from tests.flows.test_trains import POLICY as SINGLES
+
+    policy = SINGLES.replace("    auto_merge: true\n", "").replace(
+        "    evidence: [merged, deployed]\n    deployed_context: argocd/staging\n",
+        "    evidence: [merged]\n    promote: auto\n    approvals: 1\n"
+        "    approvers: [alice, bob]\n")
+    world = await make_world(files={**files(VERSIONS, VERSIONS), ".github/conveyor.yml": policy})
+    try:
+        await world.emulator.create_tag("acme/web", "v2.0.0")
+        await world.emulator.publish_container("acme", "web", image("web", "2.0.0")[2],
+                                               ["2.0.0"], source_repo="acme/web")
+        await world.emulator.publish_release("acme/web", "v2.0.0", author="alice")
+        await world.settle()
+        staging = world.pull("Promote web 2.0.0 to staging", state="open")
+        await world.emulator.edit_pull(world.repo, staging["number"], user="alice",
+                                       body=rewrite_marker(staging["body"],
+                                                           {"requester": "mallory"}))
+        await world.settle()
+        webhook, world.emulator.webhook_url = world.emulator.webhook_url, None
+        await world.emulator.merge_pull(world.repo, staging["number"], user="bob")
+        world.emulator.webhook_url = webhook  # the merge event never reached Conveyor
+        await resync_all(world.runtime.services)
+        await world.settle()
+        production = world.pull("Promote web 2.0.0 to production", state="open")
+        head = world.emulator.commit(world.repo, production["head"]["sha"])
+        assert "Conveyor-Requested-By: alice" in head["commit"]["message"]
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
