@@ -49,7 +49,7 @@ async def record_mix(stage: Stage, versions: int, chatter: int) -> list[Delivery
             sha = em.commit(source, f"v{version}")["sha"]
             digest = digest_of(f"{service}:{version}")
             em.add_workflow_run(source, sha, name="release")
-            em.add_attestation(source, digest, source_repo=source, commit=sha,
+            em.add_attestation(source, digest, commit=sha,
                                ref=f"refs/tags/v{version}")
             await em.publish_container("acme", service, digest, [version], source_repo=source,
                                        revision=sha)

@@ -129,7 +129,7 @@ class Stage:
                                               source_repo=source, revision=sha, emit=False)
         self.emulator.add_workflow_run(source, sha, name="release", event="push")
         if attest:
-            self.emulator.add_attestation(source, digest, source_repo=source, commit=sha,
+            self.emulator.add_attestation(source, digest, commit=sha,
                                           ref=f"refs/tags/v{version}")
         return digest
 

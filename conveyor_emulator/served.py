@@ -3,6 +3,8 @@ registry of one `EmulatorCore`, and its webhook sender."""
 
 from __future__ import annotations
 
+import shutil
+
 from aiohttp import web
 
 from conveyor_emulator.app import build_app
@@ -32,3 +34,6 @@ class Emulator(EmulatorCore):
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._trust_dir is not None:
+            shutil.rmtree(self._trust_dir, ignore_errors=True)
+            self._trust_dir = None

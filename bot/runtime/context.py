@@ -1,6 +1,6 @@
 """The infrastructure every part of the bot works with, created once per app: the GitHub and
-registry clients, the repository files read so far, the overlay builder, metrics, timers,
-locks, leases and the clock."""
+registry clients, the repository files read so far, the overlay builder, the Sigstore trust
+roots, metrics, timers, locks, leases and the clock."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import cachetools
 from gidgethub.abc import GitHubAPI
 
+from bot.attestations.trust import SigstoreTrust
 from bot.github.client import GitHubClients
 from bot.github.snapshot import RepoFiles
 from bot.metrics import Metrics
@@ -62,6 +63,8 @@ class Context:
     bot_login: str = ""
     # The app's numeric id (GITHUB_APP_ID): how its own check runs and deployments are known.
     app_id: int | None = None
+    # The trusted Sigstore roots and the verifier of attestation bundles built on them.
+    attestations: SigstoreTrust = field(default_factory=SigstoreTrust)
     # The gate, set once the promotion services exist: an auto-merge posts it before merging
     # (with the gate required, GitHub refuses the merge of a PR that does not have it yet).
     gate: GateEvaluator | None = None

@@ -88,6 +88,12 @@ async def run_cpu(size: int, func: Callable[..., T], /, *args: Any, **kwargs: An
     return await asyncio.get_running_loop().run_in_executor(_process_pool(), call)
 
 
+async def run_in_thread(func: Callable[..., T], /, *args: Any) -> T:
+    """`func(*args)` in a worker thread: CPU work whose cost does not follow the size of its
+    input (verifying a signature bundle: X.509 chains and ECDSA)."""
+    return await asyncio.to_thread(func, *args)
+
+
 def threads_only() -> None:
     """From now on, inputs of any size run inline or in a thread of this process."""
     global _processes

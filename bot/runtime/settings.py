@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bot.attestations.roots import RootError
+from bot.attestations.trust import SETTING as SIGSTORE_TRUST_SETTING
+from bot.attestations.trust import TrustFile, read_trust_file
 from bot.registry.credentials import AuthFileError, Credential, load_auth_file
 from bot.registry.names import parse_endpoints
 from bot.render.tool import KUSTOMIZE_SETTING, Kustomize, find_kustomize
@@ -44,6 +47,9 @@ class Settings:
     registry_endpoints: Mapping[str, str] = field(default_factory=dict)
     # The kustomize that builds overlays (CONVEYOR_KUSTOMIZE); None: rendering is off.
     kustomize: Kustomize | None = field(default_factory=lambda: find_kustomize(None))
+    # The Sigstore roots attestations are verified against (CONVEYOR_SIGSTORE_TRUST); None:
+    # Sigstore's public-good root and GitHub's, through their TUF repositories.
+    sigstore_trust: TrustFile | None = field(default=None, repr=False)
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -204,6 +210,16 @@ def _kustomize(env: Mapping[str, str]) -> Kustomize | None:
         raise SettingsError(f"{KUSTOMIZE_SETTING}: {exc}") from None
 
 
+def _sigstore_trust(env: Mapping[str, str]) -> TrustFile | None:
+    path = env.get(SIGSTORE_TRUST_SETTING, "").strip()
+    if not path:
+        return None
+    try:
+        return read_trust_file(path)
+    except RootError as exc:
+        raise SettingsError(f"{SIGSTORE_TRUST_SETTING} {exc}") from None
+
+
 def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None = None) -> Settings:
     """Build Settings; raises SettingsError naming the first bad variable."""
     env = merged_environment(environ, dotenv)
@@ -236,4 +252,5 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         registry_auth_file=_registry_auth_file(env),
         registry_endpoints=_registry_endpoints(env),
         kustomize=_kustomize(env),
+        sigstore_trust=_sigstore_trust(env),
     )

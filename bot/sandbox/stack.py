@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import aiohttp
 from aiohttp import web
 
+from bot.attestations.trust import TrustFile
 from bot.github.client import RetryPolicy
 from bot.github.ratelimit import Timer
 from bot.handlers import build_router
@@ -45,6 +46,7 @@ def bot_settings(emulator: Emulator, webhook_secret: str, **overrides: Any) -> S
         "webhook_secret": webhook_secret, "api_url": emulator.base_url,
         "host": LOOPBACK, "port": 0, "resync_interval": 0,
         "registry_endpoints": {GHCR: emulator.web_url},
+        "sigstore_trust": TrustFile("the emulator's Sigstore", emulator.sigstore_trusted_roots()),
     }
     values.update(overrides)
     return Settings(**values)
@@ -83,6 +85,7 @@ def serve_environment(emulator: Emulator, webhook_secret: str, port: int,
         "GITHUB_WEBHOOK_SECRET": webhook_secret,
         "GITHUB_API_URL": emulator.base_url,
         "CONVEYOR_REGISTRY_ENDPOINTS": f"{GHCR}={emulator.web_url}",
+        "CONVEYOR_SIGSTORE_TRUST": emulator.sigstore_trust_file(),
         "HOST": LOOPBACK, "PORT": str(port), "CONVEYOR_RESYNC_INTERVAL": "0",
         **overrides,
     }
@@ -220,8 +223,8 @@ async def publish_release(emulator: Emulator, image: str, source: str, version: 
             branch = emulator.world.repo_by_name(source).default_branch
             commit = emulator.commit(source, branch)["sha"]
             run = emulator.add_workflow_run(source, commit, name="release")
-            emulator.add_attestation(source, digest, source_repo=source, commit=commit,
-                                     ref=f"refs/tags/{tag}", run_id=int(run["id"]))
+            emulator.add_attestation(source, digest, commit=commit, ref=f"refs/tags/{tag}",
+                                     run_id=int(run["id"]))
         await emulator.publish_container(owner, package, digest, [version], source_repo=source,
                                          revision=commit, emit=registry == GHCR)
     await emulator.create_tag(source, tag, user=author)

@@ -255,7 +255,8 @@ async def healthz(request: web.Request) -> web.Response:
     on_the_way = workers.sent - int(state["received"])
     body = {"status": "ok" if state["ready"] else "starting", "version": __version__,
             "queue_depth": int(state["queue_depth"]) + on_the_way,
-            "rendering": rendering_text(workers.settings.kustomize)}
+            "rendering": rendering_text(workers.settings.kustomize),
+            "sigstore": state.get("sigstore")}
     return web.json_response(body, status=200 if state["ready"] else 503)
 
 

@@ -16,6 +16,8 @@ from gidgethub import routing, sansio
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot import __version__
+from bot.attestations import tuf
+from bot.attestations.trust import SigstoreTrust
 from bot.github.client import GitHubClients, RetryPolicy
 from bot.github.ratelimit import RateLimiter, Timer
 from bot.github.transient import transient_failure
@@ -114,9 +116,12 @@ def create_app(
         endpoints=settings.registry_endpoints, policy=registry_policy,
         on_request=lambda host, status: metrics.registry_requests.labels(
             host, str(status) if status is not None else "none").inc())
+    trust = SigstoreTrust(file=settings.sigstore_trust, repositories=() if
+                          settings.sigstore_trust else (tuf.public_good(), tuf.github()))
     ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
                   images=ImageLookup(registry), clock=clock, app_id=int(settings.app_id),
-                  builder=Builder(settings.kustomize) if settings.kustomize else None)
+                  builder=Builder(settings.kustomize) if settings.kustomize else None,
+                  attestations=trust)
     if scaleout is not None:  # shared by the replicas instead of per process
         ctx.scheduler, ctx.locks = scaleout.scheduler, scaleout.locks
         ctx.leases = scaleout.locks
@@ -149,6 +154,9 @@ def create_app(
     async def start() -> None:
         if scaleout is not None:
             scaleout.start()
+        if trust.fetches:
+            runtime.background.append(asyncio.create_task(trust.keep_fresh(),
+                                                          name="conveyor-sigstore-trust"))
         runtime.pool.start()
         await learn_bot_login(runtime)
         runtime.ready = True
@@ -259,7 +267,8 @@ async def healthz(request: web.Request) -> web.Response:
     runtime = runtime_of(request.app)
     body: dict[str, Any] = {"status": "ok" if runtime.ready else "starting",
                             "version": __version__, "queue_depth": runtime.queue.depth(),
-                            "rendering": rendering_text(runtime.settings.kustomize)}
+                            "rendering": rendering_text(runtime.settings.kustomize),
+                            "sigstore": runtime.ctx.attestations.health()}
     healthy = runtime.ready
     if runtime.store_probe is not None:
         problem = await runtime.store_probe()

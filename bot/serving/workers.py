@@ -112,7 +112,8 @@ async def answer_intake(link: Link, runtime: Runtime, queue: FedQueue) -> None:
             number, what = numbered(frame.content)
             if what.decode() == HEALTH:
                 answer = json.dumps({"ready": runtime.ready, "queue_depth": queue.depth(),
-                                     "received": queue.received}).encode()
+                                     "received": queue.received,
+                                     "sigstore": runtime.ctx.attestations.health()}).encode()
             elif what.decode() == METRICS:
                 metrics.queue_depth.set(queue.depth())
                 answer = generate_latest(metrics.registry)

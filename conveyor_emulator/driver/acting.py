@@ -4,6 +4,10 @@ causes."""
 
 from __future__ import annotations
 
+import base64
+import json
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,7 +21,7 @@ from conveyor_emulator.registry.images import build_image, image_for
 from conveyor_emulator.releases import shapes_releases
 from conveyor_emulator.releases.packages import add_version, attestation_bundle, event_body
 from conveyor_emulator.store.gitstore import Commit, Tag
-from conveyor_emulator.store.state import CheckRun, Issue, Repo, WorkflowRun
+from conveyor_emulator.store.state import JSON, Attestation, CheckRun, Issue, Repo, WorkflowRun
 
 
 class Acting(EmulatorBase):
@@ -109,14 +113,48 @@ class Acting(EmulatorBase):
             await self._act(fire)
         return shapes_releases.package_version(world, pkg, ver)
 
-    def add_attestation(self, repo: str, digest: str, *, source_repo: str, commit: str,
+    def add_attestation(self, repo: str, digest: str, *, commit: str,
                         workflow_path: str = ".github/workflows/release.yml",
-                        ref: str = "refs/tags/v1", run_id: int | None = None) -> None:
+                        ref: str = "refs/tags/v1", run_id: int | None = None,
+                        signer: str | None = None, statement: JSON | None = None) -> JSON:
+        """`repo`'s workflow attests the build of `digest` (`actions/attest-build-provenance`):
+        a bundle signed by the Sigstore instance GitHub uses for the repository, listed under
+        it and its organisation. `signer` names a reusable workflow of another repository
+        (`owner/repo/path@ref`); `statement` replaces the SLSA provenance one. The bundle."""
         r = self._repo(repo)
         run = run_id if run_id is not None else self.world.next_id()
-        r.attestations.append(attestation_bundle(
-            self.world, r, digest, source_repo=source_repo, commit=commit,
-            workflow_path=workflow_path, ref=ref, run_id=run))
+        attestation = attestation_bundle(self.world, r, digest, commit=commit,
+                                         workflow_path=workflow_path, ref=ref, run_id=run,
+                                         signer=signer, statement=statement)
+        r.attestations.append(attestation)
+        return attestation.bundle
+
+    def add_attestation_bundle(self, repo: str, digest: str, bundle: JSON) -> None:
+        """List any `bundle` under `repo` for `digest`, as GitHub lists what was uploaded
+        ("Create an attestation" takes any bundle; verification is the reader's)."""
+        r = self._repo(repo)
+        payload = (bundle.get("dsseEnvelope") or {}).get("payload") or ""
+        try:
+            kind = str(json.loads(base64.b64decode(payload)).get("predicateType"))
+        except (ValueError, AttributeError):
+            kind = ""
+        r.attestations.append(Attestation(self.world.next_id(), r.full_name, digest, bundle,
+                                          kind))
+
+    def sigstore_trusted_roots(self) -> str:
+        """The trusted roots of the Sigstore instances that sign this GitHub's attestations,
+        one JSON document a line (what `CONVEYOR_SIGSTORE_TRUST` names)."""
+        return self.world.sigstore.trusted_roots()
+
+    def sigstore_trust_file(self) -> str:
+        """A file holding `sigstore_trusted_roots()`, for a bot in another process; removed
+        when the emulator stops."""
+        if self._trust_dir is None:
+            self._trust_dir = tempfile.mkdtemp(prefix="conveyor-emulator-sigstore-")
+            path = os.path.join(self._trust_dir, "trusted-roots.jsonl")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(self.sigstore_trusted_roots())
+        return os.path.join(self._trust_dir, "trusted-roots.jsonl")
 
     def add_workflow_run(self, repo: str, head_sha: str, *, name: str = "release",
                          conclusion: str = "success", event: str = "push",

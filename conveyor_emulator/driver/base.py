@@ -53,6 +53,7 @@ class EmulatorBase:
         # one list for request, response and webhook payload violations
         self.violations: list[str] = self.hooks.violations
         self.base_url = ""
+        self._trust_dir: str | None = None  # where `sigstore_trust_file` wrote the roots
         self.world.account(self.world.bot_login)
         self.world.account("web-flow")
         self.world.account("github-actions[bot]")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Sequence
 
 from conveyor_emulator.accounts import shapes_accounts
+from conveyor_emulator.sigstore.authority import RunIdentity
 from conveyor_emulator.store.state import JSON, Attestation, Package, PackageVersion, Repo, iso
 from conveyor_emulator.store.world import World
 
@@ -106,11 +105,13 @@ def event_body(world: World, pkg: Package, ver: PackageVersion, tag: str, *,
     }
 
 
-def attestation_bundle(world: World, repo: Repo, digest: str, *, source_repo: str,
-                       commit: str, workflow_path: str, ref: str, run_id: int) -> Attestation:
-    """A Sigstore bundle whose DSSE payload is an in-toto SLSA v1 provenance statement."""
+def provenance_statement(world: World, repo: Repo, digest: str, *, commit: str,
+                         workflow_path: str, ref: str, run_id: int) -> JSON:
+    """The in-toto SLSA v1 provenance statement `actions/attest-build-provenance` writes for
+    an image built by `repo`'s workflow."""
     algo, _, value = digest.partition(":")
-    statement = {
+    source = f"{world.web_url}/{repo.full_name}"
+    return {
         "_type": "https://in-toto.io/Statement/v1",
         "subject": [{"name": f"ghcr.io/{repo.full_name.lower()}", "digest": {algo: value}}],
         "predicateType": "https://slsa.dev/provenance/v1",
@@ -118,31 +119,41 @@ def attestation_bundle(world: World, repo: Repo, digest: str, *, source_repo: st
             "buildDefinition": {
                 "buildType": "https://actions.github.io/buildtypes/workflow/v1",
                 "externalParameters": {"workflow": {
-                    "repository": f"{world.web_url}/{source_repo}",
-                    "path": workflow_path, "ref": ref}},
+                    "repository": source, "path": workflow_path, "ref": ref}},
                 "internalParameters": {"github": {"event_name": "push",
                                                   "repository_id": str(repo.id)}},
-                "resolvedDependencies": [{
-                    "uri": f"git+{world.web_url}/{source_repo}@{ref}",
-                    "digest": {"gitCommit": commit}}],
+                "resolvedDependencies": [{"uri": f"git+{source}@{ref}",
+                                          "digest": {"gitCommit": commit}}],
             },
             "runDetails": {
-                "builder": {"id": f"{world.web_url}/{source_repo}/{workflow_path}@{ref}"},
-                "metadata": {
-                    "invocationId": f"{world.web_url}/{source_repo}/actions/runs/{run_id}"
-                                    "/attempts/1"},
+                "builder": {"id": f"{source}/{workflow_path}@{ref}"},
+                "metadata": {"invocationId": f"{source}/actions/runs/{run_id}/attempts/1"},
             },
         },
     }
-    payload = base64.b64encode(json.dumps(statement).encode()).decode()
-    bundle = {
-        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
-        "verificationMaterial": {"tlogEntries": [], "timestampVerificationData": {},
-                                 "certificate": {"rawBytes": ""}},
-        "dsseEnvelope": {
-            "payload": payload,
-            "payloadType": "application/vnd.in-toto+json",
-            "signatures": [{"sig": base64.b64encode(b"emulator").decode()}],
-        },
-    }
-    return Attestation(world.next_id(), repo.full_name, digest, bundle)
+
+
+def workflow_run(world: World, repo: Repo, *, commit: str, workflow_path: str, ref: str,
+                 run_id: int, signer: str | None = None) -> RunIdentity:
+    """The claims of the OIDC token of `repo`'s run: what its signing certificate carries.
+    `signer` (`owner/repo/path@ref`) names a reusable workflow of another repository."""
+    return RunIdentity(
+        server_url=world.web_url, repository=repo.full_name, repository_id=repo.id,
+        owner_id=world.account(repo.owner).id, workflow_path=workflow_path, ref=ref,
+        sha=commit, run_id=run_id, visibility="private" if repo.private else "public",
+        reusable_workflow=signer)
+
+
+def attestation_bundle(world: World, repo: Repo, digest: str, *, commit: str,
+                       workflow_path: str, ref: str, run_id: int, signer: str | None = None,
+                       statement: JSON | None = None) -> Attestation:
+    """An artifact attestation of `digest` made by `repo`'s workflow, signed by the Sigstore
+    instance GitHub uses for the repository (GitHub's own for a private one)."""
+    statement = statement or provenance_statement(world, repo, digest, commit=commit,
+                                                  workflow_path=workflow_path, ref=ref,
+                                                  run_id=run_id)
+    run = workflow_run(world, repo, commit=commit, workflow_path=workflow_path, ref=ref,
+                       run_id=run_id, signer=signer)
+    bundle = world.sigstore.for_repository(repo.private).sign(statement, run, world.now())
+    return Attestation(world.next_id(), repo.full_name, digest, bundle,
+                       str(statement.get("predicateType")))

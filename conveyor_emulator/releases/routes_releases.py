@@ -95,10 +95,27 @@ def _attestation(ctx: Ctx, att: Attestation, repository_id: int) -> JSON:
             "bundle_url": f"{ctx.world.web_url}/attestations/{att.id}/bundle.json"}
 
 
+# "List attestations": `predicate_type` "accepts `provenance`, `sbom`, `release`, or freeform
+# text for custom predicate types" (GitHub's REST description of the endpoint).
+PREDICATE_TYPES = {
+    "provenance": ("https://slsa.dev/provenance/v1", "https://slsa.dev/provenance/v0.2"),
+    "sbom": ("https://spdx.dev/Document/v2.3", "https://spdx.dev/Document/v2.2",
+             "https://cyclonedx.org/bom"),
+    "release": ("https://in-toto.io/attestation/release/v0.1",),
+}
+
+
+def _of_type(ctx: Ctx, att: Attestation) -> bool:
+    wanted = ctx.query.get("predicate_type")
+    if not wanted:
+        return True
+    return att.predicate_type in PREDICATE_TYPES.get(wanted, (wanted,))
+
+
 @router.add("GET", R + "/attestations/{subject_digest}")
 async def repo_attestations(ctx: Ctx) -> Reply:
     digest = ctx.params["subject_digest"]
-    items = [a for a in ctx.repo.attestations if a.digest == digest]
+    items = [a for a in ctx.repo.attestations if a.digest == digest and _of_type(ctx, a)]
     if not items:
         raise not_found()
     reply = ctx.page([_attestation(ctx, a, ctx.repo.id) for a in items])
@@ -116,7 +133,7 @@ async def org_attestations(ctx: Ctx) -> Reply:
     items = [
         _attestation(ctx, a, repo.id)
         for repo in ctx.world.repos.values() if repo.owner.lower() == org.lower()
-        for a in repo.attestations if a.digest == digest
+        for a in repo.attestations if a.digest == digest and _of_type(ctx, a)
     ]
     if not items:
         raise not_found()

@@ -258,6 +258,7 @@ class Attestation:
     repo: str
     digest: str
     bundle: JSON
+    predicate_type: str = "https://slsa.dev/provenance/v1"
 
 
 @dataclass

@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from conveyor_emulator.sigstore.instance import GitHubSigstore
 from conveyor_emulator.store.state import (
     JSON,
     Account,
@@ -60,6 +61,14 @@ class World:
         self.rulesets_supported = True
         # "Get a tree" with `recursive`: at most this many entries, then `truncated: true`
         self.tree_entry_limit = 100_000
+        self._sigstore: GitHubSigstore | None = None
+
+    @property
+    def sigstore(self) -> GitHubSigstore:
+        """The Sigstore instances that sign artifact attestations, made on first use."""
+        if self._sigstore is None:
+            self._sigstore = GitHubSigstore()
+        return self._sigstore
 
     def now(self) -> datetime:
         value = self._clock()

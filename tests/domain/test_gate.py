@@ -10,6 +10,7 @@ import pytest
 
 from bot.domain.gate.model import (
     NO_GATED_CHANGE,
+    AttestationFinding,
     Condition,
     EnvironmentRules,
     Evidence,
@@ -40,7 +41,7 @@ def change(**overrides: Any) -> ImageChange:
         "resolution_error": None,
         "allowed": True,
         "tag_admitted": True,
-        "attestation_problem": None,
+        "attestation": None,
     }
     fields.update(overrides)
     return ImageChange(**fields)
@@ -185,7 +186,8 @@ FAILURES = [
         id="digest-only-not-admitted",
     ),
     pytest.param(
-        {"changes": (change(attestation_problem="attestation names acme/other, not acme/web"),)},
+        {"changes": (change(attestation=AttestationFinding(
+            False, "attestation names acme/other, not acme/web")),)},
         "Web → production: attestation names acme/other, not acme/web",
         id="attestation",
     ),

@@ -198,7 +198,7 @@ async def test_every_endpoint_once(emulator: Emulator, session: aiohttp.ClientSe
     assert len(em.violations) == 2 and all("enabledForGitHubApps: false" in v
                                            for v in em.violations)
     em.violations.clear()
-    em.add_attestation("acme/web", digest, source_repo="acme/web", commit=web_head, run_id=77)
+    em.add_attestation("acme/web", digest, commit=web_head, run_id=77)
     att = await gh.getitem(W + f"/attestations/{digest}")
     assert att["attestations"][0]["bundle"]["dsseEnvelope"]["payloadType"]
     assert (await gh.getitem(f"/orgs/acme/attestations/{digest}"))["attestations"]

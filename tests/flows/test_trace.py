@@ -36,17 +36,18 @@ async def merged_source_change(world: World, branch: str = "feature/greeting",
 
 async def built_release(world: World, version: str, sha: str, *,
                         attested_repo: str | None = SOURCE, attested_commit: str | None = None,
-                        run: bool = True) -> str:
+                        run: bool = True, workflow: str = ".github/workflows/release.yml"
+                        ) -> str:
     """The release of the commit, and CI's build of it: workflow run, image with OCI labels,
-    artifact attestation (unless `attested_repo` is None)."""
+    artifact attestation by `attested_repo`'s `workflow` (none when `attested_repo` is
+    None)."""
     digest = digest_of(f"web:{version}")
     await world.emulator.create_tag(SOURCE, f"v{version}", sha)
     if run:
         world.emulator.add_workflow_run(SOURCE, sha, name="release")
     if attested_repo is not None:
-        world.emulator.add_attestation(SOURCE, digest, source_repo=attested_repo,
-                                       commit=attested_commit or sha,
-                                       ref=f"refs/tags/v{version}")
+        world.emulator.add_attestation(attested_repo, digest, commit=attested_commit or sha,
+                                       workflow_path=workflow, ref=f"refs/tags/v{version}")
     await world.emulator.publish_release(SOURCE, f"v{version}", author="alice")
     await world.settle()  # the release waits for its image; the package event completes it
     await world.emulator.publish_container("acme", "web", digest, [version],
@@ -72,7 +73,7 @@ def provenance_rows(body: str) -> dict[str, str]:
     rows = {}
     for line in section.splitlines()[2:]:
         cells = [cell.strip() for cell in line.strip("|").split("|")]
-        rows[cells[0]] = cells[1]
+        rows[cells[0]] = cells[1].replace("\u2060", "")  # breaks @-mentions; not shown
     return rows
 
 
@@ -94,8 +95,9 @@ async def test_provenance_table_links_release_commit_run_attestation_and_compare
                                      f"({base}/acme/web/commit/{third})")
     assert "/acme/web/actions/runs/" in rows["CI workflow run"]
     assert rows["CI workflow run"].startswith("[release.yml run ")
-    assert rows["Attestation"].startswith(
-        "[SLSA provenance: acme/web .github/workflows/release.yml@refs/tags/v1.4.2]")
+    assert rows["Attestation"] == (
+        "✅ verified: workflow [acme/web/.github/workflows/release.yml@refs/tags/v1.4.2]"
+        f"({base}/acme/web/attestations), repository acme/web, commit {third[:12]}")
     assert rows["Source changes"] == (f"[v1.4.1...v1.4.2 (2 commits)]"
                                       f"({base}/acme/web/compare/v1.4.1...v1.4.2)")
     assert rows["Package version"].startswith("[ghcr.io/acme/web@sha256:")
@@ -106,27 +108,43 @@ async def test_without_attestation_the_run_of_the_commit_is_linked(world: World)
     _, sha = await merged_source_change(world)
     await built_release(world, "1.4.2", sha, attested_repo=None)
     rows = provenance_rows(world.pull("Promote web 1.4.2 to staging")["body"])
-    assert rows["Attestation"] == "not found"
+    assert rows["Attestation"] == "not attested"
     assert rows["CI workflow run"].startswith("[release #1](")
     assert sha[:12] in rows["Source commit"]
     assert rows["Source changes"] == "not found"  # 0.9.0 was never released as a git tag
 
 
-async def test_attestation_from_another_repository_cautions_and_fails_the_gate(
-        world: World) -> None:
+async def test_attestation_from_another_repository_is_refused_and_shown(world: World) -> None:
+    """acme/api's workflow attested the image: its certificate names acme/api, not the policy's
+    source. Shown on both PRs; without require_attestation it does not block the gate."""
     await use_policy(world)
     _, sha = await merged_source_change(world)
-    await built_release(world, "1.4.2", sha, attested_repo="acme/forked")
+    await built_release(world, "1.4.2", sha, attested_repo="acme/api")
 
     staging = world.pull("Promote web 1.4.2 to staging")
+    reason = "built from acme/api, but the policy's source is acme/web"
     assert "> [!CAUTION]" in staging["body"]
-    assert "built from acme/forked, but the policy's source is acme/web" in staging["body"]
+    assert reason in provenance_rows(staging["body"])["Attestation"]
+    assert provenance_rows(staging["body"])["Attestation"].startswith("❌ refused: ")
     production = world.pull("Promote web 1.4.2 to production", state="open")
-    assert "> [!CAUTION]" in production["body"]
+    assert reason in production["body"]
+    await pass_production_gate(world, production)
+    assert "attest" not in world.gate(production)["output"]["summary"]
+
+
+async def test_required_attestation_from_another_repository_fails_the_gate(
+        world: World) -> None:
+    await use_policy(world, require_attestation=True)
+    _, sha = await merged_source_change(world)
+    digest = await built_release(world, "1.4.2", sha, attested_repo="acme/api")
+    production = world.pull("Promote web 1.4.2 to production", state="open")
     await pass_production_gate_attempt(world, production)
     run = world.gate(production)
     assert run["conclusion"] == "failure", run["output"]
-    assert "acme/forked" in run["output"]["summary"]
+    assert (f"the attestation of {digest[:19]} is refused: the attestation (its certificate "
+            f"names {world.emulator.web_url}/acme/api/.github/workflows/release.yml@refs/tags/"
+            "v1.4.2): built from acme/api, but the policy's source is acme/web"
+            ) in run["output"]["summary"]
 
 
 async def pass_production_gate_attempt(world: World, pr: dict[str, Any]) -> None:
@@ -140,12 +158,13 @@ async def pass_production_gate_attempt(world: World, pr: dict[str, Any]) -> None
     await world.settle()
 
 
-async def test_attestation_naming_another_commit_fails_the_gate(world: World) -> None:
-    await use_policy(world)
+async def test_attestation_naming_another_commit_fails_a_gate_that_requires_one(
+        world: World) -> None:
+    await use_policy(world, require_attestation=True)
     _, sha = await merged_source_change(world)
     await built_release(world, "1.4.2", sha, attested_commit="f" * 40)
     production = world.pull("Promote web 1.4.2 to production", state="open")
-    assert f"names commit ffffffffffff, but the release points at {sha[:12]}" in \
+    assert f"built from commit ffffffffffff, but the release points at {sha[:12]}" in \
         production["body"]
     await pass_production_gate_attempt(world, production)
     run = world.gate(production)
@@ -170,6 +189,9 @@ async def test_require_attestation_with_a_matching_one_passes(world: World) -> N
     await built_release(world, "1.4.2", sha)
     production = world.pull("Promote web 1.4.2 to production", state="open")
     await pass_production_gate(world, production)
+    assert (f"attested: built by acme/web/.github/workflows/release.yml@refs/tags/v1.4.2 at "
+            f"commit {sha[:12]}, verified against the emulated-public-good root"
+            ) in world.gate(production)["output"]["summary"]
 
 
 def conveyor_comments(world: World, number: int) -> list[dict[str, Any]]:
@@ -264,18 +286,14 @@ async def test_a_rollback_marks_the_earlier_commit_live_again(world: World) -> N
     assert len(conveyor_comments(world, second_pr["number"])) == 1
 
 
-async def test_an_attestation_kept_by_the_organisation_is_found(world: World) -> None:
-    """The image was attested by a build repository of the org, not by the source itself."""
+async def test_an_attestation_kept_by_the_organisation_is_found_and_judged(
+        world: World) -> None:
+    """The image was attested by a build repository of the org, not by the source itself:
+    the organisation lists it, and its certificate names that repository."""
     _, sha = await merged_source_change(world)
-    digest = digest_of("web:1.4.2")
-    world.emulator.add_attestation("acme/api", digest, source_repo=SOURCE, commit=sha,
-                                   workflow_path=".github/workflows/images.yml",
-                                   ref="refs/heads/main")
-    await built_release(world, "1.4.2", sha, attested_repo=None)
+    await built_release(world, "1.4.2", sha, attested_repo="acme/api",
+                        workflow=".github/workflows/images.yml")
     body = world.pull("Promote web 1.4.2 to staging")["body"]
-    rows = provenance_rows(body)
-    assert rows["Attestation"].startswith(
-        "[SLSA provenance: acme/web .github/workflows/images.yml@refs/heads/main](")
-    assert rows["CI workflow run"].startswith("[images.yml run ")
-    assert "CAUTION" not in body
+    assert "built from acme/api, but the policy's source is acme/web" in \
+        provenance_rows(body)["Attestation"]
     assert world.emulator.requests.count("GET", "/orgs/{org}/attestations/{subject_digest}")

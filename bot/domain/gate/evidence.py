@@ -64,8 +64,8 @@ def change_conditions(change: ImageChange, gate: GateInput) -> list[Condition]:
             ),
         )
     )
-    if change.attestation_problem is not None:
-        found.append(condition(False, change.attestation_problem))
+    if change.attestation is not None:
+        found.append(condition(change.attestation.ok, change.attestation.text))
 
     rules = gate.rules.get(change.environment)
     if rules is None:

@@ -47,6 +47,15 @@ class FailureMark:
 
 
 @dataclass(frozen=True)
+class AttestationFinding:
+    """The attestation condition of an image in an environment that requires one: verified
+    (with what it says), or why not."""
+
+    ok: bool
+    text: str
+
+
+@dataclass(frozen=True)
 class ImageChange:
     """One image reference the pull request changes in a gated file.
 
@@ -66,7 +75,7 @@ class ImageChange:
     resolution_error: str | None
     allowed: bool
     tag_admitted: bool
-    attestation_problem: str | None = None
+    attestation: AttestationFinding | None = None  # None: no attestation is required
     owned: bool = True
     canonical: str | None = None
     tags_text: str | None = None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
 
+from bot.domain.attestation import SignerWorkflow
 from bot.domain.freeze import FreezeWindow
 from bot.domain.policy.issues import PolicyIssue
 from bot.domain.policy.kubernetes import latest_kubernetes_version
@@ -50,6 +51,8 @@ class Service:
     tag_key: str | None = None  # the Helm values key the chart reads the tag from, if not `tag`
     # what the OCI repository `image` holds: "image" (a container image) or "chart" (Helm)
     kind: str = "image"
+    # the workflow whose certificate must sign the service's attestations; None: any of source
+    signer_workflow: SignerWorkflow | None = None
 
     @property
     def is_chart(self) -> bool:

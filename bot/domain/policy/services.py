@@ -6,6 +6,7 @@ import re
 from types import MappingProxyType
 from typing import Any
 
+from bot.domain.attestation import SignerWorkflow, parse_signer_workflow
 from bot.domain.images import image_allowed
 from bot.domain.policy.fields import check_template, parse_tags, suggest
 from bot.domain.policy.model import Environment, Service
@@ -21,7 +22,7 @@ from bot.domain.tags import DEFAULT_TAG_POLICY, TagPolicy
 
 MAX_SERVICES = 2000
 MAX_ALLOWED_IMAGES = 100
-SERVICE_KEYS = ("image", "chart", "source", "tags", "paths", "tag_key")
+SERVICE_KEYS = ("image", "chart", "source", "tags", "paths", "tag_key", "signer_workflow")
 # a Helm values key such as `version` or `imageTag`; not one of the image's other parts
 TAG_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
 NOT_TAG_KEYS = frozenset({"repository", "registry", "digest", "name", "reference"})
@@ -57,13 +58,14 @@ class _ServiceParser:
         self,
         reader: Reader,
         allowed: tuple[str, ...] | None,
-        env_names: list[str],
+        environments: dict[str, Environment],
         tag_cache: dict[str, TagPolicy],
     ) -> None:
         self.reader = reader
         self.allowed = allowed  # None when allowed_images has no valid prefix
-        self.env_names = env_names
+        self.env_names = list(environments)
         self.tag_cache = tag_cache
+        self.environments = environments
         self.images: dict[str, str] = {}
 
     def parse(self, name: str, raw: dict[Any, Any], line: int) -> Service:
@@ -91,6 +93,7 @@ class _ServiceParser:
             line=line,
             tag_key=self._tag_key(raw, where) if "tag_key" in raw and kind == "image" else None,
             kind=kind,
+            signer_workflow=self._signer(raw, where, source),
         )
 
     def _kind(self, raw: dict[Any, Any], where: str) -> str:
@@ -108,6 +111,33 @@ class _ServiceParser:
                          f"{where}.tag_key: only applies to images; a chart's version is "
                          "written where the chart is named")
         return "chart" if "chart" in raw and "image" not in raw else "image"
+
+    def _signer(self, raw: dict[Any, Any], where: str, source: str) -> SignerWorkflow | None:
+        """`signer_workflow`; without one, a notice where an environment requires an
+        attestation."""
+        reader = self.reader
+        if "signer_workflow" not in raw:
+            requiring = [name for name, env in self.environments.items()
+                         if env.require_attestation]
+            if requiring and source:
+                reader.notice(
+                    reader.key_pos(raw, "source"),
+                    f"{where}: {' and '.join(requiring[:3])} require"
+                    f"{'s' if len(requiring) == 1 else ''} an attestation, and without "
+                    f"signer_workflow one signed by any workflow of {source} counts (a pull "
+                    "request's too); pin the release workflow, such as signer_workflow: "
+                    ".github/workflows/release.yml")
+            return None
+        value = reader.typed(raw, "signer_workflow", str,
+                             "a workflow file such as .github/workflows/release.yml", where)
+        if value is None:
+            return None
+        parsed = parse_signer_workflow(value)
+        if isinstance(parsed, str):
+            reader.error(reader.value_pos(raw, "signer_workflow"),
+                         f"{where}.signer_workflow: {parsed}")
+            return None
+        return parsed
 
     def _tag_key(self, raw: dict[Any, Any], where: str) -> str | None:
         reader = self.reader
@@ -237,7 +267,6 @@ def parse_services(
     environments: dict[str, Environment],
     tag_cache: dict[str, TagPolicy],
 ) -> dict[str, Service]:
-    env_names = list(environments)
     mapping = reader.typed(root, "services", dict, "a mapping of service name to settings", "")
     if mapping is None:
         return {}
@@ -250,7 +279,7 @@ def parse_services(
             pos, f"services: at most {MAX_SERVICES} services are supported, found {len(mapping)}"
         )
         return {}
-    parser = _ServiceParser(reader, allowed, env_names, tag_cache)
+    parser = _ServiceParser(reader, allowed, environments, tag_cache)
     env_nodes = _environment_nodes(root)
     services: dict[str, Service] = {}
     folded: dict[str, str] = {}

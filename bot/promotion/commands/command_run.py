@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from gidgethub.abc import GitHubAPI
 
+from bot.domain.attestation import SignerWorkflow
 from bot.domain.policy import Policy
 from bot.domain.tags import version_from_tag
 from bot.github.repos import commit_for_ref
@@ -15,9 +16,9 @@ from bot.promotion.authorship.marker import PromotionMarker, branch_name
 from bot.promotion.authorship.trust import trusted_marker
 from bot.promotion.commands.replies import Reply
 from bot.promotion.gate.hold import HOLD_LABEL
+from bot.promotion.opening.attestations import check_attestation
 from bot.promotion.opening.candidates import Candidate, Trigger
 from bot.promotion.opening.opener import find_pull_for_branch
-from bot.promotion.opening.provenance import find_attestation
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.triggers.flows import find_release
 from bot.text import short_digest
@@ -95,6 +96,10 @@ class CommandRun:
                 return trusted[0]
         return None
 
+    def signer(self, candidate: Candidate) -> SignerWorkflow | None:
+        """The policy's `signer_workflow` of the candidate's service."""
+        return self.where.policy.services[candidate.service].signer_workflow
+
     async def candidate(self, service: str, digest: str, tag: str | None, trigger: Trigger
                          ) -> Candidate:
         """What is known about a digest: an earlier promotion's marker, the release whose tag
@@ -115,8 +120,10 @@ class CommandRun:
             commit = await commit_for_ref(self.gh, source, release_tag)
             source_sha = str(commit["sha"]) if commit else None
         if source_sha is None:
-            attested = await find_attestation(self.gh, source, digest)
-            source_sha = attested.commit if attested else None
+            attested = await check_attestation(
+                self.gh, self.ctx.attestations, web_url=self.ctx.web_url, source=source,
+                digest=digest, signer=policy.services[service].signer_workflow)
+            source_sha = attested.build.commit if attested.build else None
         if source_sha is None:
             labelled = await self.ctx.images.provenance(image, digest)
             if labelled.source_repo and labelled.source_repo.lower() == source.lower():

@@ -75,7 +75,7 @@ async def promote_from_upstreams(run: CommandRun, environment: str, service: str
                 f"Name the version: `/promote {service} <tag-or-digest> {environment}`.")
     tag, digest = pin
     candidate = await run.candidate(service, digest, tag, "command")
-    provenance = await gather_provenance(run.gh, candidate, run.ctx.web_url)
+    provenance = await gather_provenance(run.gh, run.ctx, candidate, run.signer(candidate))
     result = await Opener(run.ctx, run.gh, run.where.repo).open(
         candidate, environment, provenance=provenance, explicit=True)
     return describe_result(result, service, candidate.version, environment)
@@ -118,7 +118,7 @@ async def promote_explicit(run: CommandRun, command: PromoteExplicit) -> str:
         if problem is not None:
             return f"❌ {problem}."
     candidate = await run.candidate(command.service, digest, tag, "command")
-    provenance = await gather_provenance(run.gh, candidate, run.ctx.web_url)
+    provenance = await gather_provenance(run.gh, run.ctx, candidate, run.signer(candidate))
     result = await Opener(run.ctx, run.gh, run.where.repo).open(
         candidate, command.environment, provenance=provenance, explicit=True)
     return describe_result(result, command.service, candidate.version, command.environment)

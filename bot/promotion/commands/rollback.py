@@ -54,7 +54,7 @@ async def open_rollback(run: CommandRun, command: Rollback) -> tuple[OpenResult 
     digest = period.digest
     assert digest is not None
     candidate = await run.candidate(command.service, digest, period.tag, "rollback")
-    provenance = await gather_provenance(run.gh, candidate, run.ctx.web_url)
+    provenance = await gather_provenance(run.gh, run.ctx, candidate, run.signer(candidate))
     result = await Opener(run.ctx, run.gh, repo).open(
         candidate, command.environment, provenance=provenance,
         explicit=True, rollback_note=rollback_note(period, command.environment))

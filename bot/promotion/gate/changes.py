@@ -3,22 +3,19 @@ its digest, admitted tags and attestation, and every file change the gate cannot
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import cachetools
-import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from bot.domain.gate.model import FileProblem, ImageChange
+from bot.domain.gate.model import AttestationFinding, FileProblem, ImageChange
 from bot.domain.images import image_allowed, same_image
 from bot.domain.policy import Environment, Policy, Service
-from bot.domain.provenance import attestation_problem
 from bot.github.repos import UnreadableFile, get_file
 from bot.manifests import ManifestError
 from bot.manifests.references import ImageReference, deploy_references
 from bot.promotion.gate.pull_facts import PullFacts
-from bot.promotion.opening.provenance import find_attestation
+from bot.promotion.opening.attestations import check_attestation
 from bot.promotion.policies import DeploymentRepo
 from bot.runtime.offload import run_cpu
 from bot.text import error_text, short_digest
@@ -48,11 +45,9 @@ class GatedChanges:
 
 @dataclass
 class ChangeReader:
-    """Reads the gated changes of pull requests; remembers which digests have no attestation."""
+    """Reads the gated changes of pull requests."""
 
     ctx: Context
-    _unattested: cachetools.TTLCache[tuple[str, str], bool] = field(
-        default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=1800))
 
     async def read(self, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
                    facts: PullFacts) -> GatedChanges:
@@ -152,16 +147,16 @@ class ChangeReader:
                         error = f"tag {reference.tag} resolves to no digest"
         admitted, tags_text = await self._tags_rule(gh, policy, owner, environment,
                                                     reference, digest)
-        problem = None
+        attestation = None
         if owner is not None and owner == service and error is None:
-            problem = await self._attestation_problem(gh, policy, service, environment, digest,
-                                                      facts)
+            attestation = await self._attestation(gh, policy, service, environment, digest,
+                                                  facts)
         return ImageChange(
             service=service, environment=environment, path=path, line=reference.line,
             image=reference.name, new_tag=reference.tag, new_digest=digest,
             resolution_error=error,
             allowed=image_allowed(reference.name, policy.allowed_images),
-            tag_admitted=admitted, attestation_problem=problem,
+            tag_admitted=admitted, attestation=attestation,
             owned=owner == service, canonical=reference.canonical_name, tags_text=tags_text,
         )
 
@@ -189,31 +184,24 @@ class ChangeReader:
         return False, (f"{short_digest(digest)} carries {carried} in the registry: no version "
                        f"admitted in {environment} by {env_tags}")
 
-    async def _attestation_problem(self, gh: GitHubAPI, policy: Policy, service: str,
-                                   environment: str, digest: str | None, facts: PullFacts
-                                   ) -> str | None:
-        if digest is None:
+    async def _attestation(self, gh: GitHubAPI, policy: Policy, service: str,
+                           environment: str, digest: str | None, facts: PullFacts
+                           ) -> AttestationFinding | None:
+        """The attestation condition where the environment requires one. Asked every time:
+        an attestation may have been published since, and a verdict is kept by bundle."""
+        if digest is None or not policy.environments[environment].require_attestation:
             return None
-        source = policy.services[service].source
-        required = policy.environments[environment].require_attestation
-        # A 404 is never conditional: without this memory every re-evaluation (and every idle
-        # resync) would pay two requests for an image whose CI does not attest. Where an
-        # attestation is required, ask every time: it may have been published since.
-        if not required and (source.lower(), digest) in self._unattested:
-            return None
-        try:
-            attested = await find_attestation(gh, source, digest)
-        except gidgethub.GitHubException:
-            attested = None
-        if attested is None:
-            self._unattested[(source.lower(), digest)] = True
-            if required:
-                return f"no attestation found for {short_digest(digest)} in {source}"
-            return None
-        expected_commit = facts.trusted.source_sha if facts.trusted else None
-        return attestation_problem(attested_repo=attested.repository,
-                                   attested_commit=attested.commit, expected_repo=source,
-                                   expected_commit=expected_commit)
+        settings = policy.services[service]
+        check = await check_attestation(
+            gh, self.ctx.attestations, web_url=self.ctx.web_url, source=settings.source,
+            digest=digest, signer=settings.signer_workflow,
+            expected_commit=facts.trusted.source_sha if facts.trusted else None, lenient=True)
+        build = check.build
+        if build is None:
+            return AttestationFinding(False, check.problem(digest, settings.source))
+        commit = f" at commit {build.commit[:12]}" if build.commit else ""
+        return AttestationFinding(True, f"attested: built by {build.workflow}{commit}, "
+                                        f"verified against the {build.root} root")
 
 
 def _removed(before: list[ImageReference], after: list[ImageReference]) -> list[str]:

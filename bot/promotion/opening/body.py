@@ -127,20 +127,23 @@ def effect_lines(effect: PromotionEffect) -> list[str]:
 
 
 def provenance_lines(provenance: Provenance) -> list[str]:
-    """The provenance table of one image, and a caution when its attestation disagrees."""
+    """The provenance table of one image, and a caution when its attestation is refused."""
     lines = ["| | |", "| --- | --- |"]
     rows = [
         ("Package version", provenance.package),
         ("Release", provenance.release),
         ("Source commit", provenance.source_commit),
         ("CI workflow run", provenance.workflow_run),
-        ("Attestation", provenance.attestation),
+        ("Attestation", None),
         ("Source changes", provenance.compare),
     ]
     for label, link in rows:
-        lines.append(f"| {label} | {link.markdown() if link else 'not found'} |")
-    if provenance.attestation_problem:
-        lines += ["", f"> [!CAUTION]\n> **Provenance mismatch:** {provenance.attestation_problem}"]
+        cell = (provenance.attestation_text() if label == "Attestation"
+                else link.markdown() if link else "not found")
+        lines.append(f"| {label} | {cell} |")
+    problem = provenance.attestation_problem
+    if problem:
+        lines += ["", "> [!CAUTION]", f"> **Attestation not verified:** {escape_markdown(problem)}"]
     return lines
 
 

@@ -1,11 +1,12 @@
 """Gathering a candidate's provenance: release, commit, CI run, attestation, source changes.
 
-The artifact attestation is read first (the repository's, then the organisation's): when it
-exists it names the source repository, the commit, the workflow and the run, and it is
-cross-checked against the policy's `source` and the release's commit. Without one, the commit
-comes from the release tag or the image's OCI labels (already on the candidate) and the run
-from the workflow runs of that commit. Every lookup is made once per candidate; the compare
-view is added per environment, because each environment has its own previous version.
+The artifact attestations are read first (`attestations.py`: listed by GitHub, verified,
+judged against the policy): a verified one names the source commit, the workflow and the run.
+Without one, the commit comes from the release tag or the image's OCI labels (already on the
+candidate) and the run from the workflow runs of that commit; an attestation that does not
+verify is shown with its reason and vouches for nothing. Every lookup is made once per
+candidate; the compare view is added per environment, because each environment has its own
+previous version.
 """
 
 from __future__ import annotations
@@ -16,18 +17,17 @@ from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
+from bot.domain.attestation import SignerWorkflow
 from bot.domain.provenance import (
-    AttestedBuild,
     Link,
     Provenance,
-    attestation_problem,
-    build_from_attestations,
     compare_text,
     previous_git_tags,
 )
 from bot.github.refusals import or_none
+from bot.promotion.opening.attestations import check_attestation
 from bot.promotion.opening.candidates import Candidate
-from bot.runtime.jobmemo import remembered
+from bot.runtime.context import Context
 from bot.text import short_digest
 
 log = logging.getLogger(__name__)
@@ -35,32 +35,24 @@ log = logging.getLogger(__name__)
 MAX_RUNS = 10
 
 
-async def gather_provenance(gh: GitHubAPI, candidate: Candidate, web_url: str, *,
+async def gather_provenance(gh: GitHubAPI, ctx: Context, candidate: Candidate,
+                            signer: SignerWorkflow | None, *,
                             previous_tag: str | None = None) -> Provenance:
-    source = candidate.source_repo
-    build = await find_attestation(gh, source, candidate.digest)
+    """`signer`: the service's `signer_workflow` in the policy."""
+    source, web_url = candidate.source_repo, ctx.web_url
+    attestation = await check_attestation(gh, ctx.attestations, web_url=web_url, source=source,
+                                          digest=candidate.digest, signer=signer,
+                                          expected_commit=candidate.source_sha)
+    build = attestation.build
     sha = candidate.source_sha or (build.commit if build else None)
     commit_link = None
     if sha:
         origin = _commit_origin(candidate)
         commit_link = Link(f"{sha[:12]}{origin}", f"{web_url}/{source}/commit/{sha}")
-    problem = None
-    attestation_link = None
     run = None
-    if build is not None:
-        problem = attestation_problem(attested_repo=build.repository,
-                                      attested_commit=build.commit, expected_repo=source,
-                                      expected_commit=candidate.source_sha)
-        what = build.workflow_path or "workflow"
-        if build.workflow_ref:
-            what += f"@{build.workflow_ref}"
-        attested_in = build.repository or source
-        # Attestations are listed by the repository whose workflow made them.
-        attestation_link = Link(f"SLSA provenance: {attested_in} {what}",
-                                f"{web_url}/{attested_in}/attestations")
-        if build.run_url:
-            workflow = (build.workflow_path or "workflow").rsplit("/", 1)[-1]
-            run = Link(f"{workflow} run {build.run_id or ''}".strip(), build.run_url)
+    if build is not None and build.run_url:
+        workflow = build.workflow_path.rsplit("/", 1)[-1]
+        run = Link(f"{workflow} run {build.run_id or ''}".strip(), build.run_url)
     if run is None and sha:
         run = await workflow_run(gh, source, sha)
     release = None
@@ -73,9 +65,9 @@ async def gather_provenance(gh: GitHubAPI, candidate: Candidate, web_url: str, *
         release=release,
         source_commit=commit_link,
         workflow_run=run,
-        attestation=attestation_link,
-        attestation_problem=problem,
-        attested=build is not None,
+        attestation=attestation,
+        # Attestations are listed by the repository whose workflow made them.
+        attestations_url=f"{web_url}/{build.repository if build else source}/attestations",
     )
     if previous_tag:
         provenance = await with_compare(gh, provenance, candidate, previous_tag, web_url)
@@ -86,15 +78,18 @@ class LazyProvenance:
     """A candidate's provenance, gathered on first use and only once: a promotion that is
     already open or live never needs it, so an idle resync makes none of its requests."""
 
-    def __init__(self, gh: GitHubAPI, candidate: Candidate, web_url: str) -> None:
+    def __init__(self, gh: GitHubAPI, ctx: Context, candidate: Candidate,
+                 signer: SignerWorkflow | None) -> None:
         self._gh = gh
+        self._ctx = ctx
         self._candidate = candidate
-        self._web_url = web_url
+        self._signer = signer
         self._value: Provenance | None = None
 
     async def get(self) -> Provenance:
         if self._value is None:
-            self._value = await gather_provenance(self._gh, self._candidate, self._web_url)
+            self._value = await gather_provenance(self._gh, self._ctx, self._candidate,
+                                                  self._signer)
         return self._value
 
 
@@ -146,24 +141,3 @@ async def workflow_run(gh: GitHubAPI, repo: str, sha: str) -> Link | None:
     run = next((r for r in runs if r.get("conclusion") == "success"), runs[0])
     return Link(f"{run.get('name') or 'workflow'} #{run.get('run_number', run.get('id'))}",
                 run.get("html_url"))
-
-
-async def find_attestation(gh: GitHubAPI, repo: str, digest: str) -> AttestedBuild | None:
-    """The SLSA provenance of the digest: the repository's attestations, then the org's
-    (asked once a job: a candidate and its provenance both need it)."""
-    return await remembered(("attestation", repo.lower(), digest),
-                            lambda: _find_attestation(gh, repo, digest))
-
-
-async def _find_attestation(gh: GitHubAPI, repo: str, digest: str) -> AttestedBuild | None:
-    owner = repo.split("/", 1)[0]
-    digest_part = quote(digest, safe="")
-    for url in (f"/repos/{repo}/attestations/{digest_part}",
-                f"/orgs/{owner}/attestations/{digest_part}"):
-        data = await or_none(gh.getitem(url), 403, 404)
-        if data is None:
-            continue
-        build = build_from_attestations(data)
-        if build is not None:
-            return build
-    return None

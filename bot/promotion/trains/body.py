@@ -169,7 +169,7 @@ def _link_lines(moves: Sequence[Move]) -> list[str]:
     for move in moves:
         provenance = move.provenance
         link = provenance.source_commit or provenance.release
-        caution = " ⚠️ provenance mismatch" if provenance.attestation_problem else ""
+        caution = " ⚠️ attestation not verified" if provenance.attestation_problem else ""
         lines.append(f"- **{move.candidate.service}** {move.candidate.version}: "
                      f"{link.markdown() if link else 'no provenance found'}{caution}")
     return lines

@@ -232,7 +232,8 @@ class TrainOpener(RepoOpener[_Train]):
         return None
 
     async def _provenance(self, candidate: Candidate, change: Change) -> Provenance:
-        provenance = await gather_provenance(self.gh, candidate, self.ctx.web_url)
+        provenance = await gather_provenance(
+            self.gh, self.ctx, candidate, self.policy.services[candidate.service].signer_workflow)
         return await with_compare(self.gh, provenance, candidate, change.old_tag,
                                   self.ctx.web_url)
 

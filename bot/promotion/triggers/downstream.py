@@ -55,7 +55,8 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
         "upstream" if environments is None else "command",
         requester if requester is not None else marker.requester,
     )
-    provenance = LazyProvenance(gh, candidate, ctx.web_url)
+    provenance = LazyProvenance(gh, ctx, candidate,
+                                policy.services[marker.service].signer_workflow)
     opener = Opener(ctx, gh, repo)
     results = []
     for env in targets:

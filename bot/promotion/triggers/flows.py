@@ -116,7 +116,8 @@ async def promote_to_entry_environments(
     together = (await promote_together(ctx, gh, repo, group, candidate, environments)
                 if group is not None else None)
     opener = Opener(ctx, gh, repo)
-    provenance = LazyProvenance(gh, candidate, ctx.web_url)
+    provenance = LazyProvenance(
+        gh, ctx, candidate, repo.policy.services[candidate.service].signer_workflow)
     for index, env in enumerate(environments):
         if together is not None:
             result = together[index][1]
