@@ -63,6 +63,10 @@ def bundle_key(bundle: Any) -> str:
 
 
 def plain(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError) and exc.errors():
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        return f"{where}: {error['msg']}"[:200]
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     for start, said in _PLAIN:
         if text.startswith(start):

@@ -65,13 +65,17 @@ class SigstoreInstance:
     def github(cls, name: str = "emulated-github") -> SigstoreInstance:
         return cls(name, transparency=False)
 
-    def sign(self, statement: dict[str, Any], run: RunIdentity, at: datetime) -> dict[str, Any]:
-        """A bundle of `statement` signed at `at` by a key certified to `run`."""
+    def sign(self, statement: Any, run: RunIdentity, at: datetime, *,
+             certified_at: datetime | None = None, payload_type: str = IN_TOTO
+             ) -> dict[str, Any]:
+        """A bundle of `statement` (JSON) signed at `at` by a key certified to `run` (at
+        `certified_at`: a certificate that expired before the signature is a bundle that
+        must not verify)."""
         key = ec.generate_private_key(ec.SECP256R1())
-        certificate = self.authority.issue(key.public_key(), run, at)
+        certificate = self.authority.issue(key.public_key(), run, certified_at or at)
         payload = json.dumps(statement, separators=(",", ":")).encode()
-        signature = key.sign(pae(IN_TOTO, payload), ec.ECDSA(hashes.SHA256()))
-        envelope = {"payload": _b64(payload), "payloadType": IN_TOTO,
+        signature = key.sign(pae(payload_type, payload), ec.ECDSA(hashes.SHA256()))
+        envelope = {"payload": _b64(payload), "payloadType": payload_type,
                     "signatures": [{"sig": _b64(signature)}]}
         return self.bundle(certificate, envelope, at)
 
