@@ -13,7 +13,7 @@ import pytest
 
 from bot.attestations import tuf
 from bot.attestations.roots import RootError, load_root, load_roots_text
-from bot.attestations.trust import STALE_AFTER, SigstoreTrust, TrustFile, read_trust_file
+from bot.attestations.trust import STALE_AFTER, SigstoreTrust, read_trust_file
 from bot.attestations.tuf import TufError, TufRepository
 from conveyor_emulator.sigstore.instance import GitHubSigstore, SigstoreInstance
 
@@ -31,7 +31,7 @@ def test_a_file_of_roots_is_read_once_and_names_its_roots(tmp_path: Path) -> Non
     path = tmp_path / "roots.jsonl"
     path.write_text(SIGSTORE.trusted_roots())
     trust = SigstoreTrust(file=read_trust_file(str(path)))
-    generation, roots, missing = trust.current()
+    _, roots, missing = trust.current()
     assert [root.name for root in roots or []] == ["emulated-public-good", "emulated-github"]
     assert missing is None and not trust.fetches
     health = trust.health()
@@ -184,5 +184,5 @@ async def test_a_repository_without_a_trusted_root_target(repo: TufRepo, tmp_pat
                                                           ) -> None:
     repo.publish(None)
     repository = TufRepository("GitHub", repo.url, repo.bootstrap)
-    with pytest.raises(TufError, match="lists no trusted_root.json"):
+    with pytest.raises(TufError, match=r"lists no trusted_root\.json"):
         await asyncio.to_thread(repository.fetch, tmp_path / "cache")
