@@ -151,7 +151,8 @@ BOT_LAYERS: list[tuple[str, set[str]]] = [
      {"bot.domain.policy", "bot.domain.gate", "bot.domain.commands"}),
     ("pure: the image-reference editor", {"bot.manifests"}),
     ("pure: the config check's validators", {"bot.configcheck"}),
-    ("the edges: GitHub, registries, kustomize", {"bot.github", "bot.registry", "bot.render"}),
+    ("the edges: GitHub, registries, kustomize, Sigstore",
+     {"bot.github", "bot.registry", "bot.render", "bot.attestations"}),
     ("one app's infrastructure", {"bot.runtime"}),
     ("Redis; deployment repositories and their builds", {"bot.redisq", "bot.promotion"}),
     ("what Conveyor wrote; the config check on GitHub",
@@ -171,7 +172,8 @@ BOT_LAYERS: list[tuple[str, set[str]]] = [
     ("the command line", {"bot.__main__"}),
 ]
 EMULATOR_LAYERS: list[tuple[str, set[str]]] = [
-    ("leaves: the trimmed descriptions", {"conveyor_emulator.openapi"}),
+    ("leaves: the trimmed descriptions; GitHub's Sigstore instances",
+     {"conveyor_emulator.openapi", "conveyor_emulator.sigstore"}),
     ("the records", {"conveyor_emulator.store"}),
     ("GitHub's errors", {"conveyor_emulator.errors"}),
     ("faults and limits; the route table", {"conveyor_emulator.faults",
