@@ -17,7 +17,16 @@ from bot.sandbox.botlog import logged_reasons
 from bot.sandbox.demo import digest_of
 from bot.sandbox.failure_act import fail_a_deployment
 from bot.sandbox.plan import Plan
-from bot.sandbox.reading import failed, find_pull, gate_of, gate_state, gate_text, plain, reply_to
+from bot.sandbox.reading import (
+    attestation_of,
+    failed,
+    find_pull,
+    gate_of,
+    gate_state,
+    gate_text,
+    plain,
+    reply_to,
+)
 from bot.sandbox.runner import Sandbox
 from bot.sandbox.stack import image_parts, publish_release
 from bot.sandbox.telling import Narrator, dashboard_rows, reporting_tool, spoken, table_from_files
@@ -84,9 +93,12 @@ class Story:
         pr = find_pull(self.sandbox, self.repo, title)
         if pr is None:
             raise self.nothing_opened(title, env=entry.name)
+        attestation = attestation_of(pr)
         if pr["merged"]:
             done = "merged it (auto_merge)" if entry.auto_merge else "it is merged"
             say.said(f'Conveyor opened #{pr["number"]} "{title}" and {done}')
+            if attestation:
+                say.said(f"its provenance: attestation {attestation}")
             return pr
         if entry.auto_merge:
             say.said(f'Conveyor opened #{pr["number"]} "{title}"')

@@ -31,9 +31,11 @@ services:
     image: ghcr.io/acme/web
     source: acme/web
     tags: "semver:>=1.0.0"
+    signer_workflow: .github/workflows/release.yml@refs/tags/*   # who must sign its attestations
   api:
     image: ghcr.io/acme/api
     source: acme/api
+    signer_workflow: .github/workflows/release.yml@refs/tags/*
     paths:
       staging: charts/api/values-staging.yaml
       production: charts/api/values-production.yaml

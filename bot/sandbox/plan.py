@@ -361,7 +361,9 @@ def describe_policy(plan: Plan) -> list[str]:
                 for name in plan.policy.services]
     lines = [f"services: {', '.join(services)}",
              f"service {plan.service.name}: {plan.service.image} from {plan.service.source}, "
-             f"tags `{plan.service.tags}`"]
+             f"tags `{plan.service.tags}`" + (
+                 f", attestations signed by {plan.service.signer_workflow}"
+                 if plan.service.signer_workflow else "")]
     for entry in plan.entries or (plan.entry,):
         watch = (f", on_failure {entry.on_failure} within {format_duration(entry.watch)}"
                  if entry.on_failure else "")
@@ -382,6 +384,8 @@ def describe_policy(plan: Plan) -> list[str]:
             facts.append(f"{len(gated.freeze)} freeze window(s)")
         if gated.auto_merge:
             facts.append("auto-merge")
+        if gated.require_attestation:
+            facts.append("a verified attestation")
         if gated.on_failure:
             facts.append(f"on_failure {gated.on_failure} within {format_duration(gated.watch)}")
         lines.append(f"{gated.name}: gated ({'; '.join(facts)}) — {plan.path(gated)}")

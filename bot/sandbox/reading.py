@@ -18,6 +18,14 @@ def plain(markdown: str) -> str:
     return unescape_markdown(_MARKS.sub("", _LINK.sub(r"\1", markdown)))
 
 
+def attestation_of(pr: dict[str, Any]) -> str | None:
+    """The Attestation row of a promotion PR's provenance table, as a person reads it."""
+    for line in str(pr.get("body") or "").splitlines():
+        if line.startswith("| Attestation |"):
+            return plain(line.removeprefix("| Attestation |").rstrip(" |").strip())
+    return None
+
+
 def find_pull(sandbox: Sandbox, repo: str, title: str) -> dict[str, Any] | None:
     found = [pr for pr in sandbox.emulator.pulls(repo, state="all") if pr["title"] == title]
     return found[-1] if found else None
