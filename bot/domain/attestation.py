@@ -162,8 +162,10 @@ def _without_server(uri: str | None, web_url: str) -> str | None:
 
 
 def _named(index: int, total: int, verdict: BundleVerdict) -> str:
+    """How a person tells the bundle apart: its place in GitHub's list and, for one that does
+    not verify, the signer its certificate claims (a verified one's reason names it)."""
     name = f"attestation {index} of {total}" if total > 1 else "the attestation"
-    if verdict.claimed_signer:
+    if verdict.problem is not None and verdict.claimed_signer:
         name += f" (its certificate names {verdict.claimed_signer})"
     return name
 
