@@ -35,7 +35,8 @@ async def require_attestations(world: World, signer: str | None) -> None:
     `signer` (None: no pin)."""
     policy = DEMO_POLICY.replace("    promote: manual\n",
                                  "    promote: auto\n    require_attestation: true\n")
-    pinned = "    signer_workflow: .github/workflows/release.yml@refs/tags/*   # who must sign"
+    pinned = ("    signer_workflow: .github/workflows/release.yml@refs/tags/*   # who must sign its "
+              "attestations")
     assert pinned in policy
     policy = policy.replace(pinned + "\n", f"    signer_workflow: {signer}\n" if signer else "",
                             1)
@@ -146,3 +147,19 @@ async def test_healthz_names_the_trusted_roots(world: World) -> None:
                                           "Sigstore)")
     assert list(body["sigstore"]["roots"]) == ["emulated-public-good", "emulated-github"]
     assert "problem" not in body["sigstore"]
+
+
+async def test_status_says_where_attestations_are_required_and_who_must_sign(
+        world: World) -> None:
+    await require_attestations(world, None)
+    created = await world.emulator.open_issue(world.repo, "Where are we?", author="alice")
+    posted = await world.emulator.comment(world.repo, created["number"], "alice", "/status")
+    await world.settle()
+    [reply] = [c["body"] for c in world.emulator.comments(world.repo, created["number"])
+               if c["user"]["login"] == "conveyor[bot]"]
+    section = unescape_markdown(reply.split("### Attestations", 1)[1])
+    assert "Required in production: a promotion needs a verified attestation." in section
+    assert "- web: signed by any workflow of acme/web (no signer_workflow)" in section
+    assert "- api: signed by `.github/workflows/release.yml@refs/tags/*`" in section
+    assert "Trusted Sigstore roots: emulated-public-good (refreshed " in section
+    assert posted["id"]

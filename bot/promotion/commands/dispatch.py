@@ -44,7 +44,7 @@ from bot.promotion.commands.promote import (
 from bot.promotion.commands.replies import Reply
 from bot.promotion.commands.rollback import rollback, rollback_train
 from bot.promotion.dashboard.graph_chart import flowchart, policy_edges
-from bot.promotion.dashboard.status import render_status
+from bot.promotion.dashboard.status import attestation_lines, render_status
 from bot.registry.errors import RegistryError
 from bot.text import error_text, escape_markdown
 
@@ -142,7 +142,10 @@ async def show_status(run: CommandRun, command: Status) -> str:
              if command.service is None or row.service.lower() == command.service.lower()]
     if not shown:
         return warnings + table
-    return f"{warnings}{flowchart(policy_edges(run.where.policy), shown)}\n\n{table}"
+    notes = attestation_lines(run.where.policy, run.ctx.attestations.health(),
+                              command.service)
+    return warnings + "\n\n".join([flowchart(policy_edges(run.where.policy), shown), table,
+                                    *(["\n".join(notes)] if notes else [])])
 
 
 def _github_error(exc: gidgethub.GitHubException) -> str:

@@ -11,7 +11,7 @@ pull requests (all conditional), and only for what changed (`snapshot`, `history
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import cachetools
 from gidgethub.abc import GitHubAPI
 
+from bot.domain.policy import Policy
 from bot.github.snapshot import FileAt
 from bot.manifests import ManifestError, find_images
 from bot.promotion.authorship.marker import branch_prefix, parse_marker
@@ -26,7 +27,7 @@ from bot.promotion.history.file_history import UNKNOWN, ChangeHistory, Wanted
 from bot.promotion.opening.opener import open_pulls
 from bot.promotion.policies import DeploymentRepo
 from bot.runtime.offload import run_cpu
-from bot.text import format_minute, short_digest
+from bot.text import escape_markdown, format_minute, join_names, short_digest
 
 if TYPE_CHECKING:
     from bot.runtime.context import Context
@@ -247,3 +248,29 @@ def render_status(rows: Sequence[StatusRow], service: str | None = None) -> str:
             lines += ["", *notes]
         sections.append("\n".join(lines))
     return "\n\n".join(sections)
+
+
+def attestation_lines(policy: Policy, trust: Mapping[str, Any], service: str | None = None
+                      ) -> list[str]:
+    """What /status says about attestations where the policy asks for them: which
+    environments require one, which signer each service pins, and the trusted roots
+    (`trust`: what /healthz says of them)."""
+    requiring = [env.name for env in policy.environments.values() if env.require_attestation]
+    services = [s for s in policy.services.values()
+                if service is None or s.name.lower() == service.lower()]
+    if not requiring and not any(s.signer_workflow for s in services):
+        return []
+    roots = ", ".join(f"{name} (refreshed {when[:10]} {when[11:16]} UTC)"
+                      for name, when in dict(trust.get("roots") or {}).items())
+    lines = ["### Attestations", ""]
+    if requiring:
+        lines.append(f"Required in {join_names(requiring)}: a promotion needs a verified "
+                     "attestation.")
+    for settings in services:
+        pinned = (f"signed by `{settings.signer_workflow}`" if settings.signer_workflow
+                  else f"signed by any workflow of {settings.source} (no signer_workflow)")
+        lines.append(f"- {settings.name}: {pinned}")
+    lines += ["", f"Trusted Sigstore roots: {roots or 'none'}."]
+    if trust.get("problem"):
+        lines.append(f"> ⚠️ {escape_markdown(str(trust['problem']))}")
+    return lines
