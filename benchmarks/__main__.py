@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import (
     ack_latency,
+    attestations,
     burst,
     config_check,
     gate_builds,
@@ -39,6 +40,7 @@ MEASUREMENTS: dict[str, tuple[str, Callable[[bool], Awaitable[Section]]]] = {
     "6": ("config check: a PR touching 50 files", config_check.run),
     "7": ("GitHub's content-creation budget: a release train", write_budget.run),
     "8": ("the gate with Kustomize builds on a large repository", gate_builds.run),
+    "9": ("attestation verification: CPU per bundle", attestations.run),
 }
 
 
@@ -49,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON,
                         help=f"where to write the results (default {DEFAULT_JSON})")
     parser.add_argument("--only", nargs="+", choices=sorted(MEASUREMENTS), metavar="N",
-                        help="run only these measurements (1-8)")
+                        help="run only these measurements (1-9)")
     return parser
 
 

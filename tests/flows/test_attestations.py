@@ -35,8 +35,8 @@ async def require_attestations(world: World, signer: str | None) -> None:
     `signer` (None: no pin)."""
     policy = DEMO_POLICY.replace("    promote: manual\n",
                                  "    promote: auto\n    require_attestation: true\n")
-    pinned = ("    signer_workflow: .github/workflows/release.yml@refs/tags/*   # who must sign its "
-              "attestations")
+    pinned = ("    signer_workflow: .github/workflows/release.yml@refs/tags/*   # who must sign "
+              "its attestations")
     assert pinned in policy
     policy = policy.replace(pinned + "\n", f"    signer_workflow: {signer}\n" if signer else "",
                             1)
