@@ -235,7 +235,8 @@ async def test_serve_answers_healthz_503_while_github_has_not_answered(tmp_path:
             for _ in range(400):
                 async with session.get(f"http://127.0.0.1:{port}/healthz") as resp:
                     if resp.status == 200:
-                        rendering = (await resp.json())["rendering"]
+                        ready = await resp.json()
+                        rendering = ready["rendering"]
                         break
                 await asyncio.sleep(0.05)
             assert resp.status == 200
@@ -250,6 +251,11 @@ async def test_serve_answers_healthz_503_while_github_has_not_answered(tmp_path:
     messages = [record["message"] for record in records]
     assert messages[0] == "conveyor listening", messages
     assert records[0]["rendering"] == rendering
+    # no CONVEYOR_SIGSTORE_TRUST: Sigstore's and GitHub's roots through TUF (not reachable
+    # here: what is missing is said, never a crash)
+    assert records[0]["sigstore_roots"] == "TUF: Sigstore public-good and GitHub"
+    assert ready["sigstore"]["source"] == "TUF"
+    assert ready["sigstore"]["roots"] == {} and ready["sigstore"]["problem"]
     tool = find_kustomize(None)
     assert rendering == (f"on ({tool.describe()})" if tool else
                          "off (no kustomize: Kustomize environments are judged file by file)")

@@ -142,3 +142,22 @@ def test_a_broken_auth_file_names_the_variable_and_the_path(env: dict[str, str],
     with pytest.raises(SettingsError) as raised:
         load_settings({**env, "CONVEYOR_REGISTRY_AUTH_FILE": str(auth)}, dotenv=tmp_path / "n")
     assert str(raised.value).startswith(f"CONVEYOR_REGISTRY_AUTH_FILE {auth}: ")
+
+
+def test_a_sigstore_trust_file_is_read_and_a_broken_one_named(env: dict[str, str],
+                                                              tmp_path: Path) -> None:
+    from conveyor_emulator.sigstore.instance import GitHubSigstore
+
+    roots = tmp_path / "roots.jsonl"
+    roots.write_text(GitHubSigstore().trusted_roots(), encoding="utf-8")
+    settings = load_settings({**env, "CONVEYOR_SIGSTORE_TRUST": str(roots)},
+                             dotenv=tmp_path / "none")
+    assert settings.sigstore_trust is not None
+    assert settings.sigstore_trust.origin == str(roots)
+    assert "trustedroot" not in repr(settings)
+    assert load_settings(env, dotenv=tmp_path / "none").sigstore_trust is None
+    roots.write_text('{"mediaType": "x"}\n', encoding="utf-8")
+    with pytest.raises(SettingsError) as raised:
+        load_settings({**env, "CONVEYOR_SIGSTORE_TRUST": str(roots)}, dotenv=tmp_path / "none")
+    assert str(raised.value).startswith(
+        f"CONVEYOR_SIGSTORE_TRUST {roots}: line 1: not a Sigstore trusted root: ")

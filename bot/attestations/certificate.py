@@ -18,27 +18,28 @@ SOURCE_REPOSITORY_REF = x509.ObjectIdentifier(f"{_FULCIO}.14")
 RUN_INVOCATION_URI = x509.ObjectIdentifier(f"{_FULCIO}.21")
 
 
-def _value(certificate: x509.Certificate, oid: x509.ObjectIdentifier) -> str | None:
-    """An extension of .8 and later: a DER UTF8String (None when absent or malformed)."""
+def _extension(certificate: x509.Certificate, oid: x509.ObjectIdentifier) -> bytes | None:
+    """The raw value of one of Fulcio's extensions (None when absent or unreadable)."""
     try:
-        extension = certificate.extensions.get_extension_for_oid(oid).value
+        value = certificate.extensions.get_extension_for_oid(oid).value
     except (x509.ExtensionNotFound, ValueError):
         return None
-    raw = getattr(extension, "value", None)
-    if not isinstance(raw, bytes):
-        return None
+    return value.value if isinstance(value, x509.UnrecognizedExtension) else None
+
+
+def _value(certificate: x509.Certificate, oid: x509.ObjectIdentifier) -> str | None:
+    """An extension of .8 and later: a DER UTF8String."""
+    raw = _extension(certificate, oid)
     try:
-        return asn1.decode_der(str, raw)
+        return asn1.decode_der(str, raw) if raw is not None else None
     except ValueError:
         return None
 
 
 def _raw_value(certificate: x509.Certificate, oid: x509.ObjectIdentifier) -> str | None:
-    try:
-        raw = getattr(certificate.extensions.get_extension_for_oid(oid).value, "value", None)
-    except (x509.ExtensionNotFound, ValueError):
-        return None
-    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else None
+    """An extension of .1 to .6: the string itself."""
+    raw = _extension(certificate, oid)
+    return raw.decode("utf-8", "replace") if raw is not None else None
 
 
 def signer_identity(certificate: x509.Certificate) -> SignerIdentity:

@@ -49,6 +49,7 @@ from cryptography.x509.verification import (
 from rfc3161_client import TimeStampResponse, VerifierBuilder, decode_timestamp_response
 from rfc3161_client import VerificationError as TimestampError
 from sigstore.dsse import Envelope
+from sigstore.errors import Error as SigstoreError
 from sigstore.models import TrustedRoot
 from sigstore.verify.policy import VerificationPolicy
 from sigstore_models.bundle.v1 import Bundle as BundleMessage
@@ -71,7 +72,7 @@ def verify_timestamped(bundle: BundleMessage, certificate: x509.Certificate,
         raise Refused("it holds no DSSE envelope")
     try:
         envelope = Envelope(bundle.dsse_envelope)
-    except ValueError as exc:
+    except SigstoreError as exc:
         raise Refused(f"its envelope is malformed: {exc}") from None
     signature = envelope.signature
     times = _verified_times(_timestamps(bundle), signature, root)

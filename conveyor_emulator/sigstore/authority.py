@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
@@ -115,9 +116,12 @@ class CertificateAuthority:
         )
         return builder.sign(signer, hashes.SHA384())
 
-    def issue(self, key: ec.EllipticCurvePublicKey, run: RunIdentity, at: datetime,
-              *, lifetime: timedelta = SIGNING_CERT_LIFETIME) -> x509.Certificate:
-        """A signing certificate for `key`, issued to `run` at `at`."""
+    def issue(self, key: CertificatePublicKeyTypes, run: RunIdentity, at: datetime, *,
+              lifetime: timedelta = SIGNING_CERT_LIFETIME,
+              purposes: tuple[x509.ObjectIdentifier, ...] = (ExtendedKeyUsageOID.CODE_SIGNING,)
+              ) -> x509.Certificate:
+        """A signing certificate for `key`, issued to `run` at `at` (for other `purposes`: a
+        certificate that must not sign)."""
         serial = x509.random_serial_number()
         builder = (
             x509.CertificateBuilder().subject_name(x509.Name([]))
@@ -127,8 +131,7 @@ class CertificateAuthority:
                 digital_signature=True, content_commitment=False, key_encipherment=False,
                 data_encipherment=False, key_agreement=False, key_cert_sign=False,
                 crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]),
-                           critical=False)
+            .add_extension(x509.ExtendedKeyUsage(list(purposes)), critical=False)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
                 self._key.public_key()), critical=False)

@@ -68,12 +68,14 @@ class SigstoreInstance:
     def sign(self, statement: Any, run: RunIdentity, at: datetime, *,
              certified_at: datetime | None = None, payload_type: str = IN_TOTO
              ) -> dict[str, Any]:
-        """A bundle of `statement` (JSON) signed at `at` by a key certified to `run` (at
+        """A bundle of `statement` (JSON, or bytes as they are) signed at `at` by a key
+        certified to `run` (at
         `certified_at`: a certificate that expired before the signature is a bundle that
         must not verify)."""
         key = ec.generate_private_key(ec.SECP256R1())
         certificate = self.authority.issue(key.public_key(), run, certified_at or at)
-        payload = json.dumps(statement, separators=(",", ":")).encode()
+        payload = (statement if isinstance(statement, bytes)
+                   else json.dumps(statement, separators=(",", ":")).encode())
         signature = key.sign(pae(payload_type, payload), ec.ECDSA(hashes.SHA256()))
         envelope = {"payload": _b64(payload), "payloadType": payload_type,
                     "signatures": [{"sig": _b64(signature)}]}

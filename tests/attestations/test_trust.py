@@ -13,7 +13,13 @@ import pytest
 
 from bot.attestations import tuf
 from bot.attestations.roots import RootError, load_root, load_roots_text
-from bot.attestations.trust import STALE_AFTER, SigstoreTrust, read_trust_file
+from bot.attestations.trust import (
+    STALE_AFTER,
+    SigstoreTrust,
+    TrustFile,
+    default_cache,
+    read_trust_file,
+)
 from bot.attestations.tuf import TufError, TufRepository
 from conveyor_emulator.sigstore.instance import GitHubSigstore, SigstoreInstance
 
@@ -186,3 +192,42 @@ async def test_a_repository_without_a_trusted_root_target(repo: TufRepo, tmp_pat
     repository = TufRepository("GitHub", repo.url, repo.bootstrap)
     with pytest.raises(TufError, match=r"lists no trusted_root\.json"):
         await asyncio.to_thread(repository.fetch, tmp_path / "cache")
+
+
+async def test_keep_fresh_retries_soon_while_a_root_is_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.attestations import trust as trust_module
+
+    waits: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 2:
+            raise asyncio.CancelledError
+
+    monkeypatch.setattr(trust_module.asyncio, "sleep", no_sleep)
+    bootstrap = TufRepo(tmp_path / "unserved").bootstrap
+    trust = SigstoreTrust(
+        repositories=[TufRepository("GitHub", "http://127.0.0.1:9", bootstrap)],
+        cache=lambda: tmp_path / "cache")
+    with pytest.raises(asyncio.CancelledError):
+        await trust.keep_fresh()
+    assert waits == [900.0, 900.0]
+    file_trust = SigstoreTrust(file=read_trust_file_text())
+    await file_trust.refresh()  # nothing to fetch
+    await file_trust.wait_loaded()
+
+
+def read_trust_file_text() -> TrustFile:
+    return TrustFile("test", SIGSTORE.trusted_roots())
+
+
+def test_the_tuf_cache_is_the_users_or_a_private_temporary_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert default_cache() == tmp_path / "cache" / "conveyor" / "tuf"
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    fallback = default_cache()
+    assert fallback.is_dir() and fallback.name.startswith("conveyor-tuf-")

@@ -202,6 +202,22 @@ async def test_every_endpoint_once(emulator: Emulator, session: aiohttp.ClientSe
     att = await gh.getitem(W + f"/attestations/{digest}")
     assert att["attestations"][0]["bundle"]["dsseEnvelope"]["payloadType"]
     assert (await gh.getitem(f"/orgs/acme/attestations/{digest}"))["attestations"]
+    # predicate_type: `provenance` and `sbom` name families, any other text one type
+    sbom = em.add_attestation("acme/web", digest, commit=web_head, statement={
+        "_type": "https://in-toto.io/Statement/v1", "subject": [],
+        "predicateType": "https://spdx.dev/Document/v2.3", "predicate": {}})
+    em.add_attestation_bundle("acme/web", digest, {"dsseEnvelope": {"payload": "not base64"}})
+    listed = await gh.getitem(W + f"/attestations/{digest}?predicate_type=provenance")
+    assert len(listed["attestations"]) == 1
+    listed = await gh.getitem(W + f"/attestations/{digest}?predicate_type=sbom")
+    assert [a["bundle"] for a in listed["attestations"]] == [sbom]
+    exact = await gh.getitem(
+        f"/orgs/acme/attestations/{digest}?predicate_type=https://spdx.dev/Document/v2.3")
+    assert len(exact["attestations"]) == 1
+    assert len((await gh.getitem(W + f"/attestations/{digest}"))["attestations"]) == 3
+    with pytest.raises(BadRequest) as missing:
+        await gh.getitem(W + f"/attestations/{digest}?predicate_type=release")
+    assert missing.value.status_code == 404
     run_json = em.add_workflow_run("acme/web", web_head)
     runs_list = await gh.getitem(W + f"/actions/runs?head_sha={web_head}")
     assert runs_list["workflow_runs"][0]["id"] == run_json["id"]

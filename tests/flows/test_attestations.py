@@ -10,7 +10,10 @@ import copy
 import json
 
 import aiohttp
+import gidgethub
+import pytest
 
+from bot.promotion.opening.attestations import check_attestation
 from bot.sandbox.demo import DEMO_POLICY, digest_of
 from bot.text import unescape_markdown
 from conveyor_emulator.sigstore.instance import SigstoreInstance
@@ -163,3 +166,21 @@ async def test_status_says_where_attestations_are_required_and_who_must_sign(
     assert "- api: signed by `.github/workflows/release.yml@refs/tags/*`" in section
     assert "Trusted Sigstore roots: emulated-public-good (refreshed " in section
     assert posted["id"]
+
+
+async def test_attestations_github_does_not_list_are_unavailable_to_the_gate(
+        world: World) -> None:
+    """A 5xx while listing: the gate's condition fails closed with GitHub's answer; a
+    promotion's job fails, to be retried."""
+    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+    world.emulator.faults.update({"error_rate": 1.0})
+    check = await check_attestation(gh, world.runtime.ctx.attestations,
+                                    web_url=world.emulator.web_url, source=SOURCE,
+                                    digest=digest_of("web:9.9.9"), signer=None, lenient=True)
+    assert check.state == "unavailable"
+    assert check.reasons[0].startswith("GitHub did not list them: ")
+    with pytest.raises(gidgethub.GitHubException):
+        await check_attestation(gh, world.runtime.ctx.attestations,
+                                web_url=world.emulator.web_url, source=SOURCE,
+                                digest=digest_of("web:9.9.8"), signer=None)
+    world.emulator.faults.update({"error_rate": 0.0})
