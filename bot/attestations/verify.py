@@ -25,7 +25,7 @@ from cryptography import x509
 from pydantic import ValidationError
 from sigstore.errors import Error as SigstoreError
 from sigstore.models import Bundle
-from sigstore.verify.policy import OIDCIssuerV2
+from sigstore.verify.policy import AnyOf, OIDCIssuer, OIDCIssuerV2
 from sigstore_models.bundle.v1 import Bundle as BundleMessage
 
 from bot.attestations.certificate import signer_identity, subject_uri
@@ -35,7 +35,9 @@ from bot.domain.attestation import GITHUB_ACTIONS_ISSUER, BundleVerdict
 
 IN_TOTO = "application/vnd.in-toto+json"
 MAX_BUNDLE_BYTES = 512 * 1024  # GitHub's bundles are a few kilobytes
-ISSUER_POLICY = OIDCIssuerV2(GITHUB_ACTIONS_ISSUER)
+# Fulcio writes the issuer twice (1.3.6.1.4.1.57264.1.8, and .1 as a raw string, deprecated):
+# either names GitHub Actions
+ISSUER_POLICY = AnyOf([OIDCIssuerV2(GITHUB_ACTIONS_ISSUER), OIDCIssuer(GITHUB_ACTIONS_ISSUER)])
 
 # sigstore-python's refusals in words a person reads in a pull request
 _PLAIN = (
@@ -50,9 +52,7 @@ _PLAIN = (
      "statement"),
     ("log entry signatures do not match", "its transparency-log entry is about another "
      "signature"),
-    ("Certificate does not contain OIDCIssuerV2", "its certificate names no OIDC issuer"),
-    ("Certificate's OIDCIssuerV2 does not match",
-     "its certificate was not issued to GitHub Actions"),
+    ("0 of 2 policies succeeded", "its certificate was not issued to GitHub Actions"),
 )
 
 
