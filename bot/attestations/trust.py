@@ -16,7 +16,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -159,12 +159,13 @@ class SigstoreTrust:
         self._set(held, problems)
         self._loaded.set()
 
-    async def keep_fresh(self) -> None:
+    async def keep_fresh(self, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+                         ) -> None:
         """Refresh now, then daily (every quarter of an hour while a root is missing)."""
         while True:
             await self.refresh()
             wait = RETRY_AFTER if self._problems else REFRESH_EVERY
-            await asyncio.sleep(wait.total_seconds())
+            await sleep(wait.total_seconds())
 
     def health(self) -> dict[str, Any]:
         """What /healthz says: where the roots come from, each root and when it was had,

@@ -194,10 +194,8 @@ async def test_a_repository_without_a_trusted_root_target(repo: TufRepo, tmp_pat
         await asyncio.to_thread(repository.fetch, tmp_path / "cache")
 
 
-async def test_keep_fresh_retries_soon_while_a_root_is_missing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bot.attestations import trust as trust_module
-
+async def test_keep_fresh_refreshes_daily_and_soon_while_a_root_is_missing(
+        repo: TufRepo, tmp_path: Path) -> None:
     waits: list[float] = []
 
     async def no_sleep(seconds: float) -> None:
@@ -205,14 +203,19 @@ async def test_keep_fresh_retries_soon_while_a_root_is_missing(
         if len(waits) == 2:
             raise asyncio.CancelledError
 
-    monkeypatch.setattr(trust_module.asyncio, "sleep", no_sleep)
-    bootstrap = TufRepo(tmp_path / "unserved").bootstrap
-    trust = SigstoreTrust(
-        repositories=[TufRepository("GitHub", "http://127.0.0.1:9", bootstrap)],
-        cache=lambda: tmp_path / "cache")
+    missing = SigstoreTrust(
+        repositories=[TufRepository("GitHub", "http://127.0.0.1:9", repo.bootstrap)],
+        cache=lambda: tmp_path / "cache-missing")
     with pytest.raises(asyncio.CancelledError):
-        await trust.keep_fresh()
+        await missing.keep_fresh(no_sleep)
     assert waits == [900.0, 900.0]
+    repo.publish(trusted_root(SIGSTORE.github))
+    waits.clear()
+    fresh = SigstoreTrust(repositories=[TufRepository("GitHub", repo.url, repo.bootstrap)],
+                          cache=lambda: tmp_path / "cache")
+    with pytest.raises(asyncio.CancelledError):
+        await fresh.keep_fresh(no_sleep)
+    assert waits == [86400.0, 86400.0]
     file_trust = SigstoreTrust(file=read_trust_file_text())
     await file_trust.refresh()  # nothing to fetch
     await file_trust.wait_loaded()
