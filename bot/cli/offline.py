@@ -13,7 +13,8 @@ from bot.domain.policy import check_config_file
 from bot.github.repos import MAX_FILE_BYTES
 from bot.manifests import ManifestError, promote_image
 from bot.names import POLICY_PATH
-from bot.render.tool import KUSTOMIZE_SETTING, find_kustomize
+from bot.render.build import Builder
+from bot.render.tool import HELM_SETTING, KUSTOMIZE_SETTING, find_helm, find_kustomize
 
 
 def check_config(file_path: str | None, repo_dir: str | None = None) -> int:
@@ -45,11 +46,20 @@ def check_config(file_path: str | None, repo_dir: str | None = None) -> int:
     except ValueError as exc:
         print(f"{KUSTOMIZE_SETTING}: {exc}", file=sys.stderr)
         return 2
+    try:
+        helm = find_helm(os.environ.get(HELM_SETTING))
+    except ValueError as exc:
+        print(f"{HELM_SETTING}: {exc}", file=sys.stderr)
+        return 2
     if tool is None:
         print("rendering is off (no kustomize): Kustomize environments are not built",
               file=sys.stderr)
-    findings = check_repository(root, policy, tool)
-    for finding in findings:
+    if helm is None:
+        print("chart rendering is off (no helm): chart environments are not rendered",
+              file=sys.stderr)
+    findings, notices = check_repository(root, policy, Builder(tool, helm)
+                                         if tool is not None or helm is not None else None)
+    for finding in [*notices, *findings]:
         for line in finding.lines(root):
             print(line)
     if findings:

@@ -4,7 +4,9 @@ Every service × environment file must exist and name the service's image (a Kus
 without an `images:` entry gets the entry to add); then the files get the same checks as the
 `conveyor/config-check` run (YAML, Kubernetes schemas, kustomization references and `images`,
 Helm values schemas, `allowed_images` and digest pins in gated environments); then every
-Kustomize environment is built as the gate builds it (`CONVEYOR_KUSTOMIZE`).
+Kustomize and chart environment is rendered as the gate renders it (`CONVEYOR_KUSTOMIZE`,
+`CONVEYOR_HELM`), and each environment's file that a gated environment's render reads too
+is said.
 """
 
 from __future__ import annotations
@@ -25,11 +27,20 @@ from bot.github.repos import FileTooLarge, RepoFile
 from bot.github.snapshot import git_blob_sha
 from bot.manifests import ManifestError, find_images
 from bot.names import POLICY_PATH
-from bot.promotion.builds import build_key, policy_overlays
+from bot.promotion.builds import (
+    MAX_BINARY_BYTES,
+    EnvironmentRender,
+    policy_renders,
+    render_anchor,
+    run_render,
+    walk_inputs,
+)
+from bot.promotion.configcheck.builds import overlap_notices
 from bot.promotion.configcheck.run import check_kustomization, check_values
 from bot.render.build import Builder
-from bot.render.inputs import NeedTexts, TreeIndex, build_inputs
-from bot.render.tool import Kustomize
+from bot.render.inputs import TreeIndex
+from bot.render.reads import RenderInputs
+from bot.render.targets import ChartTarget, OverlayTarget
 
 MAX_LOCAL_FILES = 50_000
 
@@ -119,54 +130,85 @@ def local_index(root: Path) -> TreeIndex | None:
     return TreeIndex(sizes)
 
 
-async def build_findings(root: Path, policy: Policy, tool: Kustomize | None,
-                         reported: frozenset[str] = frozenset()) -> list[RepoFinding]:
-    """Every Kustomize environment built as the gate builds it: a build that fails, and a
-    service whose image no workload of its environment's build runs (an `images:` entry that
-    matches no container), are findings. A build that reads a file of ``reported`` (found
-    unreadable already) is not run."""
-    if tool is None:
-        return []
+class LocalFiles:
+    """The checkout's files, read for renders (`bot.promotion.builds.Files`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.folder = LocalFolder(root)
+
+    async def texts(self, paths: list[str]) -> dict[str, str | None]:
+        return {path: _local_text(self.folder, path) for path in paths}
+
+    async def binary(self, path: str) -> bytes | None:
+        target = self.folder.resolve(path)
+        if target is None or not target.is_file() or target.stat().st_size > MAX_BINARY_BYTES:
+            return None
+        return target.read_bytes()
+
+    def blob(self, path: str) -> str:
+        target = self.folder.resolve(path)
+        return git_blob_sha(target.read_bytes()) if target is not None and target.is_file() \
+            else ""
+
+
+async def build_findings(root: Path, policy: Policy, builder: Builder | None,
+                         reported: frozenset[str] = frozenset()
+                         ) -> tuple[list[RepoFinding], list[RepoFinding]]:
+    """Every rendered environment (Kustomize overlays; charts where a Helm is configured)
+    rendered as the gate renders it: a render that fails, and a service whose image no
+    workload of its environment's render runs (an `images:` entry that matches no container,
+    values the templates do not read), are findings. A render that reads a file of
+    ``reported`` (found unreadable already) is not run. Besides, each environment's file
+    that a gated environment's render reads too is said (a notice)."""
+    if builder is None:
+        return [], []
     index = local_index(root)
     if index is None:
         return [RepoFinding(POLICY_PATH, 1, f"more than {MAX_LOCAL_FILES} files: the "
-                                            "Kustomize environments are not built")]
-    folder, builder = LocalFolder(root), Builder(tool)
+                                            "environments are not rendered")], []
+    files = LocalFiles(root)
     findings: list[RepoFinding] = []
-    for overlay in policy_overlays(policy, index):
-        kustomization = index.kustomization_in(overlay.overlay) or overlay.overlay
-        texts: dict[str, str | None] = {}
-        while isinstance(inputs := build_inputs(index, overlay.overlay, texts), NeedTexts):
-            texts.update({path: _local_text(folder, path) for path in inputs.paths})
-        what = f"the {overlay.environment} build of {overlay.overlay or '.'}"
+    read: dict[EnvironmentRender, RenderInputs] = {}
+    for render in policy_renders(policy, index):
+        if (isinstance(render.target, ChartTarget) and builder.helm is None) or \
+                (isinstance(render.target, OverlayTarget) and builder.tool is None):
+            continue
+        anchor = render_anchor(policy, index, render)
+        inputs = read[render] = await walk_inputs(index, render.target, files)
+        what = f"the {render.environment} {render.kind} of {render.where}"
         if inputs.problems:
-            findings += [RepoFinding(kustomization, 1, f"{what}: {problem}")
+            findings += [RepoFinding(anchor, 1, f"{what}: {problem}")
                          for problem in inputs.problems]
             continue
-        files = {path: _local_text(folder, path) for path in inputs.files}
-        unreadable = sorted(path for path, text in files.items() if text is None)
+        texts = await files.texts(list(inputs.files))
+        unreadable = sorted(path for path, text in texts.items() if text is None
+                            and not path.endswith(".tgz"))
         if reported.intersection(unreadable):
             continue
         if unreadable:
-            findings.append(RepoFinding(kustomization, 1, f"{what} reads {unreadable[0]}, "
-                                                          "which is not UTF-8 text"))
+            findings.append(RepoFinding(anchor, 1, f"{what} reads {unreadable[0]}, "
+                                                   "which is not UTF-8 text"))
             continue
-        readable = {path: text for path, text in files.items() if text is not None}
-        result = await builder.build(build_key(overlay.overlay, {
-            path: git_blob_sha(text.encode()) for path, text in readable.items()}),
-            overlay.overlay, readable)
+        result = await run_render(builder, inputs, files)
         if result.images is None:
-            findings.append(RepoFinding(kustomization, 1, f"{what} fails: {result.error}"))
+            findings.append(RepoFinding(anchor, 1, f"{what} fails: {result.error}"))
             continue
         names = {_name(image) for image in result.images.values()}
-        for service in overlay.services:
+        for service in render.services:
             image = policy.services[service].image
-            if not any(name is not None and same_image(name, image) for name in names):
-                findings.append(RepoFinding(kustomization, 1, (
-                    f"{what} runs no {image} (service {service}): a promotion there would "
-                    "change no workload; does its `images:` entry name what the workloads "
-                    "run?")))
-    return findings
+            if policy.services[service].is_chart or any(
+                    name is not None and same_image(name, image) for name in names):
+                continue
+            findings.append(RepoFinding(anchor, 1, (
+                f"{what} runs no {image} (service {service}): a promotion there would "
+                "change no workload; " + ("do the chart's templates read the values that "
+                                          "name it?" if render.kind == "render" else
+                                          "does its `images:` entry name what the workloads "
+                                          "run?"))))
+    notices = overlap_notices(policy, sorted({policy.path_for(service, env) for service in
+                                              policy.services for env in policy.environments}),
+                              read)
+    return findings, [RepoFinding(n.path, n.line, f"notice: {n.message}") for n in notices]
 
 
 def _local_text(folder: LocalFolder, path: str) -> str | None:
@@ -184,11 +226,15 @@ def _name(image: str) -> str | None:
         return None
 
 
-def check_repository(root: Path, policy: Policy, tool: Kustomize | None = None
-                     ) -> list[RepoFinding]:
+def check_repository(root: Path, policy: Policy, builder: Builder | None = None
+                     ) -> tuple[list[RepoFinding], list[RepoFinding]]:
+    """The problems of the repository's files, and its notices (files that several
+    environments' renders read)."""
     files = read_policy_files(root, policy)
+    rendered, notices = asyncio.run(
+        build_findings(root, policy, builder, frozenset(u.path for u in files.unreadable)))
     findings = placement_findings(policy, files) + asyncio.run(
-        manifest_findings(root, policy, files)) + asyncio.run(
-        build_findings(root, policy, tool, frozenset(u.path for u in files.unreadable)))
+        manifest_findings(root, policy, files)) + rendered
     unique = {(f.path, f.line, f.message): f for f in findings}
-    return sorted(unique.values(), key=lambda f: (f.path, f.line, f.message))
+    return (sorted(unique.values(), key=lambda f: (f.path, f.line, f.message)),
+            sorted(notices, key=lambda f: (f.path, f.line, f.message)))

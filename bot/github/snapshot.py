@@ -39,6 +39,8 @@ ARCHIVE_FROM = 8
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
 MIN_BLOBS_KEPT = 512
 MAX_BLOBS_KEPT = 50_000
+# Binary blobs a render needs (a chart's vendored subchart archive): few, read one by one.
+BINARY_BLOBS_KEPT = 64
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class RepoFiles:
         self._texts: cachetools.LRUCache[str, str | None] = cachetools.LRUCache(maxsize=blobs)
         self._trees: cachetools.LRUCache[tuple[str, str], dict[str, tuple[str, int]] | None] = (
             cachetools.LRUCache(maxsize=64))
+        self._binary: cachetools.LRUCache[str, bytes | None] = cachetools.LRUCache(
+            maxsize=BINARY_BLOBS_KEPT)
 
     @property
     def capacity(self) -> int:
@@ -148,6 +152,17 @@ class RepoFiles:
         self.ensure_capacity(min(MAX_BLOBS_KEPT, 2 * len(wanted)))
         await self._prefetch(gh, repo, commit, await self.tree(gh, repo, commit), wanted,
                              archive_from)
+
+    async def blob_bytes(self, gh: GitHubAPI, repo: str, sha: str) -> bytes | None:
+        """A blob's bytes, whatever they are (None: GitHub's answer is not base64), kept by
+        sha; the caller bounds the size from the tree."""
+        if sha not in self._binary:
+            data = await gh.getitem(f"/repos/{repo}/git/blobs/{sha}")
+            try:
+                self._binary[sha] = base64.b64decode(data.get("content") or "")
+            except (binascii.Error, ValueError):
+                self._binary[sha] = None
+        return self._binary[sha]
 
     async def _text(self, gh: GitHubAPI, repo: str, sha: str) -> str | None:
         """A blob's text, kept by its sha (None: not UTF-8)."""

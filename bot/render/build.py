@@ -1,13 +1,21 @@
-"""One kustomize build on a private copy of its files: bounded, without network, cached.
+"""One render on a private copy of its files: bounded, without network, cached.
 
-The copy holds exactly the files the build's inputs name (`inputs.py`), written below a fresh
-folder of mode 0700 that is removed afterwards. kustomize runs with the root-only load
-restrictor and none of the flags that enable plugins, exec or container functions or Helm,
-in an environment of its own: a home and plugin folder that are empty, and every proxy
-variable pointing at a closed local port, so that a fetch it tries anyway fails at once. A
-build taking longer than ``timeout`` is killed with its process group; one printing more than
-``max_output`` bytes is stopped there. Results are kept by the caller's key (the overlay and
-the blob sha of every input file): the same inputs are built once.
+A render is a kustomize build of an overlay (``KustomizeJob``) or a ``helm template`` of a
+chart (``HelmJob``). The copy holds exactly the files the render's inputs name
+(`inputs.py`, `charts.py`), written below a fresh folder of mode 0700 that is removed
+afterwards; what Conveyor writes itself (a wrapper kustomization that applies a pointer's own
+images or patches, inline values) goes into a folder beside the copy, never into it.
+
+kustomize runs with the root-only load restrictor and none of the flags that enable plugins,
+exec or container functions; Helm chart inflation (``--enable-helm``) only where the overlay
+has local ``helmCharts`` and a Helm is configured. Helm runs ``template`` on a chart folder of
+the copy, with no dependency update, no post-renderer and no cluster (its ``lookup`` finds
+nothing). Both run in an environment of their own: a home, Helm's config, cache and plugin
+folders empty and private, and every proxy variable pointing at a closed local port, so that
+a fetch tried anyway fails at once. A render taking longer than ``timeout`` is killed with its
+process group; one printing more than ``max_output`` bytes is stopped there. Results are
+kept by the caller's key (what is rendered and the blob sha of every input file): the same
+inputs are rendered once.
 """
 
 from __future__ import annotations
@@ -26,47 +34,108 @@ from pathlib import Path
 
 import cachetools
 
-from bot.render.tool import Kustomize
-from bot.render.workloads import Slot, UnreadableBuild, workload_images
+from bot.render.diff import Resources
+from bot.render.tool import Helm, Kustomize
+from bot.render.workloads import Slot, UnreadableBuild, read_output
 
 BUILD_SECONDS = 30.0
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 MAX_ERROR_CHARS = 800
-# Nothing listens here: a fetch kustomize tries despite the walk fails without waiting.
+# Nothing listens here: a fetch a tool tries despite the walk fails without waiting.
 CLOSED_PROXY = "http://127.0.0.1:9"
+# The private copy: the repository's files below `repo/`, what Conveyor writes below
+# `generated/` (a wrapper kustomization names the overlay as `../repo/<overlay>`).
+COPY_REPO = "repo"
+COPY_GENERATED = "generated"
+
+
+@dataclass(frozen=True)
+class KustomizeJob:
+    """Build ``folder`` (a repository path, '' the root) with kustomize; ``wrapper``, when
+    set, is a kustomization built instead, over the overlay (``../repo/<folder>``)."""
+
+    folder: str
+    wrapper: str | None = None
+    inflates: bool = False  # local `helmCharts:` inflated with the configured Helm
+
+    @property
+    def where(self) -> str:
+        return self.folder or "."
+
+
+@dataclass(frozen=True)
+class HelmJob:
+    """``helm template`` of the chart in ``chart``: its own ``values.yaml`` (replaced by an
+    empty one when ``replace_defaults``: Flux's ``valuesFiles``), then ``value_files`` in
+    order, then ``inline`` values, then ``parameters`` (``--set``; ``--set-string`` when the
+    flag is true)."""
+
+    chart: str
+    release: str
+    namespace: str
+    value_files: tuple[str, ...] = ()
+    inline: str | None = None
+    parameters: tuple[tuple[str, str, bool], ...] = ()
+    replace_defaults: bool = False
+
+    @property
+    def where(self) -> str:
+        return self.chart or "."
+
+
+@dataclass(frozen=True)
+class ManifestsJob:
+    """Plain manifests synced as they are: the files of ``paths``, read without a tool."""
+
+    folder: str
+    paths: tuple[str, ...]
+
+    @property
+    def where(self) -> str:
+        return self.folder or "."
+
+
+Job = KustomizeJob | HelmJob | ManifestsJob
 
 
 @dataclass(frozen=True)
 class BuildResult:
-    """The images of every workload of one build, or why there are none."""
+    """The images of every workload of one render, or why there are none; ``resources`` are
+    the rendered resources for the diff reviewers read."""
 
     images: Mapping[Slot, str] | None
     error: str | None = None
+    resources: Resources | None = None
 
 
 @dataclass
 class Builder:
-    """Runs builds with ``tool``, at most ``concurrency`` at once, and keeps their results."""
+    """Runs renders with ``tool`` (kustomize) and ``helm``, at most ``concurrency`` at once
+    whichever tool, and keeps their results."""
 
-    tool: Kustomize
+    tool: Kustomize | None
+    helm: Helm | None = None
     timeout: float = BUILD_SECONDS
     max_output: int = MAX_OUTPUT_BYTES
     concurrency: int = 2
-    runs: int = 0  # builds run (not answered from the cache)
-    hits: int = 0  # builds answered from the cache
+    runs: int = 0  # renders run (not answered from the cache)
+    hits: int = 0  # renders answered from the cache
     _cache: cachetools.LRUCache[str, BuildResult] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=1024))
     _running: dict[str, asyncio.Future[BuildResult]] = field(default_factory=dict)
     _slots: asyncio.Semaphore | None = None
 
-    async def build(self, key: str, overlay: str, files: Mapping[str, str]) -> BuildResult:
-        """The result of building ``overlay`` from ``files`` (repository path → text)."""
+    async def build(self, key: str, job: Job, files: Mapping[str, str | bytes]) -> BuildResult:
+        """The result of ``job`` over ``files`` (repository path → text or bytes)."""
         if key in self._cache:
             self.hits += 1
             return self._cache[key]
-        if key in self._running:  # the same inputs asked twice at once: built once
+        if key in self._running:  # the same inputs asked twice at once: rendered once
             self.hits += 1
             return await asyncio.shield(self._running[key])
+        refused = self._refusal(job)
+        if refused is not None:
+            return BuildResult(None, refused)
         future: asyncio.Future[BuildResult] = asyncio.get_running_loop().create_future()
         self._running[key] = future
         try:
@@ -74,7 +143,7 @@ class Builder:
                 self._slots = asyncio.Semaphore(self.concurrency)
             async with self._slots:
                 self.runs += 1
-                result = await self._run(overlay, files)
+                result = await self._run(job, files)
             self._cache[key] = result
             future.set_result(result)
             return result
@@ -85,24 +154,95 @@ class Builder:
         finally:
             self._running.pop(key, None)
 
-    async def _run(self, overlay: str, files: Mapping[str, str]) -> BuildResult:
+    def _refusal(self, job: Job) -> str | None:
+        if isinstance(job, HelmJob) and self.helm is None:
+            return "chart rendering is off (no helm): the chart cannot be rendered"
+        if isinstance(job, KustomizeJob) and self.tool is None:
+            return "rendering is off (no kustomize): the overlay cannot be built"
+        if isinstance(job, KustomizeJob) and job.inflates and self.helm is None:
+            return ("it inflates Helm charts (`helmCharts`) and chart rendering is off "
+                    "(no helm): what they deploy cannot be judged")
+        return None
+
+    async def _run(self, job: Job, files: Mapping[str, str | bytes]) -> BuildResult:
+        if isinstance(job, ManifestsJob):
+            return await self._read(job, files)
         folder = await asyncio.to_thread(_private_copy, files)
         try:
-            output = await self._kustomize(folder, overlay)
+            if isinstance(job, HelmJob):
+                tool, command = "helm", await asyncio.to_thread(self._helm_command, folder, job)
+            else:
+                tool, command = "kustomize", await asyncio.to_thread(
+                    self._kustomize_command, folder, job)
+            output = await self._execute(tool, command, folder)
         except BuildError as exc:
             return BuildResult(None, _cleaned(str(exc), folder))
         finally:
             await asyncio.to_thread(shutil.rmtree, folder, True)
         try:
-            return BuildResult(await asyncio.to_thread(workload_images, output))
+            images, resources = await asyncio.to_thread(read_output, output)
         except UnreadableBuild as exc:
             return BuildResult(None, str(exc))
+        return BuildResult(images, resources=resources)
 
-    async def _kustomize(self, folder: Path, overlay: str) -> str:
-        target = folder / "repo" / overlay if overlay else folder / "repo"
+    async def _read(self, job: ManifestsJob, files: Mapping[str, str | bytes]) -> BuildResult:
+        texts = [files[path] for path in job.paths]
+        if any(isinstance(text, bytes) for text in texts):
+            return BuildResult(None, "a manifest is not UTF-8 text")
+        output = "\n---\n".join(str(text) for text in texts)
+        if len(output.encode()) > self.max_output:
+            return BuildResult(None, f"the manifests add up to more than "
+                                     f"{_size(self.max_output)}")
+        try:
+            images, resources = await asyncio.to_thread(read_output, output)
+        except UnreadableBuild as exc:
+            return BuildResult(None, str(exc))
+        return BuildResult(images, resources=resources)
+
+    def _kustomize_command(self, folder: Path, job: KustomizeJob) -> list[str]:
+        assert self.tool is not None
+        target = folder / COPY_REPO / job.folder if job.folder else folder / COPY_REPO
+        if job.wrapper is not None:
+            target = folder / COPY_GENERATED
+            target.mkdir()
+            (target / "kustomization.yaml").write_text(job.wrapper, encoding="utf-8")
+        command = [*self.tool.command, "--load-restrictor", "LoadRestrictionsRootOnly"]
+        if job.inflates and self.helm is not None:
+            command += ["--enable-helm", "--helm-command", self.helm.executable]
+        return [*command, str(target)]
+
+    def _helm_command(self, folder: Path, job: HelmJob) -> list[str]:
+        assert self.helm is not None
+        repo, generated = folder / COPY_REPO, folder / COPY_GENERATED
+        generated.mkdir()
+        chart = repo / job.chart if job.chart else repo
+        command = [self.helm.executable, "template", job.release, str(chart),
+                   "--namespace", job.namespace, "--include-crds"]
+        defaults = posixpath.join(job.chart, "values.yaml") if job.chart else "values.yaml"
+        if job.replace_defaults:
+            # Flux packages the chart with its valuesFiles merged as the chart's values: the
+            # chart's own values.yaml counts only where the list names it.
+            original = chart / "values.yaml"
+            if original.is_file():
+                original.replace(generated / "chart-values.yaml")
+            original.write_text("{}\n", encoding="utf-8")
+        for path in job.value_files:
+            if job.replace_defaults and path == defaults:
+                command += ["--values", str(generated / "chart-values.yaml")]
+            else:
+                command += ["--values", str(repo / path)]
+        if job.inline is not None:
+            (generated / "inline-values.yaml").write_text(job.inline, encoding="utf-8")
+            command += ["--values", str(generated / "inline-values.yaml")]
+        for name, value, literal in job.parameters:
+            # Helm splits --set on commas; a comma of the value is escaped, as Argo CD does.
+            command += ["--set-string" if literal else "--set",
+                        f"{name}={value.replace(',', chr(92) + ',')}"]
+        return command
+
+    async def _execute(self, tool: str, command: list[str], folder: Path) -> str:
         process = await asyncio.create_subprocess_exec(
-            *self.tool.command, "--load-restrictor", "LoadRestrictionsRootOnly", str(target),
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, cwd=folder, env=_environment(folder),
             start_new_session=True)
         assert process.stdout is not None and process.stderr is not None
@@ -114,19 +254,21 @@ class Builder:
                 code = await process.wait()
         except TimeoutError:
             await _end(process)
-            raise BuildError(f"kustomize did not finish within {self.timeout:g} s") from None
+            raise BuildError(f"{tool} did not finish within {self.timeout:g} s") from None
         except OutputTooLarge:
             await _end(process)
-            raise BuildError(f"the build printed more than {_size(self.max_output)}") from None
+            raise BuildError(f"the render printed more than {_size(self.max_output)}") from None
         if code != 0:
             message = errors.decode("utf-8", "replace").strip() or f"exit code {code}"
-            raise BuildError(message)
+            raise BuildError(_with_hint(message))
         return output.decode("utf-8", "replace")
 
 
 # kubectl logs its failure through klog: `E1202 01:06:28.339052 5881 run.go:72] "command
 # failed" err="…"`; kustomize itself prints `Error: …`.
 _KLOG = re.compile(r'^[IWEF]\d{4} [\d:.]+\s+\d+ \S+\] "command failed" err="(?P<err>.*)"$')
+# kustomize before v5.8 asks Helm `version -c`, a flag Helm 4 no longer has.
+_OLD_KUSTOMIZE = "unknown shorthand flag: 'c' in -c"
 
 
 def _unlogged(line: str) -> str:
@@ -134,8 +276,15 @@ def _unlogged(line: str) -> str:
     return found["err"].replace('\\"', '"') if found else line
 
 
+def _with_hint(message: str) -> str:
+    if _OLD_KUSTOMIZE in message:
+        return (f"{message} (this kustomize is older than v5.8 and cannot run Helm 4 to "
+                "inflate `helmCharts`: set CONVEYOR_KUSTOMIZE to kustomize v5.8 or later)")
+    return message
+
+
 class BuildError(Exception):
-    """kustomize failed; the message is its own."""
+    """The tool failed; the message is its own."""
 
 
 class OutputTooLarge(Exception):
@@ -157,32 +306,35 @@ def _size(count: int) -> str:
     return f"{count / (1024 * 1024):g} MB" if count >= 1024 * 1024 else f"{count} bytes"
 
 
-# How long a killed build's exit is waited for: its result is decided already, and a job must
-# never wait on a child the event loop is not told about.
+# How long a killed render's exit is waited for: its result is decided already, and a job
+# must never wait on a child the event loop is not told about.
 REAP_SECONDS = 5.0
 
 
 async def _end(process: asyncio.subprocess.Process) -> None:
-    """Kill the build's process group and wait, boundedly, for it to exit."""
+    """Kill the render's process group and wait, boundedly, for it to exit."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(process.wait(), REAP_SECONDS)
 
 
-def _private_copy(files: Mapping[str, str]) -> Path:
+def _private_copy(files: Mapping[str, str | bytes]) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="conveyor-build-"))
-    root = folder / "repo"
+    root = folder / COPY_REPO
     root.mkdir()
-    for path, text in files.items():
+    for path, content in files.items():
         normal = posixpath.normpath(path)
         if normal.startswith(("/", "../")) or normal in ("..", "."):
             continue  # never outside the copy (tree paths never look like this)
         target = root / normal
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    (folder / "home").mkdir()
-    (folder / "plugins").mkdir()
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+    for private in ("home", "plugins", "tmp"):
+        (folder / private).mkdir()
     return folder
 
 
@@ -190,8 +342,14 @@ def _environment(folder: Path) -> dict[str, str]:
     home = str(folder / "home")
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": home, "XDG_CONFIG_HOME": home, "XDG_CACHE_HOME": home,
+        "HOME": home, "XDG_CONFIG_HOME": home, "XDG_CACHE_HOME": home, "XDG_DATA_HOME": home,
+        "TMPDIR": str(folder / "tmp"),
         "KUSTOMIZE_PLUGIN_HOME": str(folder / "plugins"),
+        "HELM_PLUGINS": str(folder / "plugins"), "HELM_CONFIG_HOME": home,
+        "HELM_CACHE_HOME": home, "HELM_DATA_HOME": home,
+        "HELM_REPOSITORY_CONFIG": str(folder / "home" / "repositories.yaml"),
+        "HELM_REPOSITORY_CACHE": str(folder / "home" / "repository"),
+        "HELM_REGISTRY_CONFIG": str(folder / "home" / "registry.json"),
         "KUBECONFIG": str(folder / "home" / "no-kubeconfig"),
         "HTTP_PROXY": CLOSED_PROXY, "HTTPS_PROXY": CLOSED_PROXY,
         "http_proxy": CLOSED_PROXY, "https_proxy": CLOSED_PROXY, "NO_PROXY": "", "no_proxy": "",
@@ -200,10 +358,11 @@ def _environment(folder: Path) -> dict[str, str]:
 
 
 def _cleaned(message: str, folder: Path) -> str:
-    """kustomize's message with the private copy's folder taken out of its paths (and
+    """The tool's message with the private copy's folder taken out of its paths (and
     kubectl's log prefix taken off), on one line, bounded."""
     text = "\n".join(_unlogged(line) for line in message.splitlines())
-    text = text.replace(f"{folder}/repo/", "").replace(f"{folder}/repo", ".")
+    for part in (COPY_REPO, COPY_GENERATED):
+        text = text.replace(f"{folder}/{part}/", "").replace(f"{folder}/{part}", ".")
     text = text.replace(f"{folder}/", "")
     text = " ".join(text.split())
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"

@@ -10,7 +10,9 @@ file below a root can change what the build deploys. The build runs on a copy of
 files below its roots; an entry this walk fails to follow is a folder missing from that copy,
 which fails the build (closed), never a file the gate overlooks.
 
-Remote bases and Helm chart inflation are found here and reported: they are never fetched.
+Remote bases and charts kustomize would pull are found here and reported: they are never
+fetched. ``helmCharts`` whose chart is kept below the kustomization (``helmGlobals.chartHome``,
+``charts/`` by default: the load restrictor keeps it there) are inflated with Helm.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from bot.yamlread.nodes import MAX_NODES, YamlError, parse
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # Entries that may name a folder holding a kustomization of its own.
 FOLDER_FIELDS = ("resources", "bases", "components", "generators", "transformers", "validators")
-HELM_FIELDS = ("helmCharts", "helmChartInflationGenerator", "helmGlobals")
 # What one build may copy: far more than any overlay, far less than a disk.
 MAX_BUILD_FILES = 5000
 MAX_BUILD_BYTES = 32 * 1024 * 1024
@@ -82,7 +83,8 @@ class BuildInputs:
     overlay: str
     roots: tuple[str, ...]  # the folders of every kustomization the build reaches
     files: tuple[str, ...]  # every file below a root: what the private copy holds
-    problems: tuple[str, ...]  # why the build cannot be run (remote, Helm, too large…)
+    problems: tuple[str, ...]  # why the build cannot be run (remote, too large…)
+    inflates: bool = False  # a kustomization inflates local `helmCharts` with Helm
 
     def reads(self, path: str) -> bool:
         """Whether a change to ``path`` can change this build."""
@@ -104,6 +106,7 @@ def build_inputs(index: TreeIndex, overlay: str, texts: Mapping[str, str | None]
     roots: list[str] = []
     problems: list[str] = []
     needed: list[str] = []
+    inflates = False
     pending = [overlay]
     while pending:
         folder = pending.pop()
@@ -118,12 +121,9 @@ def build_inputs(index: TreeIndex, overlay: str, texts: Mapping[str, str | None]
             needed.append(kustomization)
             continue
         data = _kustomization_data(texts[kustomization])
-        for field in HELM_FIELDS:
-            if field in data:
-                problems.append(f"`{kustomization}` inflates Helm charts (`{field}`), which "
-                                "Conveyor does not render: what they deploy cannot be judged")
+        inflates = _helm_charts(kustomization, data, problems) or inflates
         for entry in _folder_entries(data):
-            target = _resolve(folder, entry)
+            target = resolve(folder, entry)
             if target is not None and target in index.folders:
                 pending.append(target)
             elif target is not None and target in index.sizes:
@@ -142,7 +142,26 @@ def build_inputs(index: TreeIndex, overlay: str, texts: Mapping[str, str | None]
     elif sum(index.sizes[path] for path in files) > MAX_BUILD_BYTES:
         problems.append(f"the build of `{overlay}` reads more than "
                         f"{MAX_BUILD_BYTES // (1024 * 1024)} MB")
-    return BuildInputs(overlay, tuple(sorted(roots)), tuple(files), tuple(problems))
+    return BuildInputs(overlay, tuple(sorted(roots)), tuple(files), tuple(problems), inflates)
+
+
+def _helm_charts(kustomization: str, data: Mapping[str, Any], problems: list[str]) -> bool:
+    """Whether the kustomization inflates charts kept below it (``helmCharts`` without a
+    ``repo``: kustomize renders them from ``helmGlobals.chartHome`` with Helm); a chart it
+    would pull from a repository, and the retired ``helmChartInflationGenerator``, are
+    problems."""
+    if "helmChartInflationGenerator" in data:
+        problems.append(f"`{kustomization}` uses `helmChartInflationGenerator`, which "
+                        "Conveyor does not render: use `helmCharts` with a chart kept in the "
+                        "repository")
+    charts = data.get("helmCharts")
+    if not isinstance(charts, list):
+        return False
+    for chart in charts:
+        if isinstance(chart, dict) and chart.get("repo"):
+            problems.append(f"`{kustomization}` inflates the chart `{chart.get('name')}` from "
+                            f"{chart['repo']}, which Conveyor does not fetch")
+    return bool(charts)
 
 
 def _kustomization_data(text: str | None) -> dict[str, Any]:
@@ -170,7 +189,7 @@ def _folder_entries(data: Mapping[str, Any]) -> Iterable[str]:
                 yield entry.strip()
 
 
-def _resolve(folder: str, entry: str) -> str | None:
+def resolve(folder: str, entry: str) -> str | None:
     """``entry`` relative to ``folder`` as a repository path; None when it leaves the
     repository (or is absolute)."""
     if entry.startswith("/"):

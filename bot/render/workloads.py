@@ -15,6 +15,8 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from bot.render.diff import Resources, resources_of
+
 CONTAINER_LISTS = (("containers", "container"), ("initContainers", "init container"),
                    ("ephemeralContainers", "ephemeral container"))
 
@@ -49,12 +51,26 @@ class WorkloadChange:
         return f"{self.slot}: {self.old or '(new)'} → {self.new}"
 
 
+def read_output(output: str) -> tuple[dict[Slot, str], Resources]:
+    """Every slot of a render's output with the image it runs, and its resources for the
+    diff."""
+    documents = _documents(output)
+    return _images(documents), resources_of(documents)
+
+
 def workload_images(output: str) -> dict[Slot, str]:
     """Every slot of the build's output with the image it runs."""
+    return _images(_documents(output))
+
+
+def _documents(output: str) -> list[Any]:
     try:
-        documents = list(YAML(typ="safe").load_all(output))
+        return list(YAML(typ="safe").load_all(output))
     except YAMLError as exc:
-        raise UnreadableBuild(f"the build's output is not YAML: {exc}") from None
+        raise UnreadableBuild(f"the render's output is not YAML: {exc}") from None
+
+
+def _images(documents: list[Any]) -> dict[Slot, str]:
     found: dict[Slot, str] = {}
     for document in documents:
         if not isinstance(document, dict) or not isinstance(document.get("kind"), str):

@@ -18,7 +18,8 @@ from bot.github.snapshot import RepoFiles
 from bot.metrics import Metrics
 from bot.registry.lookup import ImageLookup
 from bot.render.build import Builder
-from bot.render.inputs import BuildInputs
+from bot.render.reads import RenderInputs
+from bot.render.targets import Target
 from bot.runtime.leases import Leases, LocalLeases
 from bot.runtime.queue import KeyedLocks, RepoLocks
 from bot.runtime.scheduler import Scheduler
@@ -35,7 +36,7 @@ class GateEvaluator(Protocol):
                        pr: dict[str, Any] | None = None) -> Any: ...
 
     async def post_own_commit(self, gh: GitHubAPI, repo: Any, number: int, head_sha: str,
-                              base_sha: str, paths: Sequence[str]) -> None: ...
+                              base_sha: str, paths: Sequence[str]) -> bool: ...
 
 
 @dataclass
@@ -47,10 +48,11 @@ class Context:
     images: ImageLookup
     # Trees by commit and file texts by blob sha, shared by every reader of repository files.
     files: RepoFiles = field(default_factory=RepoFiles)
-    # Builds Kustomize overlays; None when no kustomize is there (rendering is off).
+    # Builds Kustomize overlays and renders charts; None when neither kustomize nor Helm is
+    # there (rendering is off).
     builder: Builder | None = None
-    # What building an overlay reads at a commit, (repo, commit, overlay) → its inputs.
-    build_inputs: cachetools.LRUCache[tuple[str, str, str], BuildInputs] = field(
+    # What a render reads at a commit, (repo, commit, target) → its inputs.
+    build_inputs: cachetools.LRUCache[tuple[str, str, Target], RenderInputs] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=8192))
     # Refusal check runs this process posted on source commits, (repo, sha, env) → True: a
     # promotion that opens later completes them (package events look on GitHub too).

@@ -14,7 +14,14 @@ from bot.attestations.trust import SETTING as SIGSTORE_TRUST_SETTING
 from bot.attestations.trust import TrustFile, read_trust_file
 from bot.registry.credentials import AuthFileError, Credential, load_auth_file
 from bot.registry.names import parse_endpoints
-from bot.render.tool import KUSTOMIZE_SETTING, Kustomize, find_kustomize
+from bot.render.tool import (
+    HELM_SETTING,
+    KUSTOMIZE_SETTING,
+    Helm,
+    Kustomize,
+    find_helm,
+    find_kustomize,
+)
 
 DEFAULT_API_URL = "https://api.github.com"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -50,6 +57,8 @@ class Settings:
     # The Sigstore roots attestations are verified against (CONVEYOR_SIGSTORE_TRUST); None:
     # Sigstore's public-good root and GitHub's, through their TUF repositories.
     sigstore_trust: TrustFile | None = field(default=None, repr=False)
+    # The Helm that renders charts (CONVEYOR_HELM); None: chart rendering is off.
+    helm: Helm | None = field(default_factory=lambda: find_helm(None))
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -220,6 +229,13 @@ def _sigstore_trust(env: Mapping[str, str]) -> TrustFile | None:
         raise SettingsError(f"{SIGSTORE_TRUST_SETTING} {exc}") from None
 
 
+def _helm(env: Mapping[str, str]) -> Helm | None:
+    try:
+        return find_helm(env.get(HELM_SETTING))
+    except ValueError as exc:
+        raise SettingsError(f"{HELM_SETTING}: {exc}") from None
+
+
 def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None = None) -> Settings:
     """Build Settings; raises SettingsError naming the first bad variable."""
     env = merged_environment(environ, dotenv)
@@ -253,4 +269,5 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         registry_endpoints=_registry_endpoints(env),
         kustomize=_kustomize(env),
         sigstore_trust=_sigstore_trust(env),
+        helm=_helm(env),
     )

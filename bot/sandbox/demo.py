@@ -1,7 +1,8 @@
 """The demo organisation: a source repository, a deployment repository and its policy.
 
 Used by `python -m bot sandbox`, the behaviour tests and the benchmarks, so all three exercise
-the same realistic layout: Kustomize overlays for one service and Helm values for another.
+the same realistic layout: Kustomize overlays for one service and a Helm chart with a values
+file per environment for another.
 """
 
 from __future__ import annotations
@@ -97,6 +98,96 @@ image:
   pullPolicy: IfNotPresent
 """
 
+# The api chart kept in the repository: each environment's values file is rendered with it
+# (`helm template`), so a template, a helper or a default can change what an environment runs.
+_CHART = {
+    "charts/api/Chart.yaml": """\
+apiVersion: v2
+name: api
+description: The api service of acme, deployed per environment with its values file.
+type: application
+version: 0.3.0
+appVersion: "0.9.0"
+""",
+    "charts/api/values.yaml": """\
+# Defaults of the api chart; each environment's values file overrides them.
+replicaCount: 1
+image:
+  repository: ghcr.io/acme/api
+  tag: "0.9.0"
+  pullPolicy: IfNotPresent
+service:
+  port: 8080
+metrics:
+  enabled: false
+  image:
+    repository: ghcr.io/acme/metrics-exporter
+    tag: "1.2.0"
+""",
+    "charts/api/templates/_helpers.tpl": """\
+{{/* The release's name, cut to what Kubernetes accepts. */}}
+{{- define "api.fullname" -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels every resource of the chart carries. */}}
+{{- define "api.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* An image reference from a values block: repository, then the tag. */}}
+{{- define "api.image" -}}
+{{- printf "%s:%s" .repository .tag -}}
+{{- end -}}
+""",
+    "charts/api/templates/deployment.yaml": """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "api.fullname" . }}
+  labels:
+    {{- include "api.labels" . | nindent 4 }}
+spec:
+  replicas: {{ .Values.replicaCount }}
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{ .Release.Name }}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/instance: {{ .Release.Name }}
+    spec:
+      containers:
+        - name: api
+          image: {{ include "api.image" .Values.image | quote }}
+          imagePullPolicy: {{ .Values.image.pullPolicy }}
+          ports:
+            - name: http
+              containerPort: {{ .Values.service.port }}
+        {{- if .Values.metrics.enabled }}
+        - name: metrics
+          image: {{ include "api.image" .Values.metrics.image | quote }}
+        {{- end }}
+""",
+    "charts/api/templates/service.yaml": """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "api.fullname" . }}
+  labels:
+    {{- include "api.labels" . | nindent 4 }}
+spec:
+  selector:
+    app.kubernetes.io/instance: {{ .Release.Name }}
+  ports:
+    - name: http
+      port: {{ .Values.service.port }}
+      targetPort: http
+""",
+}
+
 DEMO_FILES: Mapping[str, str] = {
     POLICY_PATH: DEMO_POLICY,
     "apps/web/base/deployment.yaml": _BASE,
@@ -105,6 +196,7 @@ DEMO_FILES: Mapping[str, str] = {
     "apps/web/overlays/prod/kustomization.yaml": _KUSTOMIZATION,
     "charts/api/values-staging.yaml": _VALUES,
     "charts/api/values-production.yaml": _VALUES.replace("replicaCount: 2", "replicaCount: 4"),
+    **_CHART,
     "README.md": "# acme/deploy\n\nManifests per environment, promoted by Conveyor.\n",
 }
 

@@ -32,7 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from bot import __version__
 from bot.metrics import deliveries_counter
-from bot.render.tool import rendering_text
+from bot.render.tool import chart_rendering_text, rendering_text
 from bot.runtime.queue import Job, Offered
 from bot.runtime.settings import Settings
 from bot.serving.acknowledge import WEBHOOK_PATH, Door, acknowledge, json_message, seen_deliveries
@@ -256,6 +256,7 @@ async def healthz(request: web.Request) -> web.Response:
     body = {"status": "ok" if state["ready"] else "starting", "version": __version__,
             "queue_depth": int(state["queue_depth"]) + on_the_way,
             "rendering": rendering_text(workers.settings.kustomize),
+            "chart_rendering": chart_rendering_text(workers.settings.helm),
             "sigstore": state.get("sigstore")}
     return web.json_response(body, status=200 if state["ready"] else 503)
 

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from bot.attestations.trust import SETTING as SIGSTORE_TRUST
-from bot.render.tool import rendering_text
+from bot.render.tool import chart_rendering_text, rendering_text
 from bot.runtime.logs import configure_logging, register_secret
 from bot.runtime.settings import Settings, SettingsError, load_settings
 from bot.serving.front import create_intake_app, workers_of
@@ -73,6 +73,7 @@ def run_server() -> int:
              extra={"host": settings.host, "port": sock.getsockname()[1],
                     "api_url": settings.api_url, "processes": 1 if settings.redis_url else 2,
                     "rendering": rendering_text(settings.kustomize),
+                    "chart_rendering": chart_rendering_text(settings.helm),
                     "sigstore_roots": f"{settings.sigstore_trust.origin} ({SIGSTORE_TRUST})"
                     if settings.sigstore_trust else "TUF: Sigstore public-good and GitHub"})
     web.run_app(

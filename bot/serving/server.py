@@ -27,7 +27,7 @@ from bot.registry.client import RegistryClient, RegistryPolicy
 from bot.registry.credentials import AuthFile
 from bot.registry.lookup import ImageLookup
 from bot.render.build import Builder
-from bot.render.tool import rendering_text
+from bot.render.tool import chart_rendering_text, rendering_text
 from bot.runtime import offload
 from bot.runtime.context import Context, utc_now
 from bot.runtime.logs import delivery_id_var
@@ -120,7 +120,8 @@ def create_app(
                           settings.sigstore_trust else (tuf.public_good(), tuf.github()))
     ctx = Context(clients=clients, metrics=metrics, scheduler=Scheduler(intake, clock),
                   images=ImageLookup(registry), clock=clock, app_id=int(settings.app_id),
-                  builder=Builder(settings.kustomize) if settings.kustomize else None,
+                  builder=Builder(settings.kustomize, settings.helm)
+                  if settings.kustomize or settings.helm else None,
                   attestations=trust)
     if scaleout is not None:  # shared by the replicas instead of per process
         ctx.scheduler, ctx.locks = scaleout.scheduler, scaleout.locks
@@ -268,6 +269,7 @@ async def healthz(request: web.Request) -> web.Response:
     body: dict[str, Any] = {"status": "ok" if runtime.ready else "starting",
                             "version": __version__, "queue_depth": runtime.queue.depth(),
                             "rendering": rendering_text(runtime.settings.kustomize),
+                            "chart_rendering": chart_rendering_text(runtime.settings.helm),
                             "sigstore": runtime.ctx.attestations.health()}
     healthy = runtime.ready
     if runtime.store_probe is not None:

@@ -32,9 +32,14 @@ async def test_promotions_edit_an_application_and_a_version_key() -> None:
         "path: apps/{service}/overlays/staging/kustomization.yaml",
         "path: argocd/{service}-staging.yaml",
     ).replace("    source: acme/api\n", "    source: acme/api\n    tag_key: version\n")
+    helpers = "charts/api/templates/_helpers.tpl"
     files = {**DEMO_FILES, ".github/conveyor.yml": policy,
              "argocd/web-staging.yaml": APPLICATION,
-             "charts/api/values-staging.yaml": API_VALUES}
+             "charts/api/values-staging.yaml": API_VALUES,
+             # the chart's templates read the image's version from `version:`
+             helpers: DEMO_FILES[helpers].replace(".tag", ".version"),
+             "charts/api/values.yaml": DEMO_FILES["charts/api/values.yaml"].replace(
+                 "  tag:", "  version:")}
     world = await make_world(files=files)
     try:
         web = await world.release("web", "1.4.2")

@@ -8,10 +8,10 @@ import asyncio
 import pytest
 
 from bot.render import inputs as inputs_module
-from bot.render.build import Builder
+from bot.render.build import Builder, KustomizeJob
 from bot.render.inputs import BuildInputs, NeedTexts, TreeIndex, build_inputs
 from bot.render.tool import Kustomize, find_kustomize, rendering_text
-from bot.render.workloads import Slot, UnreadableBuild, image_changes, workload_images
+from bot.render.workloads import Slot, UnreadableBuild, image_changes, read_output
 
 
 def which_of(*present: str):  # type: ignore[no-untyped-def]
@@ -40,44 +40,46 @@ def shell(script: str) -> Kustomize:
 
 
 async def test_a_build_past_its_time_is_killed() -> None:
-    result = await Builder(shell("sleep 30"), timeout=0.3).build("k", "o", {"o/k.yaml": "x"})
+    result = await Builder(shell("sleep 30"), timeout=0.3).build("k", KustomizeJob("o"),
+                                                                {"o/k.yaml": "x"})
     assert result.images is None and result.error == "kustomize did not finish within 0.3 s"
 
 
 async def test_a_build_printing_past_its_cap_is_stopped() -> None:
     builder = Builder(shell("yes apiVersion: v1 | head -c 200000"), max_output=4096)
-    result = await builder.build("k", "o", {})
-    assert result.error == "the build printed more than 4096 bytes"
+    result = await builder.build("k", KustomizeJob("o"), {})
+    assert result.error == "the render printed more than 4096 bytes"
 
 
 async def test_kustomizes_message_is_the_error_without_the_private_copys_paths() -> None:
     script = ('echo "E1202 01:06:28.339052 5881 run.go:72] \\"command failed\\" '
               'err=\\"accumulating resources from $2/missing.yaml\\"" >&2; exit 1')
-    result = await Builder(shell(script)).build("k", "apps/web", {"apps/web/a.yaml": "a: 1\n"})
+    result = await Builder(shell(script)).build("k", KustomizeJob("apps/web"),
+                                               {"apps/web/a.yaml": "a: 1\n"})
     assert result.error == "accumulating resources from apps/web/missing.yaml"
 
 
 async def test_the_build_runs_without_network_and_in_a_home_of_its_own() -> None:
     result = await Builder(shell('echo "$HTTPS_PROXY $http_proxy $HOME" >&2; exit 3')).build(
-        "k", "", {})
+        "k", KustomizeJob(""), {})
     assert result.error is not None
     proxies, home = result.error.rsplit(" ", 1)
     assert proxies == "http://127.0.0.1:9 http://127.0.0.1:9" and home == "home"
 
 
 async def test_output_that_is_not_yaml_is_an_error_not_a_crash() -> None:
-    result = await Builder(shell("printf '{'")).build("k", "", {})
+    result = await Builder(shell("printf '{'")).build("k", KustomizeJob(""), {})
     assert result.error is not None and "not YAML" in result.error
 
 
 async def test_the_same_inputs_asked_twice_at_once_are_built_once() -> None:
     builder = Builder(shell("sleep 0.2; printf 'kind: Pod\\nmetadata: {name: p}\\n"
                             "spec:\\n  containers:\\n  - {name: c, image: \"a:1\"}\\n'"))
-    first, second = await asyncio.gather(builder.build("same", "", {}),
-                                         builder.build("same", "", {}))
+    first, second = await asyncio.gather(builder.build("same", KustomizeJob(""), {}),
+                                         builder.build("same", KustomizeJob(""), {}))
     assert first == second and (builder.runs, builder.hits) == (1, 1)
     assert dict(first.images or {}) == {Slot("Pod", "", "p", "container c"): "a:1"}
-    await builder.build("same", "", {})
+    await builder.build("same", KustomizeJob(""), {})
     assert (builder.runs, builder.hits) == (1, 2)
 
 
@@ -92,7 +94,8 @@ def walk(files: dict[str, str], overlay: str) -> BuildInputs:
 def test_what_a_build_cannot_read_is_said() -> None:
     files = {
         "a/kustomization.yaml": ("resources:\n  - ../../../outside\n  - ../b\n  - /etc\n"
-                                 "helmCharts:\n  - name: redis\n"),
+                                 "helmCharts:\n  - name: redis\n    repo: https://charts.example\n"
+                                 "helmChartInflationGenerator: []\n"),
         "b/deployment.yaml": "kind: Deployment\n",
     }
     found = walk(files, "a")
@@ -101,7 +104,10 @@ def test_what_a_build_cannot_read_is_said() -> None:
                for p in found.problems)
     assert any("`/etc`, outside the repository" in p for p in found.problems)
     assert any("`b` has no kustomization file" in p for p in found.problems)
-    assert any("inflates Helm charts (`helmCharts`)" in p for p in found.problems)
+    assert any("inflates the chart `redis` from https://charts.example, which Conveyor does "
+               "not fetch" in p for p in found.problems)
+    assert any("uses `helmChartInflationGenerator`" in p for p in found.problems)
+    assert found.inflates
 
 
 def test_an_unreadable_kustomization_is_left_to_kustomize(monkeypatch: pytest.MonkeyPatch
@@ -130,7 +136,8 @@ just a string
 kind: ConfigMap
 metadata: {name: c}
 """
-    found = workload_images(output)
+    found, resources = read_output(output)
+    assert resources.count == 2
     assert found == {
         Slot("Workflow", "ci", "w", "container build (spec.templates[0])"): "b:1",
         Slot("Workflow", "ci", "w", "container test (spec.templates[1])"): "t:1",
@@ -140,4 +147,4 @@ metadata: {name: c}
     changes = image_changes({}, found)
     assert str(changes[0]).endswith("(new) → b:1")
     with pytest.raises(UnreadableBuild):
-        workload_images("a: [")
+        read_output("a: [")

@@ -95,15 +95,17 @@ class FileProblem:
 
 @dataclass(frozen=True)
 class BuildFinding:
-    """What building one gated environment's Kustomize overlay at the PR's base and head
-    showed: the workloads whose image changes, or why the build could not be judged
-    (``problem``: it fails closed). ``rendering_off``: no kustomize, files judged as files."""
+    """What rendering one gated environment (its Kustomize overlay, ``kind`` "build", or its
+    chart, "render") at the PR's base and head showed: the workloads whose image changes, or
+    why the render could not be judged (``problem``: it fails closed). ``rendering_off``: the
+    tool is not there, files judged as files."""
 
     environment: str
-    overlay: str
+    overlay: str  # the overlay's or the chart's folder
     changes: tuple[str, ...] = ()
     problem: str | None = None
     rendering_off: bool = False
+    kind: str = "build"
 
 
 @dataclass(frozen=True)

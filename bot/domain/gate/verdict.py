@@ -107,18 +107,22 @@ def _title(condition: Condition, more: int) -> str:
 
 
 def build_condition(finding: BuildFinding) -> Condition:
-    subject = f"{finding.environment} build"
+    subject = f"{finding.environment} {finding.kind}"
     where = f"`{finding.overlay or '.'}`"
+    chart = finding.kind == "render"
     if finding.rendering_off:
         return Condition(ok=True, subject=subject, text=(
+            f"{where} is not rendered: chart rendering is off (no helm), its values file is "
+            "judged as a file" if chart else
             f"{where} is not built: rendering is off (no kustomize), its files are judged "
             "as files"))
     if finding.problem is not None:
         return Condition(ok=False, subject=subject,
                          text=f"{where} cannot be judged: {finding.problem}")
+    verb = "renders" if chart else "builds"
     if not finding.changes:
         return Condition(ok=True, subject=subject,
-                         text=f"{where} builds with every workload's image unchanged")
+                         text=f"{where} {verb} with every workload's image unchanged")
     return Condition(ok=True, subject=subject, text=(
         f"{where} changes {len(finding.changes)} workload image(s): "
         + "; ".join(finding.changes)))

@@ -143,8 +143,10 @@ async def run_config_check(ctx: Context, gh: GitHubAPI, repo: str, policy: Polic
     """Check the changed files at `head_sha` and post the check run on that commit."""
     report = await check_change(gh, repo, policy, head_sha, changed_paths)
     if policy is not None:
-        report.findings += await build_findings(ctx, gh, repo, policy, head_sha,
-                                                changed_paths[:MAX_FILES])
+        findings, notices = await build_findings(ctx, gh, repo, policy, head_sha,
+                                                 changed_paths[:MAX_FILES])
+        report.findings += findings
+        report.notices += notices
         report.findings.sort(key=lambda f: (f.path, f.line, f.message))
     await _post(gh, repo, head_sha, report, ctx)
     return report.findings

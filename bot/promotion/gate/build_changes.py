@@ -1,17 +1,22 @@
-"""What a pull request changes in the builds of gated Kustomize environments, read for the gate.
+"""What a pull request changes in the renders of gated environments, read for the gate.
 
-A pull request changes a build when one of the files it changes lies below one of the
-build's roots at the PR's base or head (`bot.render.inputs`): the overlay, a patch, a base
-shared by several environments, a component — whatever its path, policy path or not. Each
-such build is run at both commits; every image a workload runs at the head that the base
-build did not run is judged as an image change of the environment (allowed, pinned, tags,
-evidence), naming the workloads. A build that cannot be run fails the gate (closed).
+A pull request changes a render when one of the files it changes is among the files the
+render reads at the PR's base or head (`bot.render.reads`): for an overlay, anything below
+one of its kustomizations' folders (the overlay, a patch, a base shared by several
+environments, a component); for a chart, anything below the chart's folder (a template,
+`_helpers.tpl`, the default `values.yaml`, `Chart.yaml`, a vendored subchart) and its value
+files — whatever its path, policy path or not. Each such render is run at both commits; every
+image a workload runs at the head that the base render did not run is judged as an image
+change of the environment (allowed, pinned, tags, evidence), naming the workloads. A render
+that cannot be run fails the gate (closed); so does a change to a gated chart's own files
+while no Helm is configured. What each render's resources change is kept for the reviewers'
+diff.
 """
 
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gidgethub.abc import GitHubAPI
 
@@ -20,11 +25,15 @@ from bot.domain.images import canonical_image_name, parse_image_ref
 from bot.domain.policy import Policy
 from bot.github.snapshot import TreeTruncated
 from bot.manifests.references import ImageReference
-from bot.promotion.builds import EnvironmentOverlay, RepoBuilds
+from bot.promotion.builds import EnvironmentRender, RepoBuilds
 from bot.promotion.gate.changes import ChangedFile, ChangeReader, service_of
 from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.policies import DeploymentRepo
+from bot.render.build import BuildResult
+from bot.render.charts import CHART_FILE
+from bot.render.diff import RenderDiff, compare
 from bot.render.inputs import KUSTOMIZATION_NAMES, TreeIndex
+from bot.render.targets import ChartTarget
 from bot.render.workloads import WorkloadChange, image_changes
 
 RENDERED_SHAPE = "build"
@@ -34,12 +43,14 @@ RENDERED_SHAPE = "build"
 class BuildChanges:
     changes: list[ImageChange]
     findings: list[BuildFinding]
+    # per reached environment: a title and what its rendered resources change
+    diffs: list[tuple[str, RenderDiff]] = field(default_factory=list)
 
 
 async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: DeploymentRepo,
                              facts: PullFacts, files: list[ChangedFile],
                              judged: list[ImageChange]) -> BuildChanges:
-    """The image changes of every gated build the PR's ``files`` reach; ``judged`` are the
+    """The image changes of every gated render the PR's ``files`` reach; ``judged`` are the
     changes already read from gated files (the same image is not judged twice)."""
     found = BuildChanges([], [])
     if not files:
@@ -49,12 +60,12 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
     try:
         head = await builds.index(facts.head_sha)
         moved = any(f.status in ("removed", "renamed") for f in files)
-        base = await builds.index(facts.base_sha) if moved or _may_build(head, files) else None
+        base = await builds.index(facts.base_sha) if moved or _may_render(head, files) else None
         if base is None:
-            return found  # no changed file lies below any kustomization
-        overlays = await _gated_overlays(builds, policy, facts)
+            return found  # no changed file lies below any kustomization or chart
+        renders = await _gated_renders(builds, policy, facts)
     except TreeTruncated as exc:
-        # Which files a build reads is unknown: every gated environment whose file is a
+        # Which files a render reads is unknown: every gated environment whose file is a
         # kustomization fails closed (a tree this large is rare; a Helm or plain-manifest
         # repository of that size keeps its file-level gate).
         envs = {env.name for env in policy.environments.values() if env.gated for service
@@ -63,100 +74,139 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
         found.findings += [BuildFinding(env, ".", problem=str(exc)) for env in sorted(envs)]
         return found
     paths = [p for f in files for p in (f.path, f.previous) if p]
-    if len(overlays) > 1:
+    if len(renders) > 1:
         for commit in (facts.head_sha, facts.base_sha):
-            await builds.prefetch_kustomizations(commit)
-    reached: list[EnvironmentOverlay] = []
+            await builds.prefetch_walks(commit)
+    reached: list[EnvironmentRender] = []
     inputs: dict[str, set[str]] = {facts.head_sha: set(), facts.base_sha: set()}
-    for overlay in overlays:
-        read = await _reaches(builds, facts, overlay.overlay, paths, head, base)
+    for render in renders:
+        read = await _reaches(builds, facts, render, paths, head, base)
         if read:
-            reached.append(overlay)
+            reached.append(render)
             for commit, files_read in read.items():
                 inputs[commit] |= files_read
-    if not builds.rendering:
-        found.findings += [BuildFinding(o.environment, o.overlay, rendering_off=True)
-                           for o in reached]
-        return found
-    if len(reached) > 1:  # many builds: their files in one read per commit
+    judging = [render for render in reached if builds.renders(render.target)]
+    for render in reached:
+        if render not in judging:
+            found.findings.append(_not_rendered(policy, render, paths))
+    if len(judging) > 1:  # many renders: their files in one read per commit
         for commit, files_read in inputs.items():
             await builds.prefetch(commit, files_read)
-    for overlay in reached:
-        await _judge(reader, gh, policy, builds, facts, overlay, judged, found)
+    for render in judging:
+        await _judge(reader, gh, policy, builds, facts, render, judged, found)
     return found
 
 
-def _may_build(index: TreeIndex, files: list[ChangedFile]) -> bool:
-    """Whether any changed file has a kustomization in its folder or a folder above."""
+def _may_render(index: TreeIndex, files: list[ChangedFile]) -> bool:
+    """Whether any changed file has a kustomization or a ``Chart.yaml`` in its folder or a
+    folder above."""
     for changed in files:
+        if posixpath.basename(changed.path) in (*KUSTOMIZATION_NAMES, CHART_FILE):
+            return True
         folder = posixpath.dirname(changed.path)
         while True:
-            if index.kustomization_in(folder) is not None:
+            if index.kustomization_in(folder) is not None or (
+                    posixpath.join(folder, CHART_FILE) if folder else CHART_FILE) in index.sizes:
                 return True
             if not folder:
                 break
             folder = posixpath.dirname(folder)
-        if posixpath.basename(changed.path) in KUSTOMIZATION_NAMES:
-            return True
     return False
 
 
-async def _gated_overlays(builds: RepoBuilds, policy: Policy, facts: PullFacts
-                          ) -> list[EnvironmentOverlay]:
-    """The gated environments' overlays at the head, and those only the base has."""
-    found = {(o.environment, o.overlay): o
-             for o in await builds.overlays(facts.head_sha, policy, gated_only=True)}
-    for overlay in await builds.overlays(facts.base_sha, policy, gated_only=True):
-        found.setdefault((overlay.environment, overlay.overlay), overlay)
+async def _gated_renders(builds: RepoBuilds, policy: Policy, facts: PullFacts
+                         ) -> list[EnvironmentRender]:
+    """The gated environments' renders at the head, and those only the base has."""
+    found = {(r.environment, r.target): r
+             for r in await builds.environments(facts.head_sha, policy, gated_only=True)}
+    for render in await builds.environments(facts.base_sha, policy, gated_only=True):
+        found.setdefault((render.environment, render.target), render)
     return list(found.values())
 
 
-async def _reaches(builds: RepoBuilds, facts: PullFacts, overlay: str, paths: list[str],
-                   head: TreeIndex, base: TreeIndex) -> dict[str, set[str]]:
-    """The files the overlay's build reads at each commit, when a changed path is among
-    them at either; empty when the change does not reach the build."""
+async def _reaches(builds: RepoBuilds, facts: PullFacts, render: EnvironmentRender,
+                   paths: list[str], head: TreeIndex, base: TreeIndex) -> dict[str, set[str]]:
+    """The files the render reads at each commit, when a changed path is among them at
+    either; empty when the change does not reach the render."""
     read: dict[str, set[str]] = {}
     reached = False
     for commit, index in ((facts.head_sha, head), (facts.base_sha, base)):
-        if index.kustomization_in(overlay) is not None:
-            inputs = await builds.inputs(commit, overlay)
+        if _present(index, render):
+            inputs = await builds.inputs(commit, render.target)
             read[commit] = set(inputs.files)
             reached = reached or any(inputs.reads(path) for path in paths)
     return read if reached else {}
 
 
+def _present(index: TreeIndex, render: EnvironmentRender) -> bool:
+    target = render.target
+    if isinstance(target, ChartTarget):
+        return (posixpath.join(target.chart, CHART_FILE) if target.chart else CHART_FILE) \
+            in index.sizes
+    return index.kustomization_in(target.folder) is not None
+
+
+def _not_rendered(policy: Policy, render: EnvironmentRender, paths: list[str]) -> BuildFinding:
+    """A reached render whose tool is off: an overlay's files are judged as files; a chart's
+    own files (templates, defaults, subcharts) cannot be judged at all."""
+    if not isinstance(render.target, ChartTarget):
+        return BuildFinding(render.environment, render.where, rendering_off=True)
+    own = {policy.path_for(service, render.environment) for service in render.services}
+    others = sorted(path for path in paths if path not in own and (
+        not render.target.chart or path.startswith(render.target.chart + "/")))
+    if not others:
+        return BuildFinding(render.environment, render.where, rendering_off=True,
+                            kind="render")
+    return BuildFinding(render.environment, render.where, kind="render", problem=(
+        f"`{others[0]}` changes the chart, and chart rendering is off (no helm): what the "
+        "environment runs with it cannot be rendered"))
+
+
 async def _judge(reader: ChangeReader, gh: GitHubAPI, policy: Policy, builds: RepoBuilds,
-                 facts: PullFacts, overlay: EnvironmentOverlay, judged: list[ImageChange],
+                 facts: PullFacts, render: EnvironmentRender, judged: list[ImageChange],
                  found: BuildChanges) -> None:
-    env = overlay.environment
-    after = await builds.build(facts.head_sha, overlay.overlay)
+    env = render.environment
+    after = await builds.build(facts.head_sha, render.target)
     if after.images is None:
-        found.findings.append(BuildFinding(env, overlay.overlay, problem=after.error))
+        found.findings.append(BuildFinding(env, render.where, problem=after.error,
+                                           kind=render.kind))
         return
-    before = await builds.build(facts.base_sha, overlay.overlay)
-    # A base that does not build ran nothing Conveyor knows of: every image counts as new.
+    before = await builds.build(facts.base_sha, render.target)
+    diff = compare(before.resources if before.images is not None else None, after.resources)
+    if diff.empty:
+        return  # the files it reads changed, what it renders did not: nothing to judge
+    found.diffs.append((f"{env}: {render.target.describe()}", diff))
+    # A base that does not render ran nothing Conveyor knows of: every image counts as new.
     changed = image_changes(dict(before.images or {}), dict(after.images))
-    found.findings.append(BuildFinding(env, overlay.overlay,
-                                       changes=tuple(str(c) for c in changed)))
-    ran = set((before.images or {}).values())
+    found.findings.append(BuildFinding(env, render.where, changes=tuple(str(c) for c in changed),
+                                       kind=render.kind))
+    await judge_images(reader, gh, policy, facts, env, render.where, render.services, before,
+                       changed, judged, found)
+
+
+async def judge_images(reader: ChangeReader, gh: GitHubAPI, policy: Policy, facts: PullFacts,
+                       env: str, where: str, services: tuple[str, ...],
+                       before: BuildResult | None, changed: list[WorkloadChange],
+                       judged: list[ImageChange], found: BuildChanges) -> None:
+    """Every image ``changed`` sets that no workload ran ``before``, judged for ``env``."""
+    ran = set((before.images or {}).values()) if before is not None else set()
     by_image: dict[str, list[WorkloadChange]] = {}
     for slot_change in changed:
         if slot_change.new not in ran:
             by_image.setdefault(slot_change.new, []).append(slot_change)
     for image, slots in by_image.items():
         reference = _reference(image)
-        if _already_judged(judged, env, reference):
+        if _already_judged([*judged, *found.changes], env, reference):
             continue
-        service = _owner(policy, overlay, reference)
+        service = _owner(policy, services, reference)
         workload = "; ".join(str(c.slot) for c in slots)
         if reference.problem is not None:
             found.changes.append(ImageChange(
-                service=service, environment=env, path=overlay.overlay, line=0, image=image,
+                service=service, environment=env, path=where, line=0, image=image,
                 new_tag=None, new_digest=None, resolution_error=reference.problem,
                 allowed=False, tag_admitted=False, owned=False, workload=workload))
             continue
-        change = await reader.image_change(gh, policy, service, env, overlay.overlay,
-                                           reference, facts)
+        change = await reader.image_change(gh, policy, service, env, where, reference, facts)
         found.changes.append(replace(change, workload=workload))
 
 
@@ -185,7 +235,7 @@ def _canonical(image: str) -> str:
         return image
 
 
-def _owner(policy: Policy, overlay: EnvironmentOverlay, reference: ImageReference) -> str:
-    """The service of the overlay whose image this is, else the overlay's first service."""
+def _owner(policy: Policy, services: tuple[str, ...], reference: ImageReference) -> str:
+    """The service of the render whose image this is, else the render's first service."""
     owner = service_of(policy, reference.canonical_name)
-    return owner if owner in overlay.services else overlay.services[0]
+    return owner if owner in services else services[0]

@@ -73,26 +73,26 @@ class GateService:
         return verdict
 
     async def post_own_commit(self, gh: GitHubAPI, repo: DeploymentRepo, number: int,
-                              head_sha: str, base_sha: str, paths: Sequence[str]) -> None:
+                              head_sha: str, base_sha: str, paths: Sequence[str]) -> bool:
         """The gate of a PR Conveyor has just opened into an ungated environment, before it
-        merges it: where no gated environment's file is among ``paths`` and no gated build
+        merges it: where no gated environment's file is among ``paths`` and no gated render
         reads them at ``base_sha``, the verdict is "no gated environment changed", posted
-        without reading the PR; otherwise the full evaluation."""
+        without reading the PR; otherwise the full evaluation. Whether the PR may be merged:
+        not when its gate fails (the edit reaches a gated environment's render)."""
         policy = repo.policy
         if any(gated_owners(policy, path) for path in paths) or \
                 await self._gated_builds_read(gh, repo, base_sha, paths):
-            await self.evaluate(gh, repo, number)
-            return
+            verdict = await self.evaluate(gh, repo, number)
+            return verdict is None or verdict.conclusion == "success"
         await self.runs.post(gh, repo.full_name, head_sha, NO_GATED_CHANGE, fresh=True)
+        return True
 
     async def _gated_builds_read(self, gh: GitHubAPI, repo: DeploymentRepo, commit: str,
                                  paths: Sequence[str]) -> bool:
         builds = RepoBuilds(self.ctx, gh, repo.full_name)
-        if not builds.rendering:
-            return False
         try:
-            for overlay in await builds.overlays(commit, repo.policy, gated_only=True):
-                inputs = await builds.inputs(commit, overlay.overlay)
+            for render in await builds.environments(commit, repo.policy, gated_only=True):
+                inputs = await builds.inputs(commit, render.target)
                 if any(inputs.reads(path) for path in paths):
                     return True
         except TreeTruncated:

@@ -15,6 +15,8 @@ from bot.promotion.authorship.trailers import CommitTrailers, Moved
 from bot.promotion.authorship.trailers import commit_message as trailer_message
 from bot.promotion.builds import PromotionEffect
 from bot.promotion.opening.candidates import Candidate
+from bot.render.targets import ChartTarget
+from bot.render.workloads import WorkloadChange
 from bot.text import escape_markdown, short_digest
 
 MAX_BODY = 60_000
@@ -27,7 +29,7 @@ class Change:
     old_tag: str | None
     old_digest: str | None
     notes: tuple[str, ...] = ()
-    # what the environment's Kustomize build runs differently, when it was built
+    # what the environment's render runs differently, when it was rendered
     effect: PromotionEffect = field(default_factory=PromotionEffect)
 
 
@@ -109,20 +111,32 @@ def pr_body(
 
 
 def effect_lines(effect: PromotionEffect) -> list[str]:
-    """What the environment's build runs differently: one row per workload whose image the
-    promotion changes."""
-    if effect.overlay is None:
+    """What the environment's render runs differently: one row per workload whose image the
+    promotion changes; then every other environment whose render reads the edited file."""
+    if effect.target is None:
         return []
-    where = escape_markdown(effect.overlay or ".")
+    where = escape_markdown(effect.where)
+    verb = "Rendering the chart" if isinstance(effect.target, ChartTarget) else "Building"
     if effect.problem is not None:
-        return ["", f"> The build of {where} could not be compared: "
-                    f"{escape_markdown(effect.problem)}"]
-    lines = ["", f"Building {where} with this change, these workloads run a new image:", "",
-             "| workload | from | to |", "| --- | --- | --- |"]
+        lines = ["", f"> {verb} {where} could not be compared: "
+                     f"{escape_markdown(effect.problem)}"]
+    else:
+        lines = ["", f"{verb} {where} with this change, these workloads run a new image:",
+                 *_workload_rows(effect.changes)]
+    for other in effect.others:
+        lines += ["", f"This file is also read by the render of **{other.environment}** "
+                      f"({escape_markdown(other.where)}): the change reaches it too."]
+        lines += ([f"> It could not be compared: {escape_markdown(other.problem)}"]
+                  if other.problem is not None else _workload_rows(other.changes))
+    return lines
+
+
+def _workload_rows(changes: Sequence[WorkloadChange]) -> list[str]:
+    lines = ["", "| workload | from | to |", "| --- | --- | --- |"]
     lines += [f"| {escape_markdown(str(c.slot))} | {escape_markdown(c.old or '—')} | "
-              f"{escape_markdown(c.new)} |" for c in effect.changes[:MAX_WORKLOAD_ROWS]]
-    if len(effect.changes) > MAX_WORKLOAD_ROWS:
-        lines.append(f"| … and {len(effect.changes) - MAX_WORKLOAD_ROWS} more | | |")
+              f"{escape_markdown(c.new)} |" for c in changes[:MAX_WORKLOAD_ROWS]]
+    if len(changes) > MAX_WORKLOAD_ROWS:
+        lines.append(f"| … and {len(changes) - MAX_WORKLOAD_ROWS} more | | |")
     return lines
 
 

@@ -170,9 +170,11 @@ class RepoOpener(ABC, Generic[F]):
             return False
         from bot.promotion.opening.merger import merge_promotion
 
-        if self.ctx.gate is not None:
-            await self.ctx.gate.post_own_commit(self.gh, self.repo, number, head_sha,
-                                                base_sha, paths)
+        if self.ctx.gate is not None and not await self.ctx.gate.post_own_commit(
+                self.gh, self.repo, number, head_sha, base_sha, paths):
+            log.info("not merging: the promotion changes a gated environment's render and "
+                     "its gate does not pass", extra={"pull": number, "env": env.name})
+            return False
         return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
                                      env.merge_method, environment=env.name)
 
@@ -273,7 +275,8 @@ class Opener(RepoOpener[_Promotion]):
         if not isinstance(subject, ServiceSubject):
             raise TypeError(f"a promotion opens one service, not {subject}")
         if reading == "edit":
-            return replace(facts, edit=await self._edit(subject, found))
+            return replace(facts, edit=await self._edit(subject, facts.environment,
+                                                        found))
         if reading == "promotions":
             promotions = await self._promotions_of(found.pulls, facts.environment,
                                                    subject.service)
@@ -281,7 +284,8 @@ class Opener(RepoOpener[_Promotion]):
                 OpenPromotion(int(pr["number"]), marker.version) for pr, marker in promotions))
         raise ValueError(f"a promotion does not read {reading}")
 
-    async def _edit(self, subject: ServiceSubject, found: _Promotion) -> FileEdit:
+    async def _edit(self, subject: ServiceSubject, environment: str, found: _Promotion
+                    ) -> FileEdit:
         """The candidate's digest set in the service's file at the default branch's head (read
         through the tree where the environment is built: the build needs it anyway)."""
         builds = RepoBuilds(self.ctx, self.gh, self.repo.full_name)
@@ -312,8 +316,8 @@ class Opener(RepoOpener[_Promotion]):
         before = found.edit.occurrences[0] if found.edit.occurrences else None
         effect = PromotionEffect()
         if found.edit.changed and found.base_sha is not None:
-            effect = await promotion_effect(builds, found.base_sha,
-                                            {subject.path: found.edit.new_text})
+            effect = await promotion_effect(builds, found.base_sha, self.policy, environment,
+                                            subject.service, {subject.path: found.edit.new_text})
             if effect.changes_nothing:
                 return FileEdit(effect.refusal(service.image))
         found.change = Change(subject.path, before.tag if before else None,

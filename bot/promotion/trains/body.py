@@ -120,7 +120,7 @@ def _head(group: str, environment: Environment, moves: Sequence[Move],
     notes = [f"{move.candidate.service}: {note}" for move in moves for note in move.change.notes]
     if notes:
         lines += ["", *[f"> {note}" for note in notes]]
-    built = {move.change.effect.overlay: move.change.effect for move in moves}
+    built = {move.change.effect.target: move.change.effect for move in moves}
     for effect in built.values():
         lines += effect_lines(effect)
     if left_out:

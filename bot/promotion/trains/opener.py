@@ -37,7 +37,7 @@ from bot.promotion.authorship.marker import (
 )
 from bot.promotion.authorship.receipts import post_receipt
 from bot.promotion.authorship.trust import trusted_pull
-from bot.promotion.builds import RepoBuilds, promotion_effect
+from bot.promotion.builds import RepoBuilds, environment_target, promotion_effect
 from bot.promotion.opening.body import Change
 from bot.promotion.opening.candidates import Candidate, refusal_for_tags
 from bot.promotion.opening.opener import (
@@ -58,7 +58,7 @@ from bot.promotion.trains.body import (
     train_commit_message,
     train_title,
 )
-from bot.render.inputs import overlay_folder
+from bot.render.targets import Target
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ class TrainOpener(RepoOpener[_Train]):
         plan = await self._plan(found.candidates, facts.environment)
         if isinstance(plan, str):
             return replace(facts, edit=FileEdit(plan))
-        refusal = await self._render(plan)
+        refusal = await self._render(plan, facts.environment)
         if refusal is not None:
             return replace(facts, edit=FileEdit(refusal))
         found.plan = plan
@@ -202,27 +202,33 @@ class TrainOpener(RepoOpener[_Train]):
                                                  before.digest if before else None, edit.notes)))
         return plan
 
-    async def _render(self, plan: _Plan) -> str | None:
-        """Each Kustomize overlay the train edits, built with all its edits: the workloads
-        whose image changes go to the PR body; a service whose move changes no workload's
-        image refuses the train (it would change nothing in any cluster)."""
+    async def _render(self, plan: _Plan, environment: str) -> str | None:
+        """Each render the train edits (a Kustomize overlay, a chart), run with all its
+        edits: the workloads whose image changes go to the PR body; a service whose move
+        changes no workload's image refuses the train (it would change nothing in any
+        cluster)."""
         if self.ctx.builder is None or not plan.moves:
             return None
         builds = RepoBuilds(self.ctx, self.gh, self.repo.full_name)
         try:
             index = await builds.index(plan.base_sha)
         except TreeTruncated:
-            return None  # not built: the gate judges what it cannot build
-        edited: dict[str, dict[str, str]] = {}
-        for path in plan.changed:
-            folder = overlay_folder(index, path)
-            if folder is not None:
-                edited.setdefault(folder, {})[path] = plan.texts[path]
-        effects = {folder: await promotion_effect(builds, plan.base_sha, texts)
-                   for folder, texts in edited.items()}
+            return None  # not rendered: the gate judges what it cannot render
+        edited: dict[Target, tuple[str, dict[str, str]]] = {}
+        targets: dict[str, Target] = {}
+        for candidate, change in plan.moves:
+            target = environment_target(index, change.path, candidate.service, environment)
+            if target is None:
+                continue
+            key = edited.setdefault(target, (candidate.service, {}))
+            key[1][change.path] = plan.texts[change.path]
+            targets[change.path] = target
+        effects = {target: await promotion_effect(builds, plan.base_sha, self.policy,
+                                                  environment, service, texts)
+                   for target, (service, texts) in edited.items()}
         for position, (candidate, change) in enumerate(plan.moves):
-            effect = effects.get(overlay_folder(index, change.path) or "")
-            if effect is None:
+            effect = effects.get(targets[change.path]) if change.path in targets else None
+            if effect is None or effect.target is None:
                 continue
             if effect.problem is None and not any(candidate.digest in c.new
                                                   for c in effect.changes):

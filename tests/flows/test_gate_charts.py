@@ -1,0 +1,240 @@
+"""The gate judges what a gated chart environment runs, whichever file of the chart carries it.
+
+The demo's api chart (`charts/api`: `Chart.yaml`, `values.yaml`, `_helpers.tpl`, templates)
+renders each environment with its values file; every pull request here is rendered with the
+machine's real Helm (`CONVEYOR_HELM`, else `helm` on the PATH) at its base and head. The
+fixture charts pass `helm lint` (tests/render/test_helm_render.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.render.tool import find_helm
+from bot.sandbox.demo import DEMO_FILES
+from bot.text import unescape_markdown
+from tests.flows.test_gate_integrity import evidence_only
+from tests.harness import World, close_world, hand_pr, make_world
+
+# CI never skips: a machine without Helm fails these instead.
+pytestmark = pytest.mark.skipif(find_helm(None) is None and not os.environ.get("CI"),
+                                reason="needs helm")
+
+CHART = "charts/api"
+TEMPLATE = f"{CHART}/templates/deployment.yaml"
+HELPERS = f"{CHART}/templates/_helpers.tpl"
+DEFAULTS = f"{CHART}/values.yaml"
+CHART_FILE = f"{CHART}/Chart.yaml"
+SUBCHART = f"{CHART}/charts/cache"
+SUBCHART_FILES = {
+    f"{SUBCHART}/Chart.yaml": ("apiVersion: v2\nname: cache\ndescription: An in-memory cache "
+                               "beside the api.\ntype: application\nversion: 0.1.0\n"),
+    f"{SUBCHART}/values.yaml": "image: ghcr.io/acme/cache:7.2.0\n",
+    f"{SUBCHART}/templates/deployment.yaml": """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-cache
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{ .Release.Name }}-cache
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/instance: {{ .Release.Name }}-cache
+    spec:
+      containers:
+        - name: cache
+          image: {{ .Values.image | quote }}
+""",
+}
+
+
+def summary(run: dict[str, Any]) -> str:
+    return f"{run['output']['title']}\n{unescape_markdown(run['output']['summary'])}"
+
+
+def concluded(world: World, pr: dict[str, Any], conclusion: str, *needles: str) -> str:
+    run = world.gate(pr)
+    text = summary(run)
+    assert run["conclusion"] == conclusion, text
+    for needle in needles:
+        assert needle in text, text
+    return text
+
+
+async def world_of(files: dict[str, str] | None = None, **settings: Any) -> World:
+    return await make_world(files={**DEMO_FILES, **(files or {})}, **settings)
+
+
+@pytest.fixture
+async def charted() -> AsyncIterator[World]:
+    built = await world_of(SUBCHART_FILES)
+    try:
+        yield built
+    finally:
+        await close_world(built)
+    assert built.emulator.violations == []
+
+
+async def test_a_container_added_to_a_template_is_judged_for_production(charted: World) -> None:
+    world = charted
+    template = DEMO_FILES[TEMPLATE].replace(
+        "        {{- if .Values.metrics.enabled }}",
+        "        - name: debug\n          image: docker.io/evil/miner:1.0\n"
+        "        {{- if .Values.metrics.enabled }}")
+    pr = await hand_pr(world, TEMPLATE, template)
+    text = concluded(world, pr, "failure", "docker.io/evil/miner is not under allowed_images",
+                     "Deployment api, container debug", "production render")
+    assert "no gated environment changed" not in text.lower()
+
+
+async def test_a_sidecar_turned_on_in_the_default_values_is_judged(charted: World) -> None:
+    world = charted
+    defaults = DEMO_FILES[DEFAULTS].replace("  enabled: false", "  enabled: true")
+    pr = await hand_pr(world, DEFAULTS, defaults)
+    concluded(world, pr, "failure", "container metrics", "ghcr.io/acme/metrics-exporter")
+
+
+async def test_a_helper_that_renames_the_image_is_judged(charted: World) -> None:
+    world = charted
+    helpers = DEMO_FILES[HELPERS].replace('printf "%s:%s" .repository .tag',
+                                          'printf "docker.io/evil/api:%s" .tag')
+    pr = await hand_pr(world, HELPERS, helpers)
+    concluded(world, pr, "failure", "docker.io/evil/api", "container api")
+
+
+async def test_a_vendored_subcharts_new_image_is_judged(charted: World) -> None:
+    world = charted
+    pr = await hand_pr(world, f"{SUBCHART}/values.yaml", "image: docker.io/evil/cache:7.2.1\n")
+    concluded(world, pr, "failure", "docker.io/evil/cache", "Deployment api-cache, container "
+              "cache")
+
+
+async def test_a_harmless_default_passes_without_evidence_or_approval(charted: World) -> None:
+    world = charted
+    pr = await hand_pr(world, DEFAULTS, DEMO_FILES[DEFAULTS].replace("port: 8080",
+                                                                      "port: 8081"))
+    text = concluded(world, pr, "success",
+                     "`charts/api` renders with every workload's image unchanged")
+    assert "no approvals required" in text
+
+
+async def test_a_default_every_environment_overrides_changes_no_gated_environment(
+        charted: World) -> None:
+    """Production sets its own replica count: the rendered resources stay as they were."""
+    world = charted
+    pr = await hand_pr(world, DEFAULTS, DEMO_FILES[DEFAULTS].replace("replicaCount: 1",
+                                                                      "replicaCount: 3"))
+    assert world.gate(pr)["output"]["title"] == "No gated environment changed"
+
+
+async def test_a_chart_with_dependencies_it_does_not_vendor_fails_closed(charted: World) -> None:
+    world = charted
+    chart = DEMO_FILES[CHART_FILE] + ("dependencies:\n  - name: redis\n    version: 19.0.0\n"
+                                      "    repository: https://charts.example.com/bitnami\n")
+    pr = await hand_pr(world, CHART_FILE, chart)
+    concluded(world, pr, "failure", "depends on `redis` from https://charts.example.com/bitnami",
+              "not vendored", "Conveyor does not fetch chart dependencies")
+
+
+async def test_a_template_that_does_not_render_fails_with_helms_message(charted: World) -> None:
+    world = charted
+    pr = await hand_pr(world, TEMPLATE, DEMO_FILES[TEMPLATE] + "{{ .Values.nothing.here }}\n")
+    concluded(world, pr, "failure", "production render", "nil pointer evaluating")
+
+
+# -- promotions ------------------------------------------------------------------------------
+async def test_a_chart_promotion_lists_the_workloads_whose_image_it_changes(
+        world: World) -> None:
+    digest = await world.release("api", "1.0.0")
+    pr = world.pull("Promote api 1.0.0 to staging")
+    body = unescape_markdown(pr["body"])
+    assert "Rendering the chart charts/api with this change" in body, body
+    assert ("| Deployment api, container api | ghcr.io/acme/api:0.9.0 | "
+            f"ghcr.io/acme/api:1.0.0@{digest} |") in body, body
+
+
+async def test_a_chart_promotion_that_changes_no_workload_is_refused() -> None:
+    """The template runs a fixed image: the values file's image block is read by nothing."""
+    template = DEMO_FILES[TEMPLATE].replace('{{ include "api.image" .Values.image | quote }}',
+                                            '"ghcr.io/acme/api:0.9.0"')
+    world = await world_of({TEMPLATE: template})
+    try:
+        await world.release("api", "1.10.0")
+        assert [pr["title"] for pr in world.emulator.pulls(world.repo)] == []
+        sha = world.emulator.commit("acme/api", "v1.10.0")["sha"]
+        runs = world.emulator.check_runs("acme/api", sha, "conveyor/promotion (staging)")
+        assert [run["conclusion"] for run in runs] == ["failure"]
+        assert "the render of the chart `charts/api` runs the same images" in \
+            runs[0]["output"]["summary"]
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_a_train_lists_the_workloads_of_the_chart_it_renders() -> None:
+    world = await world_of({".github/conveyor.yml": evidence_only()})
+    try:
+        for service in ("web", "api"):
+            await world.release(service, "1.0.0")
+            assert world.pull(f"Promote {service} 1.0.0 to staging")["merged"]
+        created = await world.emulator.open_issue(world.repo, "Release", author="alice")
+        await world.settle()
+        await world.emulator.comment(world.repo, int(created["number"]), "alice",
+                                     "/promote production storefront")
+        await world.settle()
+        [train] = [pr for pr in world.open_pulls() if pr["title"].startswith("Promote store")]
+        body = unescape_markdown(train["body"])
+        digest = world.published["api:1.0.0"]
+        assert "Rendering the chart charts/api with this change" in body, body
+        assert ("| Deployment api, container api | ghcr.io/acme/api:0.9.0 | "
+                f"ghcr.io/acme/api:1.0.0@{digest} |") in body, body
+        assert "Building apps/web/overlays/prod with this change" in body, body
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+# -- the config check ------------------------------------------------------------------------
+async def test_a_chart_that_does_not_render_is_annotated_on_each_values_file(
+        charted: World) -> None:
+    world = charted
+    pr = await hand_pr(world, TEMPLATE, DEMO_FILES[TEMPLATE] + "{{ .Values.nothing.here }}\n")
+    [run] = world.emulator.check_runs(world.repo, pr["head"]["sha"], "conveyor/config-check")
+    assert run["conclusion"] == "failure"
+    messages = {a["path"]: a["message"] for a in run["output"]["annotations"]}
+    for env in ("staging", "production"):
+        message = messages[f"charts/api/values-{env}.yaml"]
+        assert message.startswith(f"the {env} render of charts/api fails: "), message
+        assert "nil pointer" in message
+
+
+# -- without Helm ----------------------------------------------------------------------------
+async def test_without_helm_a_values_file_is_judged_as_a_file_and_a_template_fails() -> None:
+    world = await world_of(helm=None)
+    try:
+        values = DEMO_FILES["charts/api/values-production.yaml"].replace("replicaCount: 4",
+                                                                         "replicaCount: 5")
+        pr = await hand_pr(world, "charts/api/values-production.yaml", values,
+                           branch="hand/replicas", title="More replicas")
+        text = concluded(world, pr, "success", "`charts/api` is not rendered: chart rendering "
+                         "is off (no helm)")
+        assert "no approvals required" in text
+        template = DEMO_FILES[TEMPLATE].replace("containerPort:", "containerPort: ")
+        pr = await hand_pr(world, TEMPLATE, template)
+        concluded(world, pr, "failure", f"`{TEMPLATE}` changes the chart, and chart rendering "
+                  "is off (no helm)")
+        async with aiohttp.ClientSession() as session, session.get(
+                f"{world.bot.base_url}/healthz") as resp:
+            health = await resp.json()
+        assert health["chart_rendering"].startswith("off (no helm")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
