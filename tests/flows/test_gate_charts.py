@@ -32,6 +32,7 @@ DEFAULTS = f"{CHART}/values.yaml"
 CHART_FILE = f"{CHART}/Chart.yaml"
 SUBCHART = f"{CHART}/charts/cache"
 SUBCHART_FILES = {
+    CHART_FILE: DEMO_FILES[CHART_FILE] + "dependencies:\n  - name: cache\n    version: 0.1.0\n",
     f"{SUBCHART}/Chart.yaml": ("apiVersion: v2\nname: cache\ndescription: An in-memory cache "
                                "beside the api.\ntype: application\nversion: 0.1.0\n"),
     f"{SUBCHART}/values.yaml": "image: ghcr.io/acme/cache:7.2.0\n",
@@ -235,6 +236,43 @@ async def test_without_helm_a_values_file_is_judged_as_a_file_and_a_template_fai
                 f"{world.bot.base_url}/healthz") as resp:
             health = await resp.json()
         assert health["chart_rendering"].startswith("off (no helm")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+# -- Kustomize helmCharts --------------------------------------------------------------------
+PROD_OVERLAY = "apps/web/overlays/prod"
+INFLATING = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../base
+helmGlobals:
+  chartHome: charts
+helmCharts:
+  - name: api
+    releaseName: api
+    valuesInline:
+      replicaCount: 2
+images:
+  - name: ghcr.io/acme/web
+    newTag: "0.9.0"  # promoted by Conveyor
+"""
+
+
+async def test_a_local_chart_a_kustomization_inflates_is_rendered_with_helm() -> None:
+    chart = {f"{PROD_OVERLAY}/charts/api/{path.removeprefix('charts/api/')}": text
+             for path, text in DEMO_FILES.items() if path.startswith("charts/api/")
+             and "/values-" not in path}
+    world = await world_of({**chart, f"{PROD_OVERLAY}/kustomization.yaml": INFLATING})
+    try:
+        template = f"{PROD_OVERLAY}/charts/api/templates/deployment.yaml"
+        attack = DEMO_FILES[TEMPLATE].replace("ghcr.io/acme/api", "docker.io/evil/api").replace(
+            '{{ include "api.image" .Values.image | quote }}', '"docker.io/evil/api:1.0"')
+        pr = await hand_pr(world, template, attack)
+        concluded(world, pr, "failure", "docker.io/evil/api is not under allowed_images",
+                  "Deployment api, container api", "production build")
     finally:
         await close_world(world)
     assert world.emulator.violations == []
