@@ -95,17 +95,22 @@ class FileProblem:
 
 @dataclass(frozen=True)
 class BuildFinding:
-    """What rendering one gated environment (its Kustomize overlay, ``kind`` "build", or its
-    chart, "render") at the PR's base and head showed: the workloads whose image changes, or
-    why the render could not be judged (``problem``: it fails closed). ``rendering_off``: the
-    tool is not there, files judged as files."""
+    """What rendering one gated environment (its Kustomize overlay, ``kind`` "build", its
+    chart, "render", or what a changed pointer — an Argo CD or Flux object syncing it — now
+    follows, "pointer") at the PR's base and head showed: the workloads whose image changes,
+    or why the render could not be judged (``problem``: it fails closed). ``rendering_off``:
+    the tool is not there, files judged as files."""
 
     environment: str
-    overlay: str  # the overlay's or the chart's folder
+    overlay: str  # the overlay's or the chart's folder; a pointer's description
     changes: tuple[str, ...] = ()
     problem: str | None = None
     rendering_off: bool = False
-    kind: str = "build"
+    kind: str = "build"  # "build" | "render" | "pointer"
+    # a pointer: what it follows now ("" when deleted), and whether the environment's
+    # approvals are asked although no image is new (it stops syncing the environment)
+    follows: str | None = None
+    needs_approval: bool = False
 
 
 @dataclass(frozen=True)

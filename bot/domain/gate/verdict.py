@@ -51,7 +51,8 @@ def evaluate_gate(gate: GateInput) -> Verdict:
     environments = list(dict.fromkeys(
         [change.environment for change in gate.changes]
         + [problem.environment for problem in gate.problems]
-        + [finding.environment for finding in gate.builds if finding.problem is not None]))
+        + [finding.environment for finding in gate.builds
+           if finding.problem is not None or finding.needs_approval]))
     conditions.extend(_freeze_condition(environment, gate) for environment in environments)
 
     approving = list(dict.fromkeys([*environments, *gate.policy_changes]))
@@ -107,6 +108,8 @@ def _title(condition: Condition, more: int) -> str:
 
 
 def build_condition(finding: BuildFinding) -> Condition:
+    if finding.kind == "pointer":
+        return _pointer_condition(finding)
     subject = f"{finding.environment} {finding.kind}"
     where = f"`{finding.overlay or '.'}`"
     chart = finding.kind == "render"
@@ -144,6 +147,25 @@ def policy_conditions(gate: GateInput, *, approved: bool) -> list[Condition]:
                       text=f"changes {environment}'s rules, so {environment}'s approvers "
                            f"approve it: {'; '.join(texts)}")
             for environment, texts in gate.policy_changes.items()]
+
+
+def _pointer_condition(finding: BuildFinding) -> Condition:
+    subject = f"{finding.environment} pointer"
+    what = finding.overlay
+    if finding.problem is not None:
+        return Condition(ok=False, subject=subject, text=f"{what} would now follow "
+                                                         f"{finding.problem}")
+    if finding.needs_approval:
+        return Condition(ok=True, subject=subject, text=(
+            f"{what} no longer syncs {finding.environment}: the change needs "
+            f"{finding.environment}'s approvals"))
+    text = f"{what} now follows {finding.follows}"
+    if not finding.changes:
+        return Condition(ok=True, subject=subject,
+                         text=f"{text}, with every workload's image unchanged")
+    return Condition(ok=True, subject=subject, text=(
+        f"{text}: {len(finding.changes)} workload image(s) change: "
+        + "; ".join(finding.changes)))
 
 
 def _freeze_condition(environment: str, gate: GateInput) -> Condition:

@@ -23,6 +23,7 @@ from bot.promotion.gate.changes import ChangeReader, gated_owners
 from bot.promotion.gate.checkrun import GateCheckRuns
 from bot.promotion.gate.enforcement import GateEnforcement
 from bot.promotion.gate.hold import hold_of
+from bot.promotion.gate.pointers import read_pointer_changes
 from bot.promotion.gate.policy_change import read_policy_change
 from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.opening.merger import merge_promotion
@@ -141,6 +142,8 @@ class GateService:
         gated = await self.changes.read(gh, repo, policy, facts)
         built = await read_build_changes(self.changes, gh, repo, facts, gated.files,
                                          gated.changes)
+        await read_pointer_changes(self.changes, gh, repo, facts, gated.files, gated.changes,
+                                   built)
         changes, problems = gated.changes + built.changes, gated.problems
         policy_change = await read_policy_change(gh, repo, facts, gated.files)
         if not changes and not problems and not built.findings and policy_change is None:

@@ -1,0 +1,296 @@
+"""The gate judges the objects that tell the cluster what to sync: Argo CD Applications (app of
+apps) and ApplicationSets, Flux Kustomizations and HelmReleases, kept in the deployment
+repository beside what they point at.
+
+The fixtures are laid out like the public examples users start from: one Application per
+environment in `argocd/` (argoproj/argocd-example-apps' app of apps), and a `clusters/<env>/`
+folder per cluster with a Flux Kustomization syncing `apps/...` from the `flux-system`
+GitRepository (fluxcd/flux2-kustomize-helm-example). Renders run the machine's real kustomize
+and Helm.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bot.render.tool import find_helm, find_kustomize
+from bot.sandbox.demo import DEMO_FILES
+from bot.text import unescape_markdown
+from tests.harness import World, close_world, make_world
+
+pytestmark = pytest.mark.skipif(
+    (find_kustomize(None) is None or find_helm(None) is None) and not os.environ.get("CI"),
+    reason="needs kustomize and helm")
+
+
+def application(name: str, path: str, *, revision: str = "HEAD",
+                repo: str = "https://github.com/acme/deploy.git", extra: str = "") -> str:
+    return f"""\
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: {name}
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: {repo}
+    targetRevision: {revision}
+    path: {path}
+{extra}  destination:
+    server: https://kubernetes.default.svc
+    namespace: {name.rsplit('-', 1)[-1]}
+  syncPolicy:
+    automated:
+      prune: true
+"""
+
+
+STAGING_APP = "argocd/web-staging.yaml"
+PRODUCTION_APP = "argocd/web-production.yaml"
+CANARY = "apps/web/overlays/canary/kustomization.yaml"
+CANARY_OVERLAY = DEMO_FILES["apps/web/overlays/prod/kustomization.yaml"].replace(
+    'newTag: "0.9.0"', 'newTag: "6.6.6"')
+
+FLUX_SYNC = """\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1m0s
+  ref:
+    branch: main
+  url: ssh://git@github.com/acme/deploy
+"""
+
+
+def flux_apps(path: str) -> str:
+    return f"""\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m0s
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  path: {path}
+  prune: true
+  wait: true
+"""
+
+
+def helm_release(values: str = "") -> str:
+    return f"""\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: api
+  namespace: production
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: ./charts/api
+      sourceRef:
+        kind: GitRepository
+        name: flux-system
+        namespace: flux-system
+      valuesFiles:
+        - charts/api/values.yaml
+        - charts/api/values-production.yaml
+{values}"""
+
+
+POINTERS = {
+    STAGING_APP: application("web-staging", "apps/web/overlays/staging"),
+    PRODUCTION_APP: application("web-production", "apps/web/overlays/prod", revision="main"),
+    "clusters/production/flux-system/gotk-sync.yaml": FLUX_SYNC,
+    "clusters/production/apps.yaml": flux_apps("./apps/web/overlays/prod"),
+    "clusters/production/api.yaml": helm_release(),
+}
+
+
+def summary(run: dict[str, Any]) -> str:
+    return f"{run['output']['title']}\n{unescape_markdown(run['output']['summary'])}"
+
+
+async def change(world: World, files: dict[str, str | None], title: str) -> dict[str, Any]:
+    branch = "hand/" + title.lower().replace(" ", "-")
+    await world.emulator.push_files(world.repo, files, branch=branch, author="alice",
+                                    message=title)
+    await world.emulator.open_pull(world.repo, branch, title=title, author="alice")
+    await world.settle()
+    return world.pull(title, state="open")
+
+
+def gate_of(world: World, pr: dict[str, Any], conclusion: str, *needles: str) -> str:
+    run = world.gate(pr)
+    text = summary(run)
+    assert run["conclusion"] == conclusion, text
+    for needle in needles:
+        assert needle in text, text
+    return text
+
+
+@pytest.fixture
+async def pointed() -> AsyncIterator[World]:
+    built = await make_world(files={**DEMO_FILES, **POINTERS})
+    try:
+        yield built
+    finally:
+        await close_world(built)
+    assert built.emulator.violations == []
+
+
+async def test_an_application_re_pointed_at_a_new_overlay_is_judged(pointed: World) -> None:
+    world = pointed
+    pr = await change(world, {CANARY: CANARY_OVERLAY, PRODUCTION_APP: application(
+        "web-production", "apps/web/overlays/canary", revision="main")}, "Try the canary")
+    text = gate_of(world, pr, "failure", "production pointer",
+                   "the Argo CD Application `web-production` in `argocd/web-production.yaml` "
+                   "now follows `apps/web/overlays/canary`",
+                   "ghcr.io/acme/web:0.9.0 → ghcr.io/acme/web:6.6.6")
+    assert "no gated environment changed" not in text.lower()
+
+
+async def test_an_application_following_another_branch_fails(pointed: World) -> None:
+    world = pointed
+    pr = await change(world, {PRODUCTION_APP: application(
+        "web-production", "apps/web/overlays/prod", revision="feature/fast")}, "Follow a branch")
+    gate_of(world, pr, "failure", "would now follow revision `feature/fast` of this "
+                                  "repository, not its default branch `main`")
+
+
+async def test_an_application_following_another_repository_fails(pointed: World) -> None:
+    world = pointed
+    pr = await change(world, {PRODUCTION_APP: application(
+        "web-production", "apps/web/overlays/prod", revision="main",
+        repo="https://github.com/someone/deploy")}, "Follow a fork")
+    gate_of(world, pr, "failure", "would now follow another repository "
+                                  "(https://github.com/someone/deploy)")
+
+
+async def test_kustomize_images_set_in_the_application_are_judged(pointed: World) -> None:
+    world = pointed
+    images = "    kustomize:\n      images:\n        - ghcr.io/acme/web=docker.io/evil/web:1.0\n"
+    pr = await change(world, {PRODUCTION_APP: application(
+        "web-production", "apps/web/overlays/prod", revision="main", extra=images)},
+        "Override the image")
+    gate_of(world, pr, "failure", "docker.io/evil/web is not under allowed_images",
+            "with the pointer's Kustomize settings")
+
+
+async def test_a_staging_only_pointer_change_passes_without_productions_approvals(
+        pointed: World) -> None:
+    world = pointed
+    pr = await change(world, {STAGING_APP: application(
+        "web-staging", "apps/web/overlays/staging", revision="feature/fast")},
+        "Staging follows a branch")
+    run = world.gate(pr)
+    assert run["conclusion"] == "success"
+    assert run["output"]["title"] == "No gated environment changed"
+
+
+async def test_a_deleted_production_application_asks_for_productions_approvals(
+        pointed: World) -> None:
+    world = pointed
+    pr = await change(world, {PRODUCTION_APP: None}, "Stop syncing production")
+    gate_of(world, pr, "action_required", "no longer syncs production",
+            "the Argo CD Application `web-production`")
+
+
+async def test_a_moved_application_is_the_same_pointer(pointed: World) -> None:
+    world = pointed
+    pr = await change(world, {PRODUCTION_APP: None,
+                              "argocd/production/web.yaml": POINTERS[PRODUCTION_APP]},
+                      "Move the application")
+    assert world.gate(pr)["output"]["title"] == "No gated environment changed"
+
+
+async def test_a_flux_kustomization_re_pointed_is_judged(pointed: World) -> None:
+    world = pointed
+    pr = await change(world, {CANARY: CANARY_OVERLAY,
+                              "clusters/production/apps.yaml": flux_apps(
+                                  "./apps/web/overlays/canary")}, "Flux canary")
+    gate_of(world, pr, "failure", "the Flux Kustomization `apps` in "
+                                  "`clusters/production/apps.yaml` now follows "
+                                  "`apps/web/overlays/canary`", "ghcr.io/acme/web:6.6.6")
+
+
+async def test_a_helm_releases_inline_values_are_judged(pointed: World) -> None:
+    world = pointed
+    values = "  values:\n    image:\n      repository: docker.io/evil/api\n"
+    pr = await change(world, {"clusters/production/api.yaml": helm_release(values)},
+                      "Inline values")
+    gate_of(world, pr, "failure", "the Flux HelmRelease `api`", "docker.io/evil/api is not "
+            "under allowed_images", "chart `charts/api`")
+
+
+APPSET = """\
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: web
+  namespace: argocd
+spec:
+  generators:
+    - list:
+        elements:
+{elements}
+  template:
+    metadata:
+      name: 'web-{{{{env}}}}'
+    spec:
+      project: default
+      source:
+        repoURL: https://github.com/acme/deploy
+        targetRevision: HEAD
+        path: 'apps/web/overlays/{{{{env}}}}'
+        kustomize:
+          images:
+            - 'ghcr.io/acme/web:{{{{tag}}}}'
+      destination:
+        server: '{{{{server}}}}'
+        namespace: web
+"""
+STAGING_ELEMENT = "          - {env: staging, tag: 1.0.0, server: https://staging.example}\n"
+PROD_ELEMENT = "          - {env: prod, tag: 6.6.6, server: https://prod.example}\n"
+
+
+async def test_an_application_set_whose_list_gains_productions_folder_is_judged() -> None:
+    world = await make_world(files={**DEMO_FILES,
+                                    "argocd/web-set.yaml": APPSET.format(
+                                        elements=STAGING_ELEMENT)})
+    try:
+        pr = await change(world, {"argocd/web-set.yaml": APPSET.format(
+            elements=STAGING_ELEMENT + PROD_ELEMENT)}, "Production joins the set")
+        gate_of(world, pr, "failure", "the Argo CD ApplicationSet `web`",
+                "ghcr.io/acme/web:6.6.6", "production pointer")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_an_application_set_conveyor_cannot_expand_fails_closed_when_it_changes() -> None:
+    clusters = APPSET.replace("    - list:\n        elements:\n{elements}",
+                              "    - clusters:\n        selector:\n          matchLabels:\n"
+                              "            tier: {tier}\n")
+    world = await make_world(files={**DEMO_FILES,
+                                    "argocd/web-set.yaml": clusters.format(tier="web")})
+    try:
+        pr = await change(world, {"argocd/web-set.yaml": clusters.format(tier="all")},
+                          "Every cluster")
+        gate_of(world, pr, "failure", "what Conveyor cannot expand: its `clusters` generator "
+                                      "is not one Conveyor expands")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
