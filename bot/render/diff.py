@@ -2,10 +2,10 @@
 
 A render's resources are kept as YAML texts, one per resource, keyed by kind and
 namespace/name: ``Deployment prod/web``. Secret values are masked before anything is kept —
-``data`` and ``stringData`` of a Secret become ``masked-<tag>``, where the tag is a keyed hash
-whose key lives only in this process: two renders show that a value changed, never what it
-is. The comparison lists the resources added and removed and a unified diff (``difflib``) of
-each changed one.
+every value of a Secret's ``data`` and ``stringData`` reads ``(masked)`` — and beside the text
+each value is kept as a keyed hash whose key lives only in this process, so that two renders
+compared in it say which values changed, never what they are. The comparison lists the
+resources added and removed and a unified diff (``difflib``) of each changed one.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import io
 import json
 import os
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,39 +32,51 @@ SECRET_FIELDS = ("data", "stringData")
 
 
 @dataclass(frozen=True)
+class Resource:
+    """One rendered resource: its YAML with Secret values masked, and those values' keyed
+    hashes by ``field.key``."""
+
+    text: str
+    secrets: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class Resources:
-    """The resources of one render: ``(id, YAML text)`` pairs, packed; ``packed`` None when
-    they were too large to keep."""
+    """The resources of one render, packed; ``packed`` None when they were too large to
+    keep."""
 
     packed: bytes | None
     count: int = 0
 
-    def items(self) -> list[tuple[str, str]]:
+    def items(self) -> list[tuple[str, Resource]]:
         if self.packed is None:
             return []
-        return [(str(key), str(text)) for key, text in json.loads(zlib.decompress(self.packed))]
+        return [(str(key), Resource(str(text), dict(secrets)))
+                for key, text, secrets in json.loads(zlib.decompress(self.packed))]
 
 
-NO_RESOURCES = Resources(zlib.compress(b"[]"), 0)
+MASKED = "(masked)"
 
 
-def masked_value(value: Any) -> str:
-    digest = hmac.new(_MASK_KEY, json.dumps(value, sort_keys=True, default=str).encode(),
-                      hashlib.sha256).hexdigest()
-    return f"masked-{digest[:8]}"
+def _keyed(value: Any) -> str:
+    return hmac.new(_MASK_KEY, json.dumps(value, sort_keys=True, default=str).encode(),
+                    hashlib.sha256).hexdigest()
 
 
-def _masked(document: dict[str, Any]) -> dict[str, Any]:
+def _masked(document: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     if document.get("kind") != "Secret":
-        return document
+        return document, {}
     shown = dict(document)
+    hashes: dict[str, str] = {}
     for field in SECRET_FIELDS:
         values = shown.get(field)
         if isinstance(values, dict):
-            shown[field] = {key: masked_value(value) for key, value in values.items()}
+            shown[field] = {key: MASKED for key in values}
+            hashes.update({f"{field}.{key}": _keyed(value) for key, value in values.items()})
         elif values is not None:
-            shown[field] = masked_value(values)
-    return shown
+            shown[field] = MASKED
+            hashes[field] = _keyed(values)
+    return shown, hashes
 
 
 def resource_id(document: dict[str, Any]) -> str:
@@ -80,7 +92,7 @@ def resources_of(documents: Iterable[Any]) -> Resources:
     """The resources of a render's parsed documents, Secret values masked."""
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
-    kept: list[tuple[str, str]] = []
+    kept: list[tuple[str, str, dict[str, str]]] = []
     seen: dict[str, int] = {}
     size = 0
     for document in documents:
@@ -90,13 +102,14 @@ def resources_of(documents: Iterable[Any]) -> Resources:
         seen[key] = seen.get(key, 0) + 1
         if seen[key] > 1:
             key = f"{key} #{seen[key]}"
+        shown, hashes = _masked(document)
         stream = io.StringIO()
-        yaml.dump(_masked(document), stream)
+        yaml.dump(shown, stream)
         text = stream.getvalue()
         size += len(text)
         if size > MAX_KEPT_BYTES:
             return Resources(None, len(kept) + 1)
-        kept.append((key, text))
+        kept.append((key, text, hashes))
     return Resources(zlib.compress(json.dumps(kept).encode()), len(kept))
 
 
@@ -124,11 +137,14 @@ def compare(before: Resources | None, after: Resources | None) -> RenderDiff:
     new = dict(after.items()) if after is not None else {}
     changed = []
     for key in sorted(set(old) & set(new)):
-        if old[key] == new[key]:
+        secrets = sorted(name for name in set(old[key].secrets) | set(new[key].secrets)
+                         if old[key].secrets.get(name) != new[key].secrets.get(name))
+        if old[key].text == new[key].text and not secrets:
             continue
-        lines = difflib.unified_diff(old[key].splitlines(), new[key].splitlines(),
-                                     f"{key} (base)", f"{key} (head)", n=CONTEXT_LINES,
-                                     lineterm="")
+        lines = list(difflib.unified_diff(old[key].text.splitlines(),
+                                          new[key].text.splitlines(), f"{key} (base)",
+                                          f"{key} (head)", n=CONTEXT_LINES, lineterm=""))
+        lines += [f"# the value of {name} changes (masked)" for name in secrets]
         changed.append((key, tuple(lines)))
     return RenderDiff(tuple(sorted(set(new) - set(old))), tuple(sorted(set(old) - set(new))),
                       tuple(changed))

@@ -276,3 +276,74 @@ async def test_a_local_chart_a_kustomization_inflates_is_rendered_with_helm() ->
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+# -- the rendered diff -----------------------------------------------------------------------
+SECRET_TEMPLATE = f"{CHART}/templates/secret.yaml"
+SECRET = """\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ include "api.fullname" . }}-credentials
+stringData:
+  password: {{ .Values.password | default "correct-horse-battery" | quote }}
+"""
+
+
+async def test_the_gate_shows_what_the_cluster_will_run_differently() -> None:
+    world = await world_of({SECRET_TEMPLATE: SECRET})
+    try:
+        template = DEMO_FILES[TEMPLATE].replace(
+            "          imagePullPolicy:", "          env:\n            - name: MODE\n"
+            "              value: fast\n          imagePullPolicy:")
+        values = DEMO_FILES["charts/api/values-production.yaml"] + 'password: "hunter2-secret"\n'
+        await world.emulator.push_files(world.repo, {TEMPLATE: template,
+                                                     "charts/api/values-production.yaml": values,
+                                                     f"{CHART}/templates/config.yaml": (
+                                                         "apiVersion: v1\nkind: ConfigMap\n"
+                                                         "metadata:\n  name: api-settings\n"
+                                                         "data:\n  mode: fast\n")},
+                                        branch="hand/mode", message="Fast mode")
+        await world.emulator.open_pull(world.repo, "hand/mode", title="Fast mode",
+                                       author="alice")
+        await world.settle()
+        run = world.gate(world.pull("Fast mode", state="open"))
+        text = run["output"]["text"]
+        assert "## What the cluster will run differently" in text, text
+        assert "### production: chart `charts/api`" in text, text
+        assert "- added: `ConfigMap api-settings`" in text
+        assert "- changed: `Deployment api`" in text
+        assert "+          value: fast" in text or "+        - name: MODE" in text, text
+        assert "# the value of stringData.password changes (masked)" in text, text
+        assert "hunter2" not in text and "correct-horse" not in text
+        assert "(masked)" in text
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+BIG = f"{CHART}/templates/big.yaml"
+BIG_TEMPLATE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: big
+data:
+{{- range $i := until 4000 }}
+  key{{ $i }}: {{ printf "%s-%d" $.Values.service.port $i | quote }}
+{{- end }}
+"""
+
+
+async def test_a_diff_past_githubs_limit_is_cut_with_a_note(charted: World) -> None:
+    world = charted
+    await world.emulator.push_files(world.repo, {BIG: BIG_TEMPLATE}, message="A big map")
+    await world.settle()
+    pr = await hand_pr(world, DEFAULTS, DEMO_FILES[DEFAULTS].replace("port: 8080", "port: 8081"))
+    text = world.gate(pr)["output"]["text"]
+    assert len(text.encode()) <= 65_535
+    assert "- changed: `ConfigMap big`" in text
+    assert text.rstrip().endswith("more lines not shown.") and "cut to GitHub's output limit" \
+        in text, text[-300:]
+    body = text.split("## What the cluster will run differently", 1)[1]
+    assert body.count("```") % 2 == 0  # the cut closes the code block it leaves open

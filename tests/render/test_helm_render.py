@@ -225,7 +225,7 @@ async def test_the_real_helm_renders_a_chart_and_finds_nothing_in_a_cluster() ->
         Slot("Deployment", "", "api-cache", "container cache"): "ghcr.io/acme/cache:7.2.0"}
     assert result.resources is not None
     looked = dict(result.resources.items())["ConfigMap looked"]
-    assert "found: '{}'" in looked
+    assert "found: '{}'" in looked.text
 
 
 KUSTOMIZE_HELM = """\

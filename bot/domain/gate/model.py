@@ -204,6 +204,8 @@ class Verdict:
     recheck_at: datetime | None
     evaluated_at: datetime | None = None
     notes: tuple[str, ...] = ()  # said above the checklist, decided nothing
+    # what the cluster will run differently (the rendered diff, Markdown), for reviewers
+    details: str = ""
 
 
 NO_GATED_CHANGE = Verdict(

@@ -28,6 +28,7 @@ from bot.promotion.gate.policy_change import read_policy_change
 from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.opening.merger import merge_promotion
 from bot.promotion.policies import BrokenPolicy, DeploymentRepo, IndexedRepo
+from bot.render.diff import diff_lines
 
 if TYPE_CHECKING:
     from bot.runtime.context import Context
@@ -188,7 +189,7 @@ class GateService:
         }
         now = self.ctx.clock()
         held, hold_url = await hold_of(gh, repo.full_name, facts, self.ctx.bot_login)
-        return evaluate_gate(GateInput(
+        verdict = evaluate_gate(GateInput(
             changes=tuple(changes), rules=rules,
             evidence={digest: tuple(items) for digest, items in evidence.items()},
             rollback=rollback, problems=tuple(problems), evidence_notes=dict(finder.notes),
@@ -206,6 +207,10 @@ class GateService:
             policy_problem=policy_change.problem if policy_change else None,
             notes=await self.enforcement.notes(gh, repo, facts.head_sha),
         ))
+        if built.diffs:
+            verdict = replace(verdict, details="\n".join(
+                line for title, diff in built.diffs for line in diff_lines(title, diff)))
+        return verdict
 
     async def _auto_merge(self, gh: GitHubAPI, repo: DeploymentRepo,
                           facts: PullFacts, verdict: Verdict) -> None:

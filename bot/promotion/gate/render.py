@@ -75,6 +75,10 @@ def _text_lines(verdict: Verdict) -> list[str]:
         "✅ met · ❌ not met · ⏳ waiting (soak or freeze window); "
         "comment `/recheck` to re-evaluate now.",
     ]
+    if verdict.details:
+        lines += ["", "## What the cluster will run differently", "",
+                  "Rendered at the pull request's base and head (Secret values masked):", "",
+                  *verdict.details.splitlines()]
     return lines
 
 
@@ -98,23 +102,32 @@ def _note(omitted: int) -> str:
     return f"\n\n… cut to GitHub's output limit{more}."
 
 
+FENCE = "```"
+
+
 def _bounded(lines: list[str]) -> str:
-    """Join lines; past ``MAX_OUTPUT`` keep what fits, cut the line that does not, add a note."""
+    """Join lines; past ``MAX_OUTPUT`` keep what fits, cut the line that does not, close a
+    code block the cut leaves open, add a note."""
     text = "\n".join(lines)
     if _size(text) <= MAX_OUTPUT:
         return text
     kept: list[str] = []
     used = 0  # bytes of "\n".join(kept)
+    fenced = False
+    closing = _size("\n" + FENCE)
     for index, line in enumerate(lines):
         separator = 1 if kept else 0
-        room = MAX_OUTPUT - used - separator - _size(_note(len(lines) - index - 1))
+        room = MAX_OUTPUT - used - separator - _size(_note(len(lines) - index - 1)) - closing
         if _size(line) <= room:
             kept.append(line)
             used += separator + _size(line)
+            fenced ^= line.startswith(FENCE)
             continue
         # Part of a long line says more than none of it; a sliver would say nothing.
         if room - _size("…") >= 80:
             cut = line.encode("utf-8")[: room - _size("…")].decode("utf-8", "ignore")
             kept.append(cut + "…")
         break
-    return "\n".join(kept) + _note(len(lines) - len(kept))
+    if fenced:
+        kept.append(FENCE)
+    return "\n".join(kept) + _note(len(lines) - len(kept) + (1 if fenced else 0))
