@@ -123,6 +123,44 @@ def test_every_kustomize_environment_is_built(tmp_path: Path) -> None:
         2, "CONVEYOR_KUSTOMIZE: no-such-kustomize is not an executable on the PATH\n")
 
 
+def test_every_chart_environment_is_rendered(tmp_path: Path) -> None:
+    """A template that does not render, as the gate sees it; without Helm, the file checks
+    alone."""
+    repo = copy_layout("podinfo-helm", tmp_path)
+    template = repo / "charts/podinfo/templates/deployment.yaml"
+    template.write_text(template.read_text() + "{{ .Values.missing.key }}\n")
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split(" fails: ")[0] for line in lines] == [
+        f"{repo}/charts/podinfo/values-{env}.yaml:1: the {env} render of charts/podinfo"
+        for env in ("production", "staging")], lines
+    assert all("nil pointer evaluating interface {}.key" in line for line in lines)
+    off = conveyor("check-config", "--repo", str(repo), cwd=tmp_path,
+                   env={"CONVEYOR_HELM": "off"})
+    assert off.returncode == 0, off.stdout + off.stderr
+    assert "chart rendering is off (no helm)" in off.stderr
+    missing = conveyor("check-config", "--repo", str(repo), cwd=tmp_path,
+                       env={"CONVEYOR_HELM": "no-such-helm"})
+    assert (missing.returncode, missing.stderr) == (
+        2, "CONVEYOR_HELM: no-such-helm is not an executable on the PATH\n")
+
+
+def test_a_file_another_environments_render_reads_is_said(tmp_path: Path) -> None:
+    """argocd-example-apps' helm-guestbook: the image is in the chart's default values,
+    which staging promotes into and production's render reads too."""
+    repo = copy_layout("guestbook-helm", tmp_path)
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        f"{repo}/helm-guestbook/values.yaml:1: notice: staging's file, read by the production "
+        "render of helm-guestbook too: a change here changes what production runs, and a "
+        "promotion into it names production",
+        f"{repo}/helm-guestbook/values-production.yaml:1: does not name ghcr.io/acme/guestbook, "
+        "the image of service guestbook: Conveyor cannot promote it in production",
+    ]
+
+
 def test_a_policy_outside_a_repository_is_checked_alone(tmp_path: Path) -> None:
     shutil.copy(LAYOUTS / "podinfo-helm/.github/conveyor.yml", tmp_path / "policy.yml")
     done = conveyor("check-config", "policy.yml", cwd=tmp_path)

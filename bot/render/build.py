@@ -365,4 +365,6 @@ def _cleaned(message: str, folder: Path) -> str:
         text = text.replace(f"{folder}/{part}/", "").replace(f"{folder}/{part}", ".")
     text = text.replace(f"{folder}/", "")
     text = " ".join(text.split())
+    # kustomize, kubectl and Helm open with "Error: " or "error: ": the finding says so.
+    text = re.sub(r"^error: ", "", text, flags=re.IGNORECASE)
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"

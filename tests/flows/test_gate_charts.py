@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -347,3 +348,33 @@ async def test_a_diff_past_githubs_limit_is_cut_with_a_note(charted: World) -> N
         in text, text[-300:]
     body = text.split("## What the cluster will run differently", 1)[1]
     assert body.count("```") % 2 == 0  # the cut closes the code block it leaves open
+
+
+# -- overlapping environments ----------------------------------------------------------------
+def layout(name: str) -> dict[str, str]:
+    root = Path(__file__).resolve().parents[1] / "data" / "layouts" / name
+    return {path.relative_to(root).as_posix(): path.read_text(encoding="utf-8")
+            for path in root.rglob("*") if path.is_file()}
+
+
+async def test_a_staging_promotion_into_the_charts_defaults_names_production() -> None:
+    """argocd-example-apps' helm-guestbook: staging's file is the chart's values.yaml, which
+    production's render reads too. The promotion says so, the gate judges production's
+    render, and Conveyor does not merge it into staging behind production's back."""
+    world = await make_world(files=layout("guestbook-helm"), source_repos=("acme/guestbook",))
+    try:
+        digest = await world.release("guestbook", "1.1.0")
+        pr = world.pull("Promote guestbook 1.1.0 to staging")
+        assert pr["state"] == "open" and not pr["merged"]
+        body = unescape_markdown(pr["body"])
+        assert "This file is also read by the render of **production** (helm-guestbook)" \
+            in body, body
+        assert (f"| Deployment guestbook-helm-guestbook, container helm-guestbook | "
+                f"ghcr.io/acme/guestbook:1.0.0 | ghcr.io/acme/guestbook:1.1.0@{digest} |") in body
+        gate = world.gate(pr)
+        text = summary(gate)
+        assert gate["conclusion"] == "failure", text
+        assert "production render" in text and "guestbook → production" in text, text
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
