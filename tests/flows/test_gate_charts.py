@@ -9,6 +9,7 @@ fixture charts pass `helm lint` (tests/render/test_helm_render.py).
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -375,6 +376,44 @@ async def test_a_staging_promotion_into_the_charts_defaults_names_production() -
         text = summary(gate)
         assert gate["conclusion"] == "failure", text
         assert "production render" in text and "guestbook → production" in text, text
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+def packaged_subchart(tmp_path: Path, image: str) -> bytes:
+    """The cache subchart as `helm dependency build` vendors it: a packaged archive."""
+    helm = find_helm(None)
+    assert helm is not None
+    source = tmp_path / f"cache-{abs(hash(image))}"
+    for path, text in SUBCHART_FILES.items():
+        if path.startswith(SUBCHART):
+            target = source / path.removeprefix(SUBCHART + "/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text.replace("ghcr.io/acme/cache:7.2.0", image), encoding="utf-8")
+    out = tmp_path / f"out-{abs(hash(image))}"
+    subprocess.run([helm.executable, "package", str(source), "--destination", str(out)],
+                   check=True, capture_output=True)
+    return (out / "cache-0.1.0.tgz").read_bytes()
+
+
+async def test_a_packaged_subcharts_new_image_is_judged(tmp_path: Path) -> None:
+    world = await world_of({CHART_FILE: SUBCHART_FILES[CHART_FILE]})
+    try:
+        archive = f"{CHART}/charts/cache-0.1.0.tgz"
+        await world.emulator.push_files(world.repo, {
+            archive: packaged_subchart(tmp_path, "ghcr.io/acme/cache:7.2.0")},
+            message="Vendor the cache chart")
+        await world.settle()
+        await world.emulator.push_files(world.repo, {
+            archive: packaged_subchart(tmp_path, "docker.io/evil/cache:7.2.1")},
+            branch="hand/cache", message="Bump the cache")
+        await world.emulator.open_pull(world.repo, "hand/cache", title="Bump the cache",
+                                       author="alice")
+        await world.settle()
+        concluded(world, world.pull("Bump the cache", state="open"), "failure",
+                  "docker.io/evil/cache is not under allowed_images",
+                  "Deployment api-cache, container cache")
     finally:
         await close_world(world)
     assert world.emulator.violations == []

@@ -294,3 +294,107 @@ async def test_an_application_set_conveyor_cannot_expand_fails_closed_when_it_ch
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+async def test_an_application_re_pointed_at_a_copy_with_more_replicas_passes(
+        pointed: World) -> None:
+    world = pointed
+    copy = "apps/web/overlays/prod-copy"
+    pr = await change(world, {
+        f"{copy}/kustomization.yaml": DEMO_FILES["apps/web/overlays/prod/kustomization.yaml"]
+        + "replicas:\n  - name: web\n    count: 3\n",
+        PRODUCTION_APP: application("web-production", copy, revision="main")}, "Copy")
+    gate_of(world, pr, "success", f"now follows `{copy}`, with every workload's image "
+                                  "unchanged")
+
+
+async def test_an_application_re_pointed_at_an_identical_copy_changes_nothing(
+        pointed: World) -> None:
+    world = pointed
+    copy = "apps/web/overlays/prod-same"
+    pr = await change(world, {
+        f"{copy}/kustomization.yaml": DEMO_FILES["apps/web/overlays/prod/kustomization.yaml"],
+        PRODUCTION_APP: application("web-production", copy, revision="main")}, "Same")
+    assert world.gate(pr)["output"]["title"] == "No gated environment changed"
+
+
+async def test_a_pointer_at_what_does_not_render_fails_with_the_tools_message(
+        pointed: World) -> None:
+    world = pointed
+    broken = "apps/web/overlays/broken"
+    pr = await change(world, {
+        f"{broken}/kustomization.yaml": "resources:\n  - missing.yaml\n",
+        PRODUCTION_APP: application("web-production", broken, revision="main")}, "Broken")
+    gate_of(world, pr, "failure", f"would now follow `{broken}`, which does not render",
+            "missing.yaml")
+
+
+async def test_a_flux_object_whose_source_is_not_in_the_repository_is_said(
+        pointed: World) -> None:
+    world = pointed
+    moved = flux_apps("./apps/web/overlays/canary").replace("name: flux-system\n  path",
+                                                            "name: elsewhere\n  path")
+    pr = await change(world, {"clusters/production/apps.yaml": moved}, "Another source")
+    gate_of(world, pr, "failure", "the GitRepository `flux-system/elsewhere`, which this "
+                                  "repository does not hold")
+
+
+async def test_without_helm_a_helm_release_pointer_change_fails_closed() -> None:
+    world = await make_world(files={**DEMO_FILES, **POINTERS}, helm=None)
+    try:
+        values = "  values:\n    replicaCount: 3\n"
+        pr = await change(world, {"clusters/production/api.yaml": helm_release(values)},
+                          "Replicas")
+        gate_of(world, pr, "failure", "and its tool is off here")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+GIT_FILES_SET = """\
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: web-clusters
+  namespace: argocd
+spec:
+  goTemplate: true
+  generators:
+    - git:
+        repoURL: git@github.com:acme/deploy.git
+        revision: main
+        files:
+          - path: clusters/*/web.json
+  template:
+    metadata:
+      name: 'web-{{ .cluster }}'
+    spec:
+      project: default
+      source:
+        repoURL: git@github.com:acme/deploy.git
+        targetRevision: main
+        path: '{{ .overlay }}'
+      destination:
+        server: https://kubernetes.default.svc
+        namespace: web
+"""
+
+
+async def test_an_application_set_reading_its_clusters_from_files_is_expanded() -> None:
+    files = {**DEMO_FILES, "argocd/web-set.yaml": GIT_FILES_SET,
+             "clusters/eu/web.json": '{"cluster": "eu", "overlay": "apps/web/overlays/prod"}\n'}
+    world = await make_world(files=files)
+    try:
+        pr = await change(world, {CANARY: CANARY_OVERLAY,
+                                  "argocd/web-set.yaml": GIT_FILES_SET.replace(
+                                      "path: '{{ .overlay }}'",
+                                      "path: '{{ .overlay }}'\n        kustomize:\n"
+                                      "          namePrefix: eu-")},
+                          "Prefix the clusters")
+        # a renamed workload runs an image production runs already: nothing new to judge
+        gate_of(world, pr, "success", "the Argo CD ApplicationSet `web-clusters`",
+                "now follows `apps/web/overlays/prod` with the pointer's Kustomize settings",
+                "Deployment eu-web, container web: (new) → ghcr.io/acme/web:0.9.0")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
