@@ -20,6 +20,7 @@ from . import (
     ack_latency,
     attestations,
     burst,
+    chart_renders,
     config_check,
     gate_builds,
     release_to_pr,
@@ -41,6 +42,7 @@ MEASUREMENTS: dict[str, tuple[str, Callable[[bool], Awaitable[Section]]]] = {
     "7": ("GitHub's content-creation budget: a release train", write_budget.run),
     "8": ("the gate with Kustomize builds on a large repository", gate_builds.run),
     "9": ("attestation verification: CPU per bundle", attestations.run),
+    "10": ("the gate with a Helm chart and the Applications that sync it", chart_renders.run),
 }
 
 
@@ -51,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON,
                         help=f"where to write the results (default {DEFAULT_JSON})")
     parser.add_argument("--only", nargs="+", choices=sorted(MEASUREMENTS), metavar="N",
-                        help="run only these measurements (1-9)")
+                        help="run only these measurements (1-10)")
     return parser
 
 
