@@ -4,7 +4,8 @@ Used by the offline commands (`check-config --repo`, `sandbox --config`). The ro
 folder that holds `.github/` above the policy (`ROOT/.github/conveyor.yml`), or the policy's
 own folder when the policy is not inside a `.github/` folder. Only the files the policy names
 (every service × environment path) are read, plus the local files the kustomizations among
-them name, so that pointing at a policy in a large folder never walks that folder.
+them name (and, for the sandbox, the files of the charts they lie in), so that pointing at a
+policy in a large folder never walks that folder.
 """
 
 from __future__ import annotations
@@ -141,6 +142,37 @@ def read_policy_files(root: Path, policy: Policy) -> PolicyFiles:
         found.texts[path] = read.text
         if kustomize.is_kustomization(path):
             queue += included_by(path, read.text)
+    return found
+
+
+def chart_files(root: Path, policy: Policy) -> dict[str, str]:
+    """The text files of every chart a policy file lies in (a ``Chart.yaml`` at or above it):
+    what rendering its environment reads besides the file itself."""
+    folder = LocalFolder(root)
+    charts: list[str] = []
+    for path in named_paths(policy):
+        parent = posixpath.dirname(path)
+        while True:
+            if (root / parent / "Chart.yaml").is_file() and parent not in charts:
+                charts.append(parent)
+                break
+            if not parent:
+                break
+            parent = posixpath.dirname(parent)
+    found: dict[str, str] = {}
+    for chart in charts:
+        for directory, subfolders, names in os.walk(root / chart):
+            subfolders[:] = sorted(d for d in subfolders if d != ".git")
+            for name in sorted(names):
+                path = (Path(directory) / name).relative_to(root).as_posix()
+                if len(found) >= MAX_FILES:
+                    return found
+                try:
+                    read = folder.read(path)
+                except FileTooLarge:
+                    continue
+                if isinstance(read, RepoFile):
+                    found[path] = read.text
     return found
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nodesemver
 
-from bot.cli.localrepo import read_policy_files, repository_root
+from bot.cli.localrepo import chart_files, read_policy_files, repository_root
 from bot.domain.durations import format_duration
 from bot.domain.policy import Environment, Policy, Service, check_config_file, load_policy
 from bot.domain.tags import TagPolicy, compare_versions, sort_key, version_from_tag
@@ -343,7 +343,9 @@ def plan_from_config(config: Path, service_name: str | None = None,
     if found.unreadable:
         first = found.unreadable[0]
         return Unplayable((f"{root / first.path}:{first.line}: {first.message}",))
-    files = {POLICY_PATH: config.read_text(encoding="utf-8"), **found.texts}
+    # the charts the files lie in are rendered in the sandbox as on GitHub
+    files = {**chart_files(root, policy), POLICY_PATH: config.read_text(encoding="utf-8"),
+             **found.texts}
     first_service = service_name or next(iter(policy.services), "")
     source = policy.services[first_service].source if first_service in policy.services else ""
     owner = source.split("/", 1)[0] or "acme"
