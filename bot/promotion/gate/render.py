@@ -117,7 +117,9 @@ def _bounded(lines: list[str]) -> str:
     closing = _size("\n" + FENCE)
     for index, line in enumerate(lines):
         separator = 1 if kept else 0
-        room = MAX_OUTPUT - used - separator - _size(_note(len(lines) - index - 1)) - closing
+        opens = fenced or line.startswith(FENCE)  # a block that may have to be closed
+        room = MAX_OUTPUT - used - separator - _size(_note(len(lines) - index - 1)) - (
+            closing if opens else 0)
         if _size(line) <= room:
             kept.append(line)
             used += separator + _size(line)
