@@ -31,7 +31,7 @@ async def on_pull_request(event: sansio.Event, gh: ConveyorGitHubAPI, services: 
     paths = [f["filename"] async for f in gh.getiter(
         f"/repos/{repo.full_name}/pulls/{pr['number']}/files?per_page=100")]
     await run_config_check(services.ctx, gh, repo.full_name, _policy_of(repo),
-                           pr["head"]["sha"], paths)
+                           pr["head"]["sha"], paths, repo.default_branch)
 
 
 @router.register("push")
@@ -44,4 +44,4 @@ async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
     paths = sorted(pushed_paths(event))
     if paths:
         await run_config_check(services.ctx, gh, repo.full_name, _policy_of(repo),
-                               event.data["after"], paths)
+                               event.data["after"], paths, repo.default_branch)

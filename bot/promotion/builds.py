@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from gidgethub.abc import GitHubAPI
@@ -25,7 +25,9 @@ from bot.github.snapshot import TreeTruncated, git_blob_sha
 from bot.render.build import Builder, BuildResult
 from bot.render.charts import CHART_FILE, chart_folder
 from bot.render.inputs import KUSTOMIZATION_NAMES, NeedTexts, TreeIndex, overlay_folder
+from bot.render.pointers import Here, Place, follow_target, points_at
 from bot.render.reads import RenderInputs, render_inputs
+from bot.render.syncs import SyncObject, git_repository, sync_objects
 from bot.render.targets import (
     ChartTarget,
     OverlayTarget,
@@ -94,6 +96,70 @@ def policy_renders(policy: Policy, index: TreeIndex, *, gated_only: bool = False
                 found[(env.name, key)] = (target, [service])
     return [EnvironmentRender(env, target, tuple(services))
             for (env, _), (target, services) in found.items()]
+
+
+# A repository scanned for its Argo CD and Flux objects: at most this many YAML files.
+MAX_SCANNED_FILES = 5000
+
+
+def _may_point_at_charts(policy: Policy, index: TreeIndex, renders: list[EnvironmentRender],
+                         gated_only: bool) -> bool:
+    """Whether an Application or HelmRelease could say how an environment's chart renders:
+    some environment renders a chart, or has a values file no overlay or chart holds."""
+    if any(isinstance(render.target, ChartTarget) for render in renders):
+        return True
+    rendered = {(r.environment, s) for r in renders for s in r.services}
+    return any((env.name, service) not in rendered
+               and policy.path_for(service, env.name).endswith((".yaml", ".yml"))
+               for env in policy.environments.values() if env.gated or not gated_only
+               for service in policy.services)
+
+
+def chart_pointers(policy: Policy, index: TreeIndex, renders: list[EnvironmentRender],
+                   objects: list[SyncObject], here: Here, *, gated_only: bool
+                   ) -> list[EnvironmentRender]:
+    """The renders with each chart environment rendered as the Application or HelmRelease of
+    the repository that renders its chart with its file says (the first one, by file); an
+    environment whose values file lies outside any chart is rendered with the chart such an
+    object names it a value file of."""
+    charts: list[ChartTarget] = []
+    repositories = {o.identity: o for o in objects if o.kind == "GitRepository"}
+    for obj in sorted(objects, key=lambda o: (o.file, o.name)):
+        for _, follow in obj.follows:
+            url, revision = follow.url, follow.revision
+            if obj.source_ref is not None:
+                source = repositories.get(("GitRepository", obj.source_ref[2],
+                                           obj.source_ref[1]))
+                if source is None:
+                    continue
+                url, revision = git_repository(source)
+            target = follow_target(follow, url, revision, here, index)
+            if isinstance(target, ChartTarget):
+                charts.append(target)
+    if not charts:
+        return renders
+    claimed = frozenset(policy.path_for(s, e) for s in policy.services
+                        for e in policy.environments)
+    found: list[EnvironmentRender] = []
+    for render in renders:
+        files = tuple(policy.path_for(service, render.environment)
+                      for service in render.services)
+        place = Place(render.environment, render.services, files, render.target)
+        chosen = next((chart for chart in charts if isinstance(render.target, ChartTarget)
+                       and points_at(chart, place, claimed)), None)
+        found.append(replace(render, target=chosen) if chosen is not None else render)
+    rendered = {(r.environment, s) for r in renders for s in r.services}
+    for env in policy.environments.values():
+        if gated_only and not env.gated:
+            continue
+        for service in policy.services:
+            path = policy.path_for(service, env.name)
+            if (env.name, service) in rendered:
+                continue
+            chosen = next((chart for chart in charts if path in chart.value_files), None)
+            if chosen is not None:
+                found.append(EnvironmentRender(env.name, chosen, (service,)))
+    return found
 
 
 def render_anchor(policy: Policy, index: TreeIndex, render: EnvironmentRender) -> str:
@@ -186,12 +252,15 @@ class CommitFiles:
 
 
 class RepoBuilds:
-    """Renders of one repository's environments at its commits, for one job."""
+    """Renders of one repository's environments at its commits, for one job; its default
+    branch is what the Argo CD and Flux objects of the repository must follow to count."""
 
-    def __init__(self, ctx: Context, gh: GitHubAPI, repo: str) -> None:
+    def __init__(self, ctx: Context, gh: GitHubAPI, repo: str, default_branch: str = "main"
+                 ) -> None:
         self.ctx = ctx
         self.gh = gh
         self.repo = repo
+        self.here = Here(repo, default_branch)
         self._indexes: dict[str, TreeIndex] = {}
 
     @property
@@ -219,8 +288,48 @@ class RepoBuilds:
 
     async def environments(self, commit: str, policy: Policy, *, gated_only: bool
                            ) -> list[EnvironmentRender]:
-        """Every (environment, target) whose policy file is rendered at ``commit``."""
-        return policy_renders(policy, await self.index(commit), gated_only=gated_only)
+        """Every (environment, target) whose policy file is rendered at ``commit``; a chart
+        environment as the Argo CD Application or Flux HelmRelease of the repository that
+        renders it says (its value files in order, inline values, release and namespace)."""
+        index = await self.index(commit)
+        renders = policy_renders(policy, index, gated_only=gated_only)
+        if not _may_point_at_charts(policy, index, renders, gated_only):
+            return renders
+        return chart_pointers(policy, index, renders, await self.syncs(commit), self.here,
+                              gated_only=gated_only)
+
+    async def render_target(self, commit: str, policy: Policy, environment: str,
+                            service: str) -> Target | None:
+        """What renders ``service``'s file in ``environment`` at ``commit``."""
+        for render in await self.environments(commit, policy, gated_only=False):
+            if render.environment == environment and service in render.services:
+                return render.target
+        return None
+
+    async def syncs(self, commit: str) -> list[SyncObject]:
+        """The Argo CD and Flux objects of every YAML file of ``commit`` (kept by commit,
+        each file's by its blob)."""
+        key = (self.repo.lower(), commit)
+        if key in self.ctx.sync_scans:
+            return self.ctx.sync_scans[key]
+        tree = await self.ctx.files.tree(self.gh, self.repo, commit)
+        paths = [path for path, (_, size) in sorted(tree.items())
+                 if path.endswith((".yaml", ".yml")) and size <= MAX_FILE_BYTES]
+        found: list[SyncObject] = []
+        if len(paths) <= MAX_SCANNED_FILES:
+            unknown = [path for path in paths if (tree[path][0], path) not in
+                       self.ctx.sync_blobs]
+            texts = await self.ctx.files.texts_at(self.gh, self.repo, commit, unknown,
+                                                  archive_from=BUILD_ARCHIVE_FROM)
+            for path in paths:
+                blob = (tree[path][0], path)
+                if blob not in self.ctx.sync_blobs:
+                    text = texts.get(path)
+                    self.ctx.sync_blobs[blob] = tuple(sync_objects(path, text)) \
+                        if text is not None else ()
+                found += self.ctx.sync_blobs[blob]
+        self.ctx.sync_scans[key] = found
+        return found
 
     async def prefetch(self, commit: str, paths: Iterable[str]) -> None:
         """Read many files of ``commit`` at once (one archive when many are new), so that
@@ -336,7 +445,8 @@ async def promotion_effect(builds: RepoBuilds, commit: str, policy: Policy, envi
     except TreeTruncated as exc:
         return PromotionEffect(None, problem=str(exc))
     path = next(iter(edited))
-    target = environment_target(index, path, service, environment)
+    target = await builds.render_target(commit, policy, environment, service) or \
+        environment_target(index, path, service, environment)
     if target is None or not builds.renders(target):
         return PromotionEffect()
     own = await _compare(builds, commit, target, edited)

@@ -19,6 +19,7 @@ from bot.metrics import Metrics
 from bot.registry.lookup import ImageLookup
 from bot.render.build import Builder
 from bot.render.reads import RenderInputs
+from bot.render.syncs import SyncObject
 from bot.render.targets import Target
 from bot.runtime.leases import Leases, LocalLeases
 from bot.runtime.queue import KeyedLocks, RepoLocks
@@ -54,6 +55,12 @@ class Context:
     # What a render reads at a commit, (repo, commit, target) → its inputs.
     build_inputs: cachetools.LRUCache[tuple[str, str, Target], RenderInputs] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=8192))
+    # The Argo CD and Flux objects of a repository at a commit, (repo, commit) → objects, and
+    # of one file, (blob sha, path) → objects: what says how a chart environment renders.
+    sync_scans: cachetools.LRUCache[tuple[str, str], list[SyncObject]] = field(
+        default_factory=lambda: cachetools.LRUCache(maxsize=256))
+    sync_blobs: cachetools.LRUCache[tuple[str, str], tuple[SyncObject, ...]] = field(
+        default_factory=lambda: cachetools.LRUCache(maxsize=50_000))
     # Refusal check runs this process posted on source commits, (repo, sha, env) → True: a
     # promotion that opens later completes them (package events look on GitHub too).
     refusals: cachetools.TTLCache[tuple[str, str, str], bool] = field(

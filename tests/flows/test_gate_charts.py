@@ -370,8 +370,12 @@ async def test_a_staging_promotion_into_the_charts_defaults_names_production() -
         body = unescape_markdown(pr["body"])
         assert "This file is also read by the render of **production** (helm-guestbook)" \
             in body, body
-        assert (f"| Deployment guestbook-helm-guestbook, container helm-guestbook | "
-                f"ghcr.io/acme/guestbook:1.0.0 | ghcr.io/acme/guestbook:1.1.0@{digest} |") in body
+        # each environment renders as its Application says: the Application's name is the
+        # release (argocd/guestbook-<env>.yaml)
+        for env in ("staging", "production"):
+            assert (f"| Deployment guestbook-{env}-helm-guestbook, container helm-guestbook | "
+                    f"ghcr.io/acme/guestbook:1.0.0 | ghcr.io/acme/guestbook:1.1.0@{digest} |") \
+                in body, body
         gate = world.gate(pr)
         text = summary(gate)
         assert gate["conclusion"] == "failure", text

@@ -18,12 +18,13 @@ if TYPE_CHECKING:
 
 
 async def build_findings(ctx: Context, gh: GitHubAPI, repo: str, policy: Policy,
-                         head_sha: str, changed: list[str]) -> tuple[list[Finding], list[Finding]]:
+                         head_sha: str, changed: list[str], default_branch: str = "main"
+                         ) -> tuple[list[Finding], list[Finding]]:
     """A finding for every environment render that a changed file reaches and that does not
     run at ``head_sha`` (kustomize's or Helm's own message), on its kustomization or values
     file; and a notice on every changed file of one environment that a gated environment's
     render reads too."""
-    builds = RepoBuilds(ctx, gh, repo)
+    builds = RepoBuilds(ctx, gh, repo, default_branch)
     if not builds.rendering or not changed:
         return [], []
     try:

@@ -139,12 +139,13 @@ async def check_values(report: Report, view: FileSource, path: str, doc: Documen
 
 
 async def run_config_check(ctx: Context, gh: GitHubAPI, repo: str, policy: Policy | None,
-                           head_sha: str, changed_paths: list[str]) -> list[Finding]:
+                           head_sha: str, changed_paths: list[str],
+                           default_branch: str = "main") -> list[Finding]:
     """Check the changed files at `head_sha` and post the check run on that commit."""
     report = await check_change(gh, repo, policy, head_sha, changed_paths)
     if policy is not None:
         findings, notices = await build_findings(ctx, gh, repo, policy, head_sha,
-                                                 changed_paths[:MAX_FILES])
+                                                 changed_paths[:MAX_FILES], default_branch)
         report.findings += findings
         report.notices += notices
         report.findings.sort(key=lambda f: (f.path, f.line, f.message))

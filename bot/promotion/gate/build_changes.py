@@ -55,7 +55,7 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
     found = BuildChanges([], [])
     if not files:
         return found
-    builds = RepoBuilds(reader.ctx, gh, repo.full_name)
+    builds = RepoBuilds(reader.ctx, gh, repo.full_name, repo.default_branch)
     policy = repo.policy
     try:
         head = await builds.index(facts.head_sha)

@@ -91,7 +91,7 @@ class GateService:
 
     async def _gated_builds_read(self, gh: GitHubAPI, repo: DeploymentRepo, commit: str,
                                  paths: Sequence[str]) -> bool:
-        builds = RepoBuilds(self.ctx, gh, repo.full_name)
+        builds = RepoBuilds(self.ctx, gh, repo.full_name, repo.default_branch)
         try:
             for render in await builds.environments(commit, repo.policy, gated_only=True):
                 inputs = await builds.inputs(commit, render.target)

@@ -25,7 +25,7 @@ from gidgethub.abc import GitHubAPI
 from bot.domain.gate.model import BuildFinding, ImageChange
 from bot.domain.policy import Policy
 from bot.github.snapshot import TreeTruncated
-from bot.promotion.builds import RepoBuilds, environment_target
+from bot.promotion.builds import RepoBuilds
 from bot.promotion.gate.build_changes import BuildChanges, judge_images
 from bot.promotion.gate.changes import ChangedFile, ChangeReader
 from bot.promotion.gate.pull_facts import PullFacts
@@ -137,8 +137,8 @@ async def read_pointer_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deploy
     at_head = [f.path for f in files if f.status != "removed" and f.path.endswith(YAML_SUFFIXES)]
     if not at_base and not at_head:
         return
-    builds = RepoBuilds(reader.ctx, gh, repo.full_name)
-    here = Here(repo.full_name, repo.default_branch)
+    builds = RepoBuilds(reader.ctx, gh, repo.full_name, repo.default_branch)
+    here = builds.here
     try:
         base = Side(builds, facts.base_sha, here, await builds.index(facts.base_sha))
         head = Side(builds, facts.head_sha, here, await builds.index(facts.head_sha))
@@ -147,6 +147,8 @@ async def read_pointer_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deploy
         if not base.objects and not head.objects:
             return
         judge = _Judge(reader, gh, repo.policy, builds, facts, base, head, judged, found)
+        judge.places = {facts.base_sha: await _places(builds, repo.policy, facts.base_sha),
+                        facts.head_sha: await _places(builds, repo.policy, facts.head_sha)}
         for identity in dict.fromkeys([*base.objects, *head.objects]):
             await judge.pointer(base.objects.get(identity), head.objects.get(identity))
     except TreeTruncated as exc:
@@ -163,8 +165,7 @@ class _Judge:
         self.reader, self.gh, self.policy, self.builds = reader, gh, policy, builds
         self.facts, self.base, self.head, self.judged, self.found = (facts, base, head, judged,
                                                                      found)
-        self.places = {commit: _places(policy, side.index)
-                       for commit, side in ((facts.base_sha, base), (facts.head_sha, head))}
+        self.places: dict[str, list[Place]] = {}
         self.claimed = frozenset(policy.path_for(s, e) for s in policy.services
                                  for e in policy.environments)
 
@@ -283,19 +284,21 @@ def _could_reach(follow: Follow, places: list[Place], here: Here) -> list[Place]
     return [p for p in places if p.folder == follow.path]
 
 
-def _places(policy: Policy, index: TreeIndex) -> list[Place]:
-    """Every gated environment's place at a commit: its render's target by service file, or
-    the file's folder."""
-    found: dict[tuple[str, object], tuple[list[str], list[str], Target | None]] = {}
+async def _places(builds: RepoBuilds, policy: Policy, commit: str) -> list[Place]:
+    """Every gated environment's place at a commit: its render's target, or the folder of a
+    file judged as it is."""
+    renders = await builds.environments(commit, policy, gated_only=True)
+    places = [Place(r.environment, r.services, tuple(policy.path_for(s, r.environment)
+                                                     for s in r.services), r.target)
+              for r in renders]
+    rendered = {(r.environment, s) for r in renders for s in r.services}
+    plain: dict[tuple[str, str], list[str]] = {}
     for env in policy.environments.values():
-        if not env.gated:
-            continue
-        for service in policy.services:
-            path = policy.path_for(service, env.name)
-            target = environment_target(index, path, service, env.name)
-            key: object = target if target is not None else posixpath.dirname(path)
-            entry = found.setdefault((env.name, key), ([], [], target))
-            entry[0].append(service)
-            entry[1].append(path)
-    return [Place(env, tuple(services), tuple(files), target)
-            for (env, _), (services, files, target) in found.items()]
+        if env.gated:
+            for service in policy.services:
+                if (env.name, service) not in rendered:
+                    path = policy.path_for(service, env.name)
+                    plain.setdefault((env.name, posixpath.dirname(path)), []).append(service)
+    places += [Place(env, tuple(services), tuple(policy.path_for(s, env) for s in services),
+                     None) for (env, _), services in plain.items()]
+    return places

@@ -288,7 +288,7 @@ class Opener(RepoOpener[_Promotion]):
                     ) -> FileEdit:
         """The candidate's digest set in the service's file at the default branch's head (read
         through the tree where the environment is built: the build needs it anyway)."""
-        builds = RepoBuilds(self.ctx, self.gh, self.repo.full_name)
+        builds = RepoBuilds(self.ctx, self.gh, self.repo.full_name, self.default_branch)
         if builds.rendering:
             found.base_sha = await branch_head(self.gh, self.repo.full_name,
                                                self.default_branch)

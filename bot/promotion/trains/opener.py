@@ -209,7 +209,7 @@ class TrainOpener(RepoOpener[_Train]):
         cluster)."""
         if self.ctx.builder is None or not plan.moves:
             return None
-        builds = RepoBuilds(self.ctx, self.gh, self.repo.full_name)
+        builds = RepoBuilds(self.ctx, self.gh, self.repo.full_name, self.repo.default_branch)
         try:
             index = await builds.index(plan.base_sha)
         except TreeTruncated:
@@ -217,7 +217,9 @@ class TrainOpener(RepoOpener[_Train]):
         edited: dict[Target, tuple[str, dict[str, str]]] = {}
         targets: dict[str, Target] = {}
         for candidate, change in plan.moves:
-            target = environment_target(index, change.path, candidate.service, environment)
+            target = await builds.render_target(plan.base_sha, self.policy, environment,
+                                                candidate.service) or environment_target(
+                index, change.path, candidate.service, environment)
             if target is None:
                 continue
             key = edited.setdefault(target, (candidate.service, {}))
