@@ -127,10 +127,13 @@ def points_at(target: Target, place: Place, claimed: frozenset[str]) -> bool:
     if isinstance(place.target, ChartTarget):
         if not isinstance(target, ChartTarget) or target.chart != place.target.chart:
             return False
-        if set(place.files) & set(target.value_files):
-            return True
+        # A source names the environments whose files it takes beyond the chart's defaults;
+        # it is the defaults' environment's only when it takes no other environment's file.
         defaults = posixpath.join(target.chart, "values.yaml") if target.chart else "values.yaml"
-        return defaults in place.files and not (set(target.value_files) & claimed)
+        taken = set(target.value_files)
+        if (set(place.files) & taken) - {defaults}:
+            return True
+        return defaults in place.files and not (taken & claimed) - set(place.files) - {defaults}
     folder = target_folder(target)
     if place.target is not None:
         return not isinstance(target, ChartTarget) and folder == place.folder

@@ -398,3 +398,31 @@ async def test_an_application_set_reading_its_clusters_from_files_is_expanded() 
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+async def test_a_values_file_outside_the_chart_renders_with_the_chart_its_application_names(
+        ) -> None:
+    """Production's file is `envs/production/api.yaml`, which no chart holds: the Application
+    that renders `charts/api` with it as a value file says how production renders."""
+    policy = DEMO_FILES[".github/conveyor.yml"].replace(
+        "      production: charts/api/values-production.yaml",
+        "      production: envs/production/api.yaml")
+    app_of_api = application("api-production", "charts/api", revision="main", extra=(
+        "    helm:\n      releaseName: api-prod\n      valueFiles:\n"
+        "        - ../../envs/production/api.yaml\n"))
+    world = await make_world(files={**DEMO_FILES, ".github/conveyor.yml": policy,
+                                    "envs/production/api.yaml":
+                                        DEMO_FILES["charts/api/values-production.yaml"],
+                                    "argocd/api-production.yaml": app_of_api})
+    try:
+        template = DEMO_FILES["charts/api/templates/deployment.yaml"].replace(
+            "        {{- if .Values.metrics.enabled }}",
+            "        - name: debug\n          image: docker.io/evil/miner:1.0\n"
+            "        {{- if .Values.metrics.enabled }}")
+        pr = await change(world, {"charts/api/templates/deployment.yaml": template}, "Debug")
+        gate_of(world, pr, "failure", "production render",
+                "Deployment api-prod, container debug",
+                "docker.io/evil/miner is not under allowed_images")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []

@@ -317,3 +317,54 @@ def test_a_fence_in_a_resource_does_not_close_the_diffs_block() -> None:
                            "data": {"a": "```\nend"}}])
     lines = diff_lines("x", compare(before, after))
     assert sum(line.startswith("```") for line in lines) == 2
+
+
+def test_a_chart_environment_renders_as_the_object_that_renders_it_says() -> None:
+    from bot.domain.policy import load_policy
+    from bot.promotion.builds import chart_pointers, policy_renders
+
+    policy = load_policy("""\
+version: 1
+allowed_images: ["ghcr.io/acme/"]
+services:
+  api:
+    image: ghcr.io/acme/api
+    source: acme/api
+environments:
+  - name: staging
+    path: charts/api/values.yaml
+    from: release
+  - name: production
+    path: envs/prod.yaml
+    after: staging
+""")
+    index = tree("charts/api/Chart.yaml", "charts/api/values.yaml", "envs/prod.yaml")
+    renders = policy_renders(policy, index)
+    assert [(r.environment, r.target) for r in renders] == [
+        ("staging", ChartTarget("charts/api", (), "api", "staging"))]
+    release = """\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: api, namespace: prod}
+spec:
+  chart:
+    spec:
+      chart: ./charts/api
+      sourceRef: {kind: GitRepository, name: deploy, namespace: flux-system}
+      valuesFiles: [charts/api/values.yaml, envs/prod.yaml]
+"""
+    repository = ("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\n"
+                  "metadata: {name: deploy, namespace: flux-system}\n"
+                  "spec: {url: 'ssh://git@github.com/acme/deploy', ref: {branch: main}}\n")
+    objects = sync_objects("release.yaml", release)
+    # without the GitRepository its source is unknown: nothing changes
+    assert chart_pointers(policy, index, renders, objects, HERE, gated_only=False) == renders
+    objects += sync_objects("sync.yaml", repository)
+    found = chart_pointers(policy, index, renders, objects, HERE, gated_only=False)
+    assert [(r.environment, r.target) for r in found] == [
+        ("staging", ChartTarget("charts/api", (), "api", "staging")),
+        ("production", ChartTarget("charts/api", ("charts/api/values.yaml", "envs/prod.yaml"),
+                                   "api", "prod", replace_defaults=True))]
+    gated = policy_renders(policy, index, gated_only=True)
+    assert gated == [] and chart_pointers(policy, index, gated, objects, HERE,
+                                          gated_only=True) == [found[1]]
