@@ -421,3 +421,17 @@ async def test_a_packaged_subcharts_new_image_is_judged(tmp_path: Path) -> None:
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+async def test_a_promotion_into_a_chart_that_does_not_render_says_so_and_opens() -> None:
+    """The render is no reason to refuse: the PR body says why it could not be compared, and
+    the gate judges what it cannot render."""
+    world = await world_of({TEMPLATE: DEMO_FILES[TEMPLATE] + "{{ .Values.nothing.here }}\n"})
+    try:
+        await world.release("api", "1.0.0")
+        body = unescape_markdown(world.pull("Promote api 1.0.0 to staging")["body"])
+        assert "> Rendering the chart charts/api could not be compared: " in body, body
+        assert "nil pointer" in body
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []

@@ -20,6 +20,7 @@ import pytest
 from bot.render.tool import find_helm, find_kustomize
 from bot.sandbox.demo import DEMO_FILES
 from bot.text import unescape_markdown
+from tests.flows.test_gate_charts import layout
 from tests.harness import World, close_world, make_world
 
 pytestmark = pytest.mark.skipif(
@@ -423,6 +424,66 @@ async def test_a_values_file_outside_the_chart_renders_with_the_chart_its_applic
         gate_of(world, pr, "failure", "production render",
                 "Deployment api-prod, container debug",
                 "docker.io/evil/miner is not under allowed_images")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_a_directory_application_of_plain_manifests_is_a_pointer_too() -> None:
+    """Production's files are plain manifests in `manifests/production/`, synced by an
+    Application of that folder (Argo CD's directory source)."""
+    files = layout("plain-manifests")
+    files["argocd/production.yaml"] = application(
+        "shop-production", "manifests/production", repo="https://github.com/acme/deploy")
+    world = await make_world(files=files)
+    try:
+        canary = files["manifests/production/orders.yaml"].replace(
+            "ghcr.io/northwind/orders:2.0.4", "ghcr.io/northwind/orders:9.9.9")
+        pr = await change(world, {"manifests/canary/orders.yaml": canary,
+                                  "argocd/production.yaml": application(
+                                      "shop-production", "manifests/canary",
+                                      repo="https://github.com/acme/deploy")}, "Canary")
+        gate_of(world, pr, "failure", "now follows the manifests of `manifests/canary`",
+                "ghcr.io/northwind/orders:2.0.4 → ghcr.io/northwind/orders:9.9.9")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_a_flux_kustomization_of_an_external_artifact_is_not_read_as_this_repository(
+        pointed: World) -> None:
+    """fluxcd/flux2-kustomize-helm-example now syncs apps from an ArtifactGenerator's
+    ExternalArtifact: what it holds is not this repository's default branch as far as the
+    gate can tell, so it is no environment's pointer."""
+    world = pointed
+    external = flux_apps("./apps/web/overlays/canary").replace(
+        "    kind: GitRepository\n    name: flux-system\n",
+        "    kind: ExternalArtifact\n    name: apps\n")
+    await world.emulator.push_files(world.repo, {"clusters/production/apps.yaml": external},
+                                    message="Sync from the artifact")
+    await world.settle()
+    pr = await change(world, {"clusters/production/apps.yaml": external.replace(
+        "./apps/web/overlays/canary", "./apps/web/overlays/prod")}, "Artifact path")
+    assert world.gate(pr)["output"]["title"] == "No gated environment changed"
+
+
+async def test_an_unexpandable_set_whose_template_names_productions_folder_fails_closed() -> None:
+    literal = APPSET.replace("path: 'apps/web/overlays/{{{{env}}}}'",
+                             "path: apps/web/overlays/prod").replace(
+        "    - list:\n        elements:\n{elements}",
+        "    - clusters:\n        selector:\n          matchLabels:\n            tier: {tier}\n")
+    elsewhere = literal.replace("repoURL: https://github.com/acme/deploy",
+                                "repoURL: https://github.com/acme/other")
+    world = await make_world(files={**DEMO_FILES, "argocd/a.yaml": literal.format(tier="a"),
+                                    "argocd/b.yaml": elsewhere.format(tier="a").replace(
+                                        "name: web\n", "name: other\n", 1)})
+    try:
+        pr = await change(world, {"argocd/a.yaml": literal.format(tier="b")}, "Tier b")
+        gate_of(world, pr, "failure", "the Argo CD ApplicationSet `web`",
+                "what Conveyor cannot expand")
+        other = await change(world, {"argocd/b.yaml": elsewhere.format(tier="b").replace(
+            "name: web\n", "name: other\n", 1)}, "Other tier b")
+        assert world.gate(other)["output"]["title"] == "No gated environment changed"
     finally:
         await close_world(world)
     assert world.emulator.violations == []

@@ -256,3 +256,21 @@ async def test_kustomize_inflates_a_local_chart_with_the_same_helm() -> None:
     assert result.error is None, result.error
     assert dict(result.images or {}) == {
         Slot("Deployment", "", "api", "container api"): "ghcr.io/acme/api:0.9.0"}
+
+
+def test_what_a_chart_render_cannot_read_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.render import charts as charts_module
+    index = index_of({"Chart.yaml": "", "values.yaml": "", "templates/a.yaml": ""})
+    assert chart_inputs(index, "", ("values.yaml",), "dependencies: [7, {version: 1}]\n"
+                        ).problems == ()
+    assert chart_inputs(index, "", (), "dependencies: [unclosed\n").problems == ()
+    assert chart_inputs(index, "", (), "- a list\n").problems == ()
+    assert chart_inputs(index, "", (), None).files == ("Chart.yaml", "templates/a.yaml",
+                                                        "values.yaml")
+    monkeypatch.setattr(charts_module, "MAX_BUILD_FILES", 2)
+    assert chart_inputs(index, "", (), None).problems == (
+        "the render of `.` reads 3 files, more than 2",)
+    monkeypatch.setattr(charts_module, "MAX_BUILD_FILES", 100)
+    monkeypatch.setattr(charts_module, "MAX_BUILD_BYTES", 1)
+    big = TreeIndex({"Chart.yaml": 5, "values.yaml": 5})
+    assert chart_inputs(big, "", (), None).problems == ("the render of `.` reads more than 0 MB",)
