@@ -199,7 +199,10 @@ async def get_blob(ctx: Ctx) -> Reply:
     blob = repo.store.blob(sha)
     if blob is None:
         raise not_found()
-    encoded = base64.b64encode(blob.data).decode()
+    # GitHub's "Get a blob" returns base64 broken into lines, as the contents API does (its
+    # documented example ends "…YmxvYg==\n"): a reader must ignore the line breaks.
+    plain = base64.b64encode(blob.data).decode()
+    encoded = "".join(f"{plain[i:i + 60]}\n" for i in range(0, len(plain), 60))
     return Reply(200, {
         "sha": sha, "node_id": node_ids.node_id("Blob", sha), "size": len(blob.data),
         "url": f"{ctx.world.api_url}/repos/{repo.full_name}/git/blobs/{sha}",
