@@ -487,3 +487,13 @@ async def test_an_unexpandable_set_whose_template_names_productions_folder_fails
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+async def test_a_pointer_in_a_tree_github_lists_in_part_fails_closed(pointed: World) -> None:
+    world = pointed
+    world.emulator.world.tree_entry_limit = 5
+    pr = await change(world, {PRODUCTION_APP: application(
+        "web-production", "apps/web/overlays/prod", revision="main",
+        extra="    directory:\n      recurse: true\n")}, "Recurse")
+    gate_of(world, pr, "failure", "the Argo CD Application `web-production`",
+            "GitHub lists only part of the tree")

@@ -24,6 +24,7 @@ from gidgethub.abc import GitHubAPI
 
 from bot.domain.gate.model import BuildFinding, ImageChange
 from bot.domain.policy import Policy
+from bot.github.repos import FileTooLarge, get_file
 from bot.github.snapshot import TreeTruncated
 from bot.promotion.builds import RepoBuilds
 from bot.promotion.gate.build_changes import BuildChanges, judge_images
@@ -152,10 +153,25 @@ async def read_pointer_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deploy
         for identity in dict.fromkeys([*base.objects, *head.objects]):
             await judge.pointer(base.objects.get(identity), head.objects.get(identity))
     except TreeTruncated as exc:
+        # Without the tree nothing they follow can be rendered: changed objects fail closed.
+        objects = [obj for ref, paths in ((facts.base_sha, at_base), (facts.head_sha, at_head))
+                   for path in paths for obj in await _read_alone(gh, repo.full_name, path, ref)
+                   if obj.kind != "GitRepository"]
+        if not objects:
+            return
         envs = sorted({env.name for env in repo.policy.environments.values() if env.gated})
-        found.findings += [BuildFinding(env, "the changed Argo CD and Flux objects",
-                                        kind="pointer", problem=f"what they sync: {exc}")
+        found.findings += [BuildFinding(env, objects[0].describe(), kind="pointer",
+                                        problem=f"what Conveyor cannot render: {exc}")
                            for env in envs]
+
+
+async def _read_alone(gh: GitHubAPI, repo: str, path: str, ref: str) -> list[SyncObject]:
+    """The sync objects of one file read on its own (the contents API)."""
+    try:
+        read = await get_file(gh, repo, path, ref)
+    except FileTooLarge:
+        return []
+    return sync_objects(path, read.text) if read is not None else []
 
 
 class _Judge:
@@ -202,12 +218,13 @@ class _Judge:
 
     def _reached(self, source: Source | None, commit: str, obj: SyncObject | None
                  ) -> list[Place]:
-        if source is None:
+        if source is None or isinstance(source.target, str):
+            # what it follows is not this repository's to render (a chart of a Helm or OCI
+            # repository, say): an environment's own Application of that kind is judged by
+            # the file rules, as a chart service's version
             return []
         places = self.places[commit]
         own = [p for p in places if obj is not None and obj.file in p.files]
-        if isinstance(source.target, str):
-            return own
         return own + [p for p in places if p not in own
                       and points_at(source.target, p, self.claimed)]
 
