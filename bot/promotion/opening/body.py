@@ -13,7 +13,7 @@ from bot.names import GATE_CHECK
 from bot.promotion.authorship.marker import PromotionMarker
 from bot.promotion.authorship.trailers import CommitTrailers, Moved
 from bot.promotion.authorship.trailers import commit_message as trailer_message
-from bot.promotion.builds import PromotionEffect
+from bot.promotion.effects import PromotionEffect
 from bot.promotion.opening.candidates import Candidate
 from bot.render.targets import ChartTarget
 from bot.render.workloads import WorkloadChange

@@ -41,7 +41,8 @@ from bot.promotion.authorship.marker import (
 )
 from bot.promotion.authorship.receipts import post_receipt
 from bot.promotion.authorship.trust import trusted_marker
-from bot.promotion.builds import PromotionEffect, RepoBuilds, promotion_effect
+from bot.promotion.builds import RepoBuilds
+from bot.promotion.effects import PromotionEffect, promotion_effect
 from bot.promotion.opening.body import Change, commit_message, follows_note, pr_body, pr_title
 from bot.promotion.opening.candidates import Candidate, refusal_for_tags
 from bot.promotion.opening.chart_lock import lock_refusal

@@ -37,7 +37,8 @@ from bot.promotion.authorship.marker import (
 )
 from bot.promotion.authorship.receipts import post_receipt
 from bot.promotion.authorship.trust import trusted_pull
-from bot.promotion.builds import RepoBuilds, environment_target, promotion_effect
+from bot.promotion.builds import RepoBuilds, environment_target
+from bot.promotion.effects import promotion_effect
 from bot.promotion.opening.body import Change
 from bot.promotion.opening.candidates import Candidate, refusal_for_tags
 from bot.promotion.opening.opener import (
