@@ -161,3 +161,14 @@ def test_a_sigstore_trust_file_is_read_and_a_broken_one_named(env: dict[str, str
         load_settings({**env, "CONVEYOR_SIGSTORE_TRUST": str(roots)}, dotenv=tmp_path / "none")
     assert str(raised.value).startswith(
         f"CONVEYOR_SIGSTORE_TRUST {roots}: line 1: not a Sigstore trusted root: ")
+
+
+def test_the_renderers_are_named_or_turned_off(env: dict[str, str]) -> None:
+    settings = load_settings({**env, "CONVEYOR_KUSTOMIZE": "off", "CONVEYOR_HELM": "off"})
+    assert settings.kustomize is None and settings.helm is None
+    with pytest.raises(SettingsError) as helm:
+        load_settings({**env, "CONVEYOR_HELM": "no-such-helm"})
+    assert str(helm.value) == "CONVEYOR_HELM: no-such-helm is not an executable on the PATH"
+    with pytest.raises(SettingsError) as kustomize:
+        load_settings({**env, "CONVEYOR_KUSTOMIZE": "no-such-kustomize build"})
+    assert str(kustomize.value).startswith("CONVEYOR_KUSTOMIZE: no-such-kustomize is not")
