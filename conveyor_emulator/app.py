@@ -51,6 +51,15 @@ def error_body(exc: ApiError) -> dict[str, Any]:
     return body
 
 
+def _check_name(template: str, reply: Reply) -> str:
+    """The check run a request created or updated, by name (for counting which check runs an
+    app writes)."""
+    if not template.endswith(("/check-runs", "/check-runs/{check_run_id}")) \
+            or not isinstance(reply.body, dict):
+        return ""
+    return str(reply.body.get("name") or "")
+
+
 class Dispatcher:
     def __init__(self, emulator: EmulatorCore) -> None:
         self.em = emulator
@@ -198,7 +207,8 @@ class Dispatcher:
         headers["X-GitHub-Request-Id"] = em.world.random_hex(8).upper()
         status = 304 if was_304 else reply.status
         em.requests.add(RequestEntry(request.method, template, status, installation_id, was_304,
-                                     request.path, em.rate_limits.timer()))
+                                     request.path, em.rate_limits.timer(),
+                                     check_name=_check_name(template, reply)))
         if em.validator is not None and route is not None and not was_304 \
                 and reply.status not in (502,):
             em.violations.extend(em.validator.check_response(

@@ -17,6 +17,8 @@ class RequestEntry:
     at: float = 0.0  # the emulator's `timer` when the request was answered
     # the budget it is counted against: "core" (REST, 5,000 an hour) or "graphql" (points)
     resource: str = "core"
+    # the name of the check run a write created or updated (which of Conveyor's check runs)
+    check_name: str = ""
 
 
 @dataclass
