@@ -94,7 +94,8 @@ def test_pending_conditions_say_when_they_pass() -> None:
     assert "- ⏳ soaking until 2026-11-29T12:30:00Z — passes at 2026-11-29T12:30:00Z" in lines
     assert "- ⏳ soak of 30m starts once all evidence exists" in lines
     assert "Conveyor re-evaluates the gate at 2026-11-29T12:30:00Z." in output["text"]
-    assert "Evaluated at 2026-11-29T12:00:00Z." in output["text"]
+    assert ("Verdict reached at 2026-11-29T12:00:00Z; Conveyor edits this check run only when "
+            "the verdict changes.") in output["text"]
     assert output["text"].startswith("0 of 2 conditions met.")
 
 

@@ -7,12 +7,15 @@ from bot.github.limits import OUTPUT_LIMIT
 from bot.names import POLICY_PATH
 from bot.text import escape_markdown, format_time, shortened
 
-__all__ = ["MAX_OUTPUT", "MAX_TITLE", "NO_GATED_CHANGE", "render_gate_output"]
+__all__ = ["MAX_OUTPUT", "MAX_TITLE", "NO_GATED_CHANGE", "REACHED_AT", "render_gate_output"]
 
 # GitHub rejects a check run whose output.summary or output.text exceeds 65,535 characters.
 # Counting UTF-8 bytes instead keeps us under the limit however GitHub counts.
 MAX_OUTPUT = OUTPUT_LIMIT
 MAX_TITLE = 250
+# The line of the output's text saying when the verdict was reached: what a re-evaluation
+# that reaches the same verdict leaves as it was (a check run's edit is a write).
+REACHED_AT = "Verdict reached at "
 
 NO_GATED_CHANGE_SUMMARY = (
     "no gated environment changed: this pull request changes no file of an environment "
@@ -67,7 +70,8 @@ def _text_lines(verdict: Verdict) -> list[str]:
     met = sum(1 for c in verdict.conditions if c.ok)
     lines = [f"{met} of {len(verdict.conditions)} conditions met."]
     if verdict.evaluated_at is not None:
-        lines.append(f"Evaluated at {format_time(verdict.evaluated_at)}.")
+        lines.append(f"{REACHED_AT}{format_time(verdict.evaluated_at)}; Conveyor edits this "
+                     "check run only when the verdict changes.")
     if verdict.recheck_at is not None:
         lines.append(f"Conveyor re-evaluates the gate at {format_time(verdict.recheck_at)}.")
     lines += [
