@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -208,12 +208,28 @@ def schedule_dashboard(ctx: Context, installation_id: int, repo: str) -> None:
     """Refresh the dashboard a few seconds from now; a burst of changes makes one refresh.
 
     A refresh already pending is left as it is, so that a steady stream of changes cannot
-    postpone the update forever; it reads GitHub when it runs and so sees all of them.
+    postpone the update forever; it reads GitHub when it runs and so sees all of them. While
+    the delivery figures are about to be read again (after a merge), the refresh waits for
+    them: one edit shows the merge and its figures, where two would each cost a write.
     """
-    key = f"dashboard:{repo.lower()}"
-    if key in ctx.scheduler.pending():
+    pending = ctx.scheduler.pending()
+    if _dashboard_key(repo) in pending:
         return
-    ctx.scheduler.at(key, ctx.clock() + DEBOUNCE, DASHBOARD_EVENT, {
+    delivery = pending.get(_delivery_key(repo))
+    _dashboard_at(ctx, installation_id, repo,
+                  ctx.clock() + DEBOUNCE if delivery is None else delivery + DEBOUNCE)
+
+
+def _dashboard_key(repo: str) -> str:
+    return f"dashboard:{repo.lower()}"
+
+
+def _delivery_key(repo: str) -> str:
+    return f"delivery:{repo.lower()}"
+
+
+def _dashboard_at(ctx: Context, installation_id: int, repo: str, when: datetime) -> None:
+    ctx.scheduler.at(_dashboard_key(repo), when, DASHBOARD_EVENT, {
         "installation": {"id": installation_id}, "repository": {"full_name": repo},
     })
 
@@ -226,13 +242,17 @@ DELIVERY_DEBOUNCE = timedelta(seconds=20)
 
 def schedule_delivery(ctx: Context, installation_id: int, repo: str) -> None:
     """Read the repository's delivery figures again shortly (a pending read is kept, so a
-    stream of merges cannot postpone it)."""
-    key = f"delivery:{repo.lower()}"
-    if key in ctx.scheduler.pending():
+    stream of merges cannot postpone it); a dashboard refresh already pending moves after
+    the read, which schedules it anyway."""
+    pending = ctx.scheduler.pending()
+    if _delivery_key(repo) in pending:
         return
-    ctx.scheduler.at(key, ctx.clock() + DELIVERY_DEBOUNCE, DELIVERY_EVENT, {
+    when = ctx.clock() + DELIVERY_DEBOUNCE
+    ctx.scheduler.at(_delivery_key(repo), when, DELIVERY_EVENT, {
         "installation": {"id": installation_id}, "repository": {"full_name": repo},
     })
+    if _dashboard_key(repo) in pending:
+        _dashboard_at(ctx, installation_id, repo, when + DEBOUNCE)
 
 
 async def refresh_repo_delivery(services: Services, gh: GitHubAPI, repo: DeploymentRepo
