@@ -3,6 +3,11 @@
 Only new comments run commands: an edited comment is never re-run (editing a typo must not
 open a second promotion). Comments by bots — Conveyor's own replies included — are ignored,
 so the bot can never answer itself.
+
+The reply is the acknowledgement: a command answered by the job that received it gets no 👀
+reaction (one write less of the 500 an hour GitHub allows an installation). Only a job that
+fails before its reply reacts, so that the person sees the command was received while the job
+is tried again, and the retry replies.
 """
 
 from __future__ import annotations
@@ -13,19 +18,20 @@ from typing import Any
 import gidgethub
 from gidgethub import routing, sansio
 
-from bot.domain.commands.parse import parse_commands
+from bot.domain.commands.parse import Command, CommandError, parse_commands
 from bot.github.client import ConveyorGitHubAPI
 from bot.github.repos import WRITE_PERMISSIONS, comment, is_bot, permission_of
 from bot.handlers.events import indexed_repo
 from bot.promotion.commands.command_run import Invocation
-from bot.promotion.commands.dispatch import finish, run_commands
+from bot.promotion.commands.dispatch import reevaluate, run_commands
 from bot.promotion.commands.replies import (
+    Reply,
     already_answered,
     permission_refusal,
     permission_unknown,
     policy_refusal,
 )
-from bot.promotion.policies import BrokenPolicy, DeploymentRepo
+from bot.promotion.policies import BrokenPolicy, DeploymentRepo, IndexedRepo
 from bot.services import Services
 
 log = logging.getLogger(__name__)
@@ -56,39 +62,58 @@ async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, service
         parsed = parse_commands(body, services=[], environments=[])
     if not parsed:
         return
-    issue = event.data["issue"]
-    number = int(issue["number"])
-    commenter = str((user or {}).get("login", ""))
     full_name = repo.full_name
-    if await already_answered(gh, full_name, number, posted):
+    if await already_answered(gh, full_name, int(event.data["issue"]["number"]), posted):
         log.info("command comment already answered", extra={"repository": full_name,
                                                              "comment": posted["id"]})
         return
     try:
-        await gh.post(f"/repos/{full_name}/issues/comments/{posted['id']}/reactions",
+        answered = await _answer(services, gh, repo, event.data["issue"], posted, parsed)
+    except Exception:
+        await _received(gh, full_name, posted)
+        raise
+    if answered is not None:
+        await reevaluate(services, gh, *answered)
+
+
+async def _received(gh: ConveyorGitHubAPI, repo: str, posted: dict[str, Any]) -> None:
+    """👀 on a command comment whose job failed before replying (the retry replies)."""
+    try:
+        await gh.post(f"/repos/{repo}/issues/comments/{posted['id']}/reactions",
                       data={"content": "eyes"})
-    except gidgethub.GitHubException as exc:  # the reply still says what happened
-        log.warning("could not react to the comment", extra={"repository": full_name,
+    except gidgethub.GitHubException as exc:  # the job's own failure is what gets logged
+        log.warning("could not react to the comment", extra={"repository": repo,
                                                              "error": str(exc)})
+
+
+async def _answer(services: Services, gh: ConveyorGitHubAPI, repo: IndexedRepo,
+                  issue: dict[str, Any], posted: dict[str, Any],
+                  parsed: list[Command | CommandError]) -> tuple[Invocation, Reply] | None:
+    """Check the commenter's permission, run the commands and reply; what ran and its reply,
+    or None when nothing ran."""
+    full_name = repo.full_name
+    number = int(issue["number"])
+    commenter = str((posted.get("user") or {}).get("login", ""))
     try:
         permission = await permission_of(gh, full_name, commenter)
     except gidgethub.GitHubException as exc:
         log.warning("could not read the commenter's permission",
                     extra={"repository": full_name, "user": commenter, "error": str(exc)})
         await comment(gh, full_name, number, permission_unknown(int(posted["id"]), commenter))
-        return
+        return None
     if permission not in WRITE_PERMISSIONS:
         log.info("command refused: not enough permission",
                  extra={"repository": full_name, "user": commenter, "permission": permission})
         await comment(gh, full_name, number,
                       permission_refusal(int(posted["id"]), commenter, full_name, permission))
-        return
+        return None
     if isinstance(repo, BrokenPolicy):
         await comment(gh, full_name, number, policy_refusal(int(posted["id"]), repo))
-        return
+        return None
     where = Invocation(repo=repo, number=number, is_pull="pull_request" in issue,
                        commenter=commenter, comment_id=int(posted["id"]))
     log.info("running commands", extra={"repository": full_name, "number": number,
                                         "user": commenter, "commands": len(parsed)})
     reply = await run_commands(services, gh, where, parsed)
-    await finish(services, gh, where, reply)
+    await reply.post(gh, full_name, number)
+    return where, reply

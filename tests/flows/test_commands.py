@@ -6,9 +6,11 @@ from http import HTTPStatus
 from typing import Any
 
 import gidgethub
+import pytest
 
 from bot.domain.commands.parse import HELP_TEXT
 from bot.promotion.authorship.marker import parse_marker
+from bot.promotion.commands.replies import Reply
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
 from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
 
@@ -58,13 +60,35 @@ async def staged(world: World, version: str = "1.0.0") -> tuple[str, dict[str, A
     return digest, pr
 
 
-async def test_help_gets_eyes_and_one_reply(world: World) -> None:
+async def test_help_gets_one_reply_and_no_reaction(world: World) -> None:
     number = await issue(world)
+    world.emulator.requests.reset()
     posted = await say(world, number, "/help")
-    assert reactions(world, posted) == [("eyes", BOT)]
+    assert reactions(world, posted) == []  # the reply is the acknowledgement
     body = reply_to(world, number, posted)
     assert HELP_TEXT in body
     assert len(bot_comments(world, number)) == 1
+    assert [(e.method, e.path) for e in world.emulator.requests.entries
+            if e.method != "GET" and e.installation_id] == [
+        ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments")]
+
+
+async def test_a_reply_delayed_by_a_failure_gets_eyes_first(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    number = await issue(world)
+    posting = Reply.post
+    failures = [gidgethub.GitHubBroken(HTTPStatus.BAD_GATEWAY)]
+
+    async def flaky(reply: Reply, gh: Any, repo: str, at: int) -> None:
+        if failures:  # GitHub answers 502 to the first reply, as a job's last retry sees it
+            raise failures.pop()
+        await posting(reply, gh, repo, at)
+
+    monkeypatch.setattr(Reply, "post", flaky)
+    posted = await say(world, number, "/help")
+    assert failures == []
+    assert reactions(world, posted) == [("eyes", BOT)]  # seen, while the job was retried
+    assert HELP_TEXT in reply_to(world, number, posted)  # the retried job replied, once
 
 
 async def test_comment_without_commands_gets_nothing(world: World) -> None:
@@ -86,7 +110,7 @@ async def test_promote_env_on_a_merged_promotion_pr(world: World) -> None:
     assert marker.upstream_pr == staging["number"]
     body = reply_to(world, staging["number"], posted)
     assert f"✅ opened #{production['number']}" in body
-    assert reactions(world, posted) == [("eyes", BOT)]
+    assert reactions(world, posted) == []
 
 
 async def test_promote_env_repeated_links_the_existing_pr(world: World) -> None:
@@ -203,7 +227,7 @@ async def test_read_only_user_is_refused_politely(world: World) -> None:
     assert "Sorry @carol" in body
     assert "write, maintain or admin permission on acme/deploy" in body
     assert "you have read access" in body
-    assert reactions(world, posted) == [("eyes", BOT)]
+    assert reactions(world, posted) == []
     assert world.open_pulls() == []
 
 
@@ -319,7 +343,7 @@ async def test_several_commands_run_in_order_with_one_reply(world: World) -> Non
     assert "❌ **failure** — On hold" in body  # /recheck saw the hold
     assert "unknown command '/frobnicate'" in body and HELP_TEXT in body
     assert "conveyor/hold" not in labels(world, pr["number"])  # /unhold ran last
-    assert reactions(world, posted) == [("eyes", BOT)]
+    assert reactions(world, posted) == []
     assert len(bot_comments(world, pr["number"])) == 1
 
 
@@ -433,7 +457,7 @@ async def test_invalid_policy_is_reported() -> None:
         body = reply_to(world, number, posted)
         assert "Conveyor cannot run commands in acme/deploy" in body
         assert "`.github/conveyor.yml` line " in body
-        assert reactions(world, posted) == [("eyes", BOT)]
+        assert reactions(world, posted) == []
     finally:
         await close_world(world)
     assert world.emulator.violations == []

@@ -66,10 +66,10 @@ async def run_commands(services: Services, gh: GitHubAPI, where: Invocation,
     return run.reply
 
 
-async def finish(services: Services, gh: GitHubAPI, where: Invocation, reply: Reply) -> None:
-    """Post the reply, then re-evaluate what the commands changed (a hold's reason is read
-    from the reply, so the gate runs after it exists)."""
-    await reply.post(gh, where.repo.full_name, where.number)
+async def reevaluate(services: Services, gh: GitHubAPI, where: Invocation, reply: Reply
+                     ) -> None:
+    """Once the reply is posted, re-evaluate what the commands changed (a hold's reason is
+    read from the reply, so the gate runs after it exists)."""
     if reply.reevaluate and where.is_pull:
         await services.gates.evaluate(gh, where.repo, where.number)
 
