@@ -1,15 +1,19 @@
-"""Receipts: the check run Conveyor posts on every commit it makes.
+"""Receipts: the check run Conveyor posts on a commit it makes that GitHub did not sign.
 
 Only this app can create a check run under its own name, and Conveyor posts `conveyor/commit`
 on no commit but those it has just made. So a commit attributed to the app's bot that carries
-this app's receipt is Conveyor's own — on a GitHub Enterprise Server that does not sign the
-commits an app makes through the API as much as on github.com, where GitHub's signature is a
-second proof. A receipt, once there, never goes away: it is kept by sha.
+this app's receipt is Conveyor's own. github.com signs the commits an app makes through the
+API (`verification.verified` in its answer to the commit's creation): such a commit is proven
+by GitHub's signature (`trust.signed_as`), and a receipt would be one write more for nothing.
+A GitHub Enterprise Server without web commit signing signs none: there every commit gets its
+receipt. The choice is made per commit, from GitHub's own answer, so a server whose signing is
+turned on or off is right either way. A receipt, once there, never goes away: it is kept by sha.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
@@ -20,6 +24,21 @@ from bot.names import RECEIPT_CHECK
 
 if TYPE_CHECKING:
     from bot.runtime.context import Context
+
+
+def signed_by_github(created: Mapping[str, Any]) -> bool:
+    """Whether GitHub signed a commit it has just made for the app: its answer to the creation
+    (a git commit, or the `commit` of a contents write) says `verification.verified`."""
+    verification = created.get("verification") or {}
+    return isinstance(verification, Mapping) and verification.get("verified") is True
+
+
+async def receipt_unless_signed(ctx: Context, gh: GitHubAPI, repo: str,
+                                created: Mapping[str, Any], what: str) -> None:
+    """The receipt of a commit Conveyor has just made (``created``: GitHub's answer naming
+    it), unless GitHub signed it."""
+    if not signed_by_github(created):
+        await post_receipt(ctx, gh, repo, str(created["sha"]), what)
 
 
 async def post_receipt(ctx: Context, gh: GitHubAPI, repo: str, sha: str, what: str) -> None:

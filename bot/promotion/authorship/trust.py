@@ -2,12 +2,13 @@
 
 Any writer can edit a PR's body (and its marker), title, labels and comments, and can name a
 branch `conveyor/...`. Nobody but this app can open a PR as the app, or post a check run under
-the app's name: Conveyor posts its receipt (`receipts.py`) on every commit it makes, and on no
-other. A commit attributed to the app's bot counts as Conveyor's when it carries that receipt,
-or when GitHub signed it as the app's (a commit made through the API by the app's installation
-token on github.com: committer GitHub's `web-flow`, verified). A person who copies the bot's
-e-mail into a commit gets neither. A GitHub Enterprise Server without web commit signing
-signs nothing: there the receipt alone proves it. So every trust decision reads the trailers of
+the app's name. A commit attributed to the app's bot counts as Conveyor's when GitHub signed
+it as the app's (a commit made through the API by the app's installation token on github.com:
+committer GitHub's `web-flow`, verified), or when it carries Conveyor's receipt
+(`receipts.py`), which Conveyor posts on a commit it has just made that GitHub did not sign,
+and on no other. A person who copies the bot's e-mail into a commit gets neither. A GitHub
+Enterprise Server without web commit signing signs nothing: there the receipt alone proves
+it. So every trust decision reads the trailers of
 that commit (``trailers.py``), single-service promotions and release trains alike.
 
 The body marker stays what it is: a display hint and an index for the resync.

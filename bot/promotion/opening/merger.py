@@ -5,6 +5,10 @@ moves, or for good: conflicts, required reviews or checks that never come. Conve
 bounded number of times, 15 s apart, each time checking that the PR is still open and still at
 Conveyor's commit. When it stops, the PR gets one comment (edited in place on later stops, found
 by a hidden marker) saying why and what unblocks it; `/recheck` tries again.
+
+Whether Conveyor merged a PR of its own as it opened it is remembered (`opened_and_merged`):
+such a PR was merged before anyone could read a check on it, and the push of its merge gets the
+config check, so its own would be one write for nobody.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
+from bot.github.client import sha_store
 from bot.github.limits import fit
 from bot.github.repos import write_comment
+from bot.promotion.authorship.trust import opened_by_conveyor
 from bot.text import escape_markdown
 
 if TYPE_CHECKING:
@@ -38,6 +44,31 @@ STATES = {
     "unstable": "a required check is failing",
     "draft": "it is a draft",
 }
+
+
+def remember_opening(gh: GitHubAPI, repo: str, number: int, *, merged: bool) -> None:
+    """Conveyor opened PR ``number`` and merged it at once, or did not (still under the
+    repository's lock)."""
+    sha_store(gh).responses[_opening_key(repo, number)] = merged
+
+
+async def opened_and_merged(ctx: Context, gh: GitHubAPI, repo: str, pr: dict[str, Any]
+                            ) -> bool:
+    """Whether ``pr`` is Conveyor's own, merged as it was opened (an `auto_merge`
+    environment). The opener holds the repository's lock until it has tried the merge, so this
+    waits for it; where another process opened it, the PR is read."""
+    if not opened_by_conveyor(ctx.bot_login, pr):
+        return False
+    number = int(pr["number"])
+    async with ctx.locks.hold(repo):
+        known = sha_store(gh).responses.get(_opening_key(repo, number))
+    if known is None:
+        known = bool((await gh.getitem(f"/repos/{repo}/pulls/{number}")).get("merged"))
+    return bool(known)
+
+
+def _opening_key(repo: str, number: int) -> tuple[str, str, str]:
+    return repo.lower(), "merged-at-opening", str(number)
 
 
 async def merge_promotion(ctx: Context, gh: GitHubAPI, repo: str, number: int, expected_head: str,

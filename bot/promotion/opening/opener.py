@@ -39,7 +39,7 @@ from bot.promotion.authorship.marker import (
     branch_prefix,
     parse_marker,
 )
-from bot.promotion.authorship.receipts import post_receipt
+from bot.promotion.authorship.receipts import receipt_unless_signed
 from bot.promotion.authorship.trust import trusted_marker
 from bot.promotion.builds import RepoBuilds
 from bot.promotion.effects import PromotionEffect, promotion_effect
@@ -167,17 +167,19 @@ class RepoOpener(ABC, Generic[F]):
         """Merge a new PR into an ungated ``auto_merge`` environment (``paths`` changed on
         ``base_sha``), its gate posted first: where `conveyor/promotion-gate` is required,
         GitHub refuses a merge without it."""
-        if not env.auto_merge or env.gated:
-            return False
-        from bot.promotion.opening.merger import merge_promotion
+        from bot.promotion.opening.merger import merge_promotion, remember_opening
 
-        if self.ctx.gate is not None and not await self.ctx.gate.post_own_commit(
-                self.gh, self.repo, number, head_sha, base_sha, paths):
-            log.info("not merging: the promotion changes a gated environment's render and "
-                     "its gate does not pass", extra={"pull": number, "env": env.name})
-            return False
-        return await merge_promotion(self.ctx, self.gh, self.repo.full_name, number, head_sha,
-                                     env.merge_method, environment=env.name)
+        merged = False
+        if env.auto_merge and not env.gated:
+            if self.ctx.gate is not None and not await self.ctx.gate.post_own_commit(
+                    self.gh, self.repo, number, head_sha, base_sha, paths):
+                log.info("not merging: the promotion changes a gated environment's render "
+                         "and its gate does not pass", extra={"pull": number, "env": env.name})
+            else:
+                merged = await merge_promotion(self.ctx, self.gh, self.repo.full_name, number,
+                                               head_sha, env.merge_method, environment=env.name)
+        remember_opening(self.gh, self.repo.full_name, number, merged=merged)
+        return merged
 
     async def _create_branch(self, branch: str, sha: str) -> None:
         """Create ``branch`` at ``sha``; one left behind by an interrupted attempt is reset
@@ -361,9 +363,9 @@ class Opener(RepoOpener[_Promotion]):
             },
         )
         head_sha = str(committed["commit"]["sha"])
-        await post_receipt(self.ctx, self.gh, repo, head_sha,
-                           f"{'Rollback of' if rollback else 'Promotion of'} "
-                           f"{candidate.service} {candidate.version} in {env.name}.")
+        await receipt_unless_signed(self.ctx, self.gh, repo, committed["commit"],
+                                    f"{'Rollback of' if rollback else 'Promotion of'} "
+                                    f"{candidate.service} {candidate.version} in {env.name}.")
         marker = PromotionMarker(
             service=candidate.service, environment=env.name, digest=candidate.digest,
             tag=candidate.tag, version=candidate.version, paths=(path,),

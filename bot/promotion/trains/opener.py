@@ -35,7 +35,7 @@ from bot.promotion.authorship.marker import (
     train_branch_name,
     train_prefix,
 )
-from bot.promotion.authorship.receipts import post_receipt
+from bot.promotion.authorship.receipts import receipt_unless_signed
 from bot.promotion.authorship.trust import trusted_pull
 from bot.promotion.builds import RepoBuilds, environment_target
 from bot.promotion.effects import promotion_effect
@@ -290,7 +290,8 @@ class TrainOpener(RepoOpener[_Train]):
         })
         sha = str(commit["sha"])
         await self._create_branch(branch, sha)
-        await post_receipt(self.ctx, self.gh, repo, sha, message.split("\n", 1)[0] + ".")
+        await receipt_unless_signed(self.ctx, self.gh, repo, commit,
+                                    message.split("\n", 1)[0] + ".")
         return sha
 
     async def _supersede(self, group: str, environment: str, branch: str, number: int,
