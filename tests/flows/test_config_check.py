@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.github.client import sha_store
 from bot.sandbox.demo import DEMO_FILES, DEPLOY_REPO
 from tests.harness import World, hand_pr
 
@@ -232,3 +233,33 @@ async def test_without_the_tree_directory_listings_find_the_same(world: World) -
         ("kustomization.yaml", 4, "resources: 'nowhere.yaml' does not exist (nowhere.yaml is "
                                   "not in the repository at this commit)"),
     ]
+
+
+async def test_a_promotion_merged_as_it_was_opened_is_checked_once_at_its_merge(
+        world: World) -> None:
+    await world.release("web", "1.0.0")
+    staging = world.pull("Promote web 1.0.0 to staging")
+    assert staging["merged"]
+    # nobody could read a check on the PR before it merged: the push of its merge has it
+    assert world.emulator.check_runs(DEPLOY_REPO, staging["head"]["sha"], CHECK) == []
+    [run] = world.emulator.check_runs(DEPLOY_REPO, staging["merge_commit_sha"], CHECK)
+    assert run["conclusion"] == "success"
+
+    # the opened event handled by a process that did not open the PR: it reads the PR
+    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+    sha_store(gh).responses.clear()
+    world.runtime.door.seen.clear()
+    opened = next(d for d in world.emulator.deliveries if d.event == "pull_request"
+                  and d.payload["action"] == "opened"
+                  and d.payload["pull_request"]["number"] == staging["number"])
+    assert await world.emulator.redeliver(opened.id) == 202
+    await world.settle()
+    assert world.emulator.check_runs(DEPLOY_REPO, staging["head"]["sha"], CHECK) == []
+
+
+async def test_a_promotion_whose_merge_waits_gets_its_config_check(world: World) -> None:
+    world.emulator.faults.merge_not_mergeable_rate = 1.0  # GitHub is computing mergeability
+    await world.release("web", "1.0.0")
+    staging = world.pull("Promote web 1.0.0 to staging", state="open")
+    [run] = world.emulator.check_runs(DEPLOY_REPO, staging["head"]["sha"], CHECK)
+    assert run["conclusion"] == "success"

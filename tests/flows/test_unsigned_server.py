@@ -72,3 +72,32 @@ async def test_a_commit_that_only_claims_to_be_the_bots_is_not_conveyors(
     assert trusted is not None
     assert (trusted.sha, trusted.head) == (made, False)  # Conveyor's own commit, not the push
     assert trusted.digest != forged
+
+
+async def test_each_commit_gets_a_receipt_only_when_github_did_not_sign_it() -> None:
+    world = await make_world(signing=True)
+    try:
+        await world.release("web", "1.0.0")
+        signed = world.pull("Promote web 1.0.0 to staging")
+        head = world.emulator.commit(world.repo, signed["head"]["sha"])
+        assert head["commit"]["verification"]["verified"] is True
+        assert world.emulator.check_runs(world.repo, signed["head"]["sha"], RECEIPT_CHECK) == []
+
+        world.emulator.world.web_commit_signing = False  # the administrator turns signing off
+        await world.release("web", "1.1.0")
+        unsigned = world.pull("Promote web 1.1.0 to staging")
+        assert world.emulator.check_runs(world.repo, unsigned["head"]["sha"], RECEIPT_CHECK)
+
+        # both are Conveyor's: /promote carries each digest on
+        for staging, version in ((signed, "1.0.0"), (unsigned, "1.1.0")):
+            await world.emulator.comment(world.repo, staging["number"], "alice",
+                                         "/promote production")
+            await world.settle()
+            assert world.pull(f"Promote web {version} to production", state="all")
+        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        for staging in (signed, unsigned):
+            trusted = await trusted_pull(gh, world.repo, staging, world.runtime.ctx.bot_login)
+            assert trusted is not None and trusted.sha == staging["head"]["sha"]
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
