@@ -1,6 +1,8 @@
-"""7. GitHub's content-creation budget: a 30-service release train against 30 single-service
-promotions of the same change, on the bundled emulator (which answers 403 + Retry-After above
-80 writes a minute or 500 an hour, as GitHub does).
+"""7. GitHub's content-creation budget: the writes of each path beside its floor
+(`write_paths.py`), on a server that signs Conveyor's commits and on one that does not; then a
+30-service release train against 30 single-service promotions of the same change, on the
+bundled emulator (which answers 403 + Retry-After above 80 writes a minute or 500 an hour, as
+GitHub does).
 
 Time is virtual (the bot's rate limiter and the emulator share it), so a minute of pacing
 costs no wall-clock minute; the figures are counts and virtual seconds.
@@ -15,6 +17,7 @@ from tests.flows.test_trains import MANY, image, issue, kustomization, many_serv
 from tests.harness import close_world, make_world
 
 from .report import Section
+from .write_paths import DASHBOARD, PATHS, play
 
 CONTENT = ("POST", "PATCH", "PUT", "DELETE")
 
@@ -73,9 +76,47 @@ async def measure(*, train: bool, services: int) -> dict[str, float]:
         await close_world(world)
 
 
+async def path_rows(section: Section) -> None:
+    """Each path's writes, on a server that signs Conveyor's commits and on one that does
+    not, beside its floor and the writes named above it."""
+    for path in PATHS:
+        signed = await play(path, signing=True)
+        unsigned = await play(path, signing=False)
+        floor = len(path.writes.floor)
+        above = [need.write for need in path.writes.above]
+        extra = "; above it " + ", ".join(
+            f"{m} {p.removeprefix('/repos/{owner}/{repo}')}{f' ({c})' if c else ''}"
+            for m, p, c in above) if above else ""
+        ok = signed == path.writes.expected(signing=True) and \
+            unsigned == path.writes.expected(signing=False)
+        receipts = sum(unsigned.values()) - sum(signed.values())
+        section.add(
+            f"writes: {path.writes.name}",
+            f"{sum(signed.values())} (floor {floor}{extra}); {sum(unsigned.values())} where "
+            f"GitHub does not sign Conveyor's commits (+{receipts} `conveyor/commit`)",
+            target="floor + the writes named in docs/performance.md", ok=ok)
+        section.data.setdefault("paths", {})[path.writes.name] = {
+            "signed": sorted(f"{n}× {m} {p} {c}".strip() for (m, p, c), n in signed.items()),
+            "unsigned": sorted(f"{n}× {m} {p} {c}".strip()
+                               for (m, p, c), n in unsigned.items()),
+            "floor": [f"{n.write[0]} {n.write[1]} {n.write[2]}".strip() + f": {n.why}"
+                      for n in path.writes.floor],
+            "above": [f"{n.write[0]} {n.write[1]} {n.write[2]}".strip() + f": {n.why}"
+                      for n in (*path.writes.above, *path.writes.above_unsigned)],
+        }
+        if path.writes.name.endswith(": opened"):
+            opened = sum(signed.values()) - signed[DASHBOARD.write]
+            section.add("writes to open one promotion from a command (the dashboard's edit "
+                        "apart: one per 5 s debounce, shared)",
+                        f"{opened}: about {500 // opened} promotions an hour within 500",
+                        target="≤ 7", ok=opened <= 7)
+
+
 async def run(quick: bool) -> Section:
     services = 10 if quick else MANY
-    section = Section(f"7. GitHub's content-creation budget: {services} services to production")
+    section = Section(f"7. GitHub's content-creation budget: writes per path; {services} "
+                      "services to production")
+    await path_rows(section)
     rows = {"one release train": await measure(train=True, services=services),
             f"{services} single-service promotions": await measure(train=False,
                                                                    services=services)}
