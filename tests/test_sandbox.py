@@ -97,10 +97,17 @@ async def test_demo_story_plays_every_step(tmp_path: Path) -> None:
         "(auto_merge)",
         "   #6: gate: failure — api → production: sha256:",
         " was reported failing in staging at 2026-11-30T10:30:01Z",
+        "11. CI pushes the Helm chart ghcr.io/acme/charts/web:1.1.0 (sha256:",
+        '   Conveyor opened #8 "Promote web-chart 1.1.0 to staging" and merged it (auto_merge): '
+        "clusters/staging/web-chart.yaml pins the chart by version and digest",
         'Dashboard: issue #3 "Conveyor dashboard" labelled conveyor-dashboard in acme/deploy',
-        "   web-chart  0.9.0    0.9.0",
+        "   web-chart  1.1.0    0.9.0",
         "   production   1.1.0",
         "Story played in ",
+        # every path at its floor (docs/performance.md): well inside GitHub's 80 writes a
+        # minute, which the story, played in seconds, would otherwise wait for
+        "65 of those requests were writes (POST, PATCH, PUT, DELETE): GitHub allows an "
+        "installation 80 a minute and 500 an hour.",
     ]
     position = 0
     for fragment in expected:

@@ -12,9 +12,9 @@ from bot.domain.deployed import fill_context
 from bot.domain.policy import Environment
 from bot.names import REFUSAL_CHECK
 from bot.promotion.authorship.marker import branch_prefix, parse_marker
-from bot.promotion.dashboard.issue import DASHBOARD_LABEL, DEBOUNCE
+from bot.promotion.dashboard.issue import DASHBOARD_LABEL
 from bot.sandbox.botlog import logged_reasons
-from bot.sandbox.demo import digest_of
+from bot.sandbox.demo import artifact_digest, digest_of
 from bot.sandbox.failure_act import fail_a_deployment
 from bot.sandbox.plan import Plan
 from bot.sandbox.reading import (
@@ -330,7 +330,14 @@ class Story:
 
     async def dashboard(self) -> None:
         say, em = self.narrator, self.sandbox.emulator
-        await self.sandbox.pass_time(DEBOUNCE + timedelta(seconds=1))
+        # the refresh after a merge waits for the delivery figures: each timer as it comes due
+        for _ in range(4):
+            due = [when for key, when in self.sandbox.runtime.ctx.scheduler.pending().items()
+                   if key.startswith(("dashboard:", "delivery:"))]
+            if not due:
+                break
+            await self.sandbox.pass_time(max(min(due) - self.sandbox.clock(), timedelta(0))
+                                         + timedelta(seconds=1))
         issues = em.issues(self.repo, labels=[DASHBOARD_LABEL])
         say.line()
         if issues:
@@ -364,4 +371,28 @@ class Story:
             await self.rollback(pr, plan.chain[-1])
             await self.train(pr)
         await fail_a_deployment(self.sandbox, plan, say, self.repo, self.see_log())
+        await self.chart()
         await self.dashboard()
+
+    async def chart(self) -> None:
+        """The demo's other way to ship web: CI pushes its Helm chart after the release; the
+        chart's `registry_package` event completes the release's promotion of `web-chart`."""
+        plan, em, say = self.plan, self.sandbox.emulator, self.narrator
+        chart = plan.policy.services.get("web-chart")
+        if not plan.demo or chart is None:
+            return
+        digest = artifact_digest(chart, plan.version)
+        _registry, owner, package = image_parts(chart.image)
+        say.step(f"CI pushes the Helm chart {chart.image}:{plan.version} "
+                 f"({short_digest(digest)}) of release {plan.tag}")
+        await em.publish_container(owner, package, digest, [plan.version],
+                                   source_repo=chart.source)
+        await self.sandbox.settle()
+        title = f"Promote {chart.name} {plan.version} to {plan.entry.name}"
+        pr = find_pull(self.sandbox, self.repo, title)
+        if pr is None:
+            raise self.nothing_opened(title, env=plan.entry.name)
+        done = " and merged it (auto_merge)" if pr["merged"] else ""
+        path = plan.policy.path_for(chart.name, plan.entry.name)
+        say.said(f'Conveyor opened #{pr["number"]} "{title}"{done}: {path} pins the chart '
+                 "by version and digest")

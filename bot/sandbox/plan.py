@@ -273,9 +273,8 @@ DEMO_WATCH = ("    auto_merge: true\n    on_failure: rollback\n"
               '    deployed_by: ["argocd[bot]"]\n')
 
 
-# The sandbox's demo also ships web as a Helm chart, pinned by Flux OCIRepositories. The story
-# does not promote it: with one more promotion in the story, the first promotion at the
-# `--keep` prompt waits in the write limiter (`github/ratelimit.py`) far longer than a person.
+# The sandbox's demo also ships web as a Helm chart, pinned by Flux OCIRepositories; the story
+# promotes it into staging once CI pushes it.
 DEMO_CHART = """  web-chart:
     chart: ghcr.io/acme/charts/web
     source: acme/web

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from bot.names import GATE_CHECK
 from bot.sandbox.runner import Sandbox
 from bot.text import unescape_markdown
+from conveyor_emulator.faults.requestlog import RequestEntry
 
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MARKS = re.compile(r"(?<!\\)(?:\*\*|`)")  # bold and code marks that are not escaped
@@ -70,3 +72,13 @@ def reply_to(sandbox: Sandbox, repo: str, number: int, comment_id: int) -> str |
 def failed(reply: str) -> bool:
     """A reply that reports an error (Conveyor marks those ❌ or ⚠️)."""
     return "❌" in reply or "⚠" in reply
+
+
+CONTENT_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+
+
+def content_writes(entries: Iterable[RequestEntry]) -> int:
+    """The installation's REST requests that create or change something: those GitHub counts
+    against its content-creation limits (80 a minute, 500 an hour)."""
+    return sum(1 for entry in entries if entry.method in CONTENT_METHODS
+               and entry.installation_id is not None and entry.resource == "core")

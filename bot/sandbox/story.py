@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.domain.policy import PolicyError
+from bot.github.ratelimit import WriteBudget
 from bot.sandbox.acts import Story, StoryFailed
 from bot.sandbox.botlog import logged_errors
 from bot.sandbox.keep import keep_serving, stdin_lines
@@ -34,6 +35,7 @@ from bot.sandbox.plan import (
     plan_demo,
     plan_from_config,
 )
+from bot.sandbox.reading import content_writes
 from bot.sandbox.runner import logs_to_file, start_sandbox
 from bot.sandbox.stack import SandboxError, image_parts
 from bot.sandbox.telling import Narrator
@@ -142,6 +144,9 @@ async def _play(options: Options, plan: Plan, narrator: Narrator, log_path: Path
                       f"(sandbox clock {sandbox.clock.start:%H:%M} → {sandbox.clock():%H:%M} "
                       f"UTC): {len(em.deliveries)} webhooks delivered, "
                       f"{len(em.requests.entries)} GitHub API requests by Conveyor.")
+        narrator.line(f"{content_writes(em.requests.entries)} of those requests were writes "
+                      "(POST, PATCH, PUT, DELETE): GitHub allows an installation "
+                      f"{WriteBudget.per_minute} a minute and {WriteBudget.per_hour} an hour.")
         errors = logged_errors(log_path)
         if ok and not errors and options.log_dir is None and not options.keep:
             narrator.line("Conveyor's log goes with the run's temporary folder "
