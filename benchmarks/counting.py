@@ -51,10 +51,8 @@ RELEASE_TO_PR: list[Need] = [
      "commits between the live and the new version, for the body"),
     ("GET", "/repos/{owner}/{repo}/git/ref/{ref}", "the default branch's head to branch from"),
     ("POST", "/repos/{owner}/{repo}/git/refs", "the promotion branch"),
-    ("PUT", "/repos/{owner}/{repo}/contents/{path}", "the one commit that changes the file"),
-    ("POST", "/repos/{owner}/{repo}/check-runs",
-     "the commit's receipt `conveyor/commit`: how Conveyor knows its own commits where GitHub "
-     "does not sign them"),
+    ("PUT", "/repos/{owner}/{repo}/contents/{path}", "the one commit that changes the file "
+     "(GitHub signs it: no receipt `conveyor/commit` is needed)"),
     ("POST", "/repos/{owner}/{repo}/pulls", "the pull request"),
 ]
 # A bot that has not read the default branch's files yet: the environment's file is read

@@ -13,6 +13,7 @@ refusal and the config check ever see.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 # `pushed_at` has a resolution of one second, and the bot's clock may be a little off GitHub's:
 # only a `pushed_at` this much older than the listing proves that a later push moves it.
 SETTLED_AFTER = timedelta(minutes=1)
+# Repositories whose policy discovery reads at once (each a request or two).
+DISCOVERY_READS = 4
 
 
 @dataclass
@@ -120,10 +123,23 @@ class PolicyIndex:
         # `404` each for those without a policy); those it shows a file for, or does not
         # answer for, are read over REST as before (conditional from then on).
         holding = await holds_path(gh, unread, POLICY_PATH) if unread else {}
-        for repo in listed:
-            await self.refresh(gh, installation_id, repo.name, repo.default_branch,
-                               pushed_at=repo.settled_pushed_at,
-                               absent=holding.get(repo.name.lower()) is False)
+        # The repositories are read a few at a time: a cold start's first promotion waits
+        # for its policy, not for the head reads of the repositories that hold none.
+        slots = asyncio.Semaphore(DISCOVERY_READS)
+
+        async def refreshed(repo: _Listed) -> None:
+            async with slots:
+                await self.refresh(gh, installation_id, repo.name, repo.default_branch,
+                                   pushed_at=repo.settled_pushed_at,
+                                   absent=holding.get(repo.name.lower()) is False)
+
+        failures = [result for result in await asyncio.gather(
+            *(refreshed(repo) for repo in listed), return_exceptions=True)
+            if isinstance(result, BaseException)]
+        if failures:
+            raise failures[0]
+        order = [repo.name.lower() for repo in listed]  # the list's order, whatever finished first
+        entry.repos = {key: entry.repos[key] for key in order if key in entry.repos}
         for stale in set(entry.repos) - set(entry.installed):
             del entry.repos[stale]
         for stale in set(entry.without_policy) - set(entry.installed):

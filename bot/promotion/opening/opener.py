@@ -6,10 +6,11 @@ a file that already pins the digest opens nothing, a half-made branch is reset a
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 
@@ -194,6 +195,21 @@ class RepoOpener(ABC, Generic[F]):
                                 data={"sha": sha, "force": True})
 
 
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+async def both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """Both awaited at once; when one fails, its error once the other is done too (no work
+    left running behind the caller's back)."""
+    one, other = await asyncio.gather(first, second, return_exceptions=True)
+    if isinstance(one, BaseException):
+        raise one
+    if isinstance(other, BaseException):
+        raise other
+    return one, other
+
+
 def _pull_ref(pr: dict[str, Any]) -> PullRef:
     return PullRef(int(pr["number"]), str(pr["html_url"]))
 
@@ -251,12 +267,11 @@ class Opener(RepoOpener[_Promotion]):
             file, edit, change = found.file, found.edit, found.change
             if decision.kind != "open" or file is None or edit is None or change is None:
                 return OpenResult.declined(decision)
-            if isinstance(provenance, LazyProvenance):
-                provenance = await provenance.get()
-            with_link = await with_compare(self.gh, provenance or Provenance(), candidate,
-                                           change.old_tag, self.ctx.web_url)
             branch = str(facts.branch)
             base_sha = found.base_sha or await branch_head(self.gh, repo, self.default_branch)
+            # what the body links is read while the branch is made: neither needs the other
+            with_link, _ = await both(self._described(candidate, provenance, change.old_tag),
+                                      self._create_branch(branch, base_sha))
             number, url, head_sha = await self._create(
                 candidate, env, branch, path, file.sha, edit.new_text, change,
                 with_link, rollback_note, upstream_pr, base_sha,
@@ -271,6 +286,20 @@ class Opener(RepoOpener[_Promotion]):
                                             "service": candidate.service, "env": environment,
                                             "digest": candidate.digest})
         return OpenResult("opened", "opened", number, url, merged=merged)
+
+    async def _described(self, candidate: Candidate,
+                         provenance: Provenance | LazyProvenance | None,
+                         old_tag: str | None) -> Provenance:
+        """The provenance the body links, with the compare view from ``old_tag``: the
+        attestation and the compare are read at once."""
+        async def gathered() -> Provenance:
+            if isinstance(provenance, LazyProvenance):
+                return await provenance.get()
+            return provenance or Provenance()
+
+        found, compared = await both(gathered(), with_compare(
+            self.gh, Provenance(), candidate, old_tag, self.ctx.web_url))
+        return replace(found, compare=compared.compare)
 
     async def _read_subject(self, reading: Reading, facts: OpeningFacts, found: _Promotion
                             ) -> OpeningFacts:
@@ -351,7 +380,6 @@ class Opener(RepoOpener[_Promotion]):
         repo = self.repo.full_name
         rollback = rollback_note is not None
         from_version = version_from_tag(change.old_tag) if change.old_tag else None
-        await self._create_branch(branch, base_sha)
         committed = await self.gh.put(
             f"/repos/{repo}/contents/{content_path(path)}",
             data={
