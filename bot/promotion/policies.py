@@ -140,8 +140,6 @@ class PolicyIndex:
             raise failures[0]
         order = [repo.name.lower() for repo in listed]  # the list's order, whatever finished first
         entry.repos = {key: entry.repos[key] for key in order if key in entry.repos}
-        for stale in set(entry.repos) - set(entry.installed):
-            del entry.repos[stale]
         for stale in set(entry.without_policy) - set(entry.installed):
             del entry.without_policy[stale]
         entry.loaded = True

@@ -9,6 +9,7 @@ import gidgethub
 import pytest
 
 from bot.domain.commands.parse import HELP_TEXT
+from bot.github.client import ConveyorGitHubAPI
 from bot.promotion.authorship.marker import parse_marker
 from bot.promotion.commands.replies import Reply
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
@@ -89,6 +90,29 @@ async def test_a_reply_delayed_by_a_failure_gets_eyes_first(
     assert failures == []
     assert reactions(world, posted) == [("eyes", BOT)]  # seen, while the job was retried
     assert HELP_TEXT in reply_to(world, number, posted)  # the retried job replied, once
+
+
+async def test_a_reaction_github_refuses_leaves_the_retry_to_reply(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    number = await issue(world)
+    posting, reacting = Reply.post, ConveyorGitHubAPI.post
+    failures = [gidgethub.GitHubBroken(HTTPStatus.BAD_GATEWAY)]
+
+    async def flaky(reply: Reply, gh: Any, repo: str, at: int) -> None:
+        if failures:
+            raise failures.pop()
+        await posting(reply, gh, repo, at)
+
+    async def refused(gh: ConveyorGitHubAPI, url: str, *args: Any, **kwargs: Any) -> Any:
+        if url.endswith("/reactions"):  # an organisation that limits reactions, say
+            raise gidgethub.BadRequest(HTTPStatus.FORBIDDEN)
+        return await reacting(gh, url, *args, **kwargs)
+
+    monkeypatch.setattr(Reply, "post", flaky)
+    monkeypatch.setattr(ConveyorGitHubAPI, "post", refused)
+    posted = await say(world, number, "/help")
+    assert reactions(world, posted) == []
+    assert HELP_TEXT in reply_to(world, number, posted)
 
 
 async def test_comment_without_commands_gets_nothing(world: World) -> None:

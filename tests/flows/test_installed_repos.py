@@ -6,12 +6,18 @@ only the repositories it names, and a push or a release whose event was lost is 
 from __future__ import annotations
 
 from collections import Counter
+from http import HTTPStatus
+from typing import Any
+
+import gidgethub
+import pytest
 
 from benchmarks.scale import install_repositories
+from bot.promotion import policies
 from bot.promotion.policies import PolicyIndex
 from bot.promotion.resync.reconcile import resync_all
 from conveyor_emulator.faults.requestlog import RequestEntry
-from tests.harness import World
+from tests.harness import World, close_world, make_world
 
 R = "/repos/{owner}/{repo}"
 
@@ -163,3 +169,29 @@ async def test_discovery_reads_over_rest_when_graphql_fails(world: World) -> Non
                              ("POST", "/graphql", 502): 1,
                              ("GET", R + "/contents/{path}", 200): 1,
                              ("GET", R + "/contents/{path}", 404): 2}, counted(made)
+
+
+async def test_a_repository_whose_policy_read_fails_fails_discovery_once_the_others_are_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    index = PolicyIndex()
+    world = await make_world()
+    try:
+        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        reading = policies.get_file
+
+        async def flaky(client: Any, repo: str, path: str, *args: Any) -> Any:
+            raise gidgethub.GitHubBroken(HTTPStatus.BAD_GATEWAY)  # for the policy
+
+        monkeypatch.setattr(policies, "get_file", flaky)
+        world.emulator.requests.reset()
+        with pytest.raises(gidgethub.GitHubBroken):
+            await index.load(gh, world.demo.installation_id)
+        # the repositories GraphQL showed without a policy were read meanwhile (their heads)
+        heads = sorted(e.url_path.split("/")[5] for e in world.emulator.requests.entries
+                       if e.path == R + "/git/ref/{ref}")
+        assert heads == ["api", "web"]
+        monkeypatch.setattr(policies, "get_file", reading)
+        [repo] = await index.load(gh, world.demo.installation_id)  # not loaded: read again
+        assert repo.full_name == world.repo
+    finally:
+        await close_world(world)

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.names import RECEIPT_CHECK
+from bot.promotion.authorship.receipts import signed_by_github
 from bot.promotion.authorship.trust import trusted_pull
 from tests.harness import World, close_world, make_world
 
@@ -101,3 +102,11 @@ async def test_each_commit_gets_a_receipt_only_when_github_did_not_sign_it() -> 
         assert world.emulator.violations == []
     finally:
         await close_world(world)
+
+
+def test_only_a_verified_answer_stands_for_githubs_signature() -> None:
+    assert signed_by_github({"sha": "a", "verification": {"verified": True, "reason": "valid"}})
+    for answer in ({"sha": "a", "verification": {"verified": False, "reason": "unsigned"}},
+                   {"sha": "a", "verification": {"verified": "true"}},
+                   {"sha": "a", "verification": None}, {"sha": "a"}):
+        assert not signed_by_github(answer)  # an older server's answer gets the receipt

@@ -242,17 +242,15 @@ DELIVERY_DEBOUNCE = timedelta(seconds=20)
 
 def schedule_delivery(ctx: Context, installation_id: int, repo: str) -> None:
     """Read the repository's delivery figures again shortly (a pending read is kept, so a
-    stream of merges cannot postpone it); a dashboard refresh already pending moves after
-    the read, which schedules it anyway."""
-    pending = ctx.scheduler.pending()
-    if _delivery_key(repo) in pending:
+    stream of merges cannot postpone it), and refresh the dashboard once they are read (a
+    refresh already pending moves there)."""
+    if _delivery_key(repo) in ctx.scheduler.pending():
         return
     when = ctx.clock() + DELIVERY_DEBOUNCE
     ctx.scheduler.at(_delivery_key(repo), when, DELIVERY_EVENT, {
         "installation": {"id": installation_id}, "repository": {"full_name": repo},
     })
-    if _dashboard_key(repo) in pending:
-        _dashboard_at(ctx, installation_id, repo, when + DEBOUNCE)
+    _dashboard_at(ctx, installation_id, repo, when + DEBOUNCE)
 
 
 async def refresh_repo_delivery(services: Services, gh: GitHubAPI, repo: DeploymentRepo
