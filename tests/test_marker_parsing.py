@@ -9,8 +9,11 @@ import pytest
 from bot.promotion.authorship.marker import (
     PromotionMarker,
     TrainMember,
+    branch_environment,
+    branch_name,
     parse_marker,
     service_markers,
+    train_branch_name,
 )
 
 A = "sha256:" + "a" * 64
@@ -51,3 +54,17 @@ def test_a_train_stands_for_a_promotion_per_service() -> None:
     single = parse_marker(PromotionMarker("web", "staging", A, "1.0.0", "1.0.0", ("w.yaml",),
                                           "acme/web").render())
     assert single is not None and service_markers(single) == [single]
+
+
+def test_the_environment_a_promotion_branch_names() -> None:
+    digest = "sha256:" + "ab" * 32
+    assert branch_environment(branch_name("staging", "web", digest)) == "staging"
+    assert branch_environment(branch_name("prod", "web", digest, rollback=True)) == "prod"
+    assert branch_environment(train_branch_name("prod", "shop", digest)) == "prod"
+    assert branch_environment(train_branch_name("eu", "shop", digest, rollback=True)) == "eu"
+    # an environment named like the rollback folder reads the same both ways
+    assert branch_environment(branch_name("rollback", "web", digest)) == "rollback"
+    assert branch_environment(branch_name("rollback", "web", digest, rollback=True)) == \
+        "rollback"
+    for other in ("main", "conveyor", "hand/conveyor/staging/web-1", "conveyor/a/b/c/d"):
+        assert branch_environment(other) is None

@@ -1,7 +1,8 @@
 """`conveyor/config-check` on every PR of a deployment repository and every default-branch push.
 
-A PR Conveyor merged as it opened it (an `auto_merge` environment) gets none: it was merged
-before anyone could read the check, and the push of its merge gets one.
+A PR Conveyor opens into an ungated `auto_merge` environment gets none here: it is merged as
+it is opened, and the push of its merge gets one (where GitHub refuses that merge, its opener
+posts the PR's).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from bot.domain.policy import Policy
 from bot.github.client import ConveyorGitHubAPI
 from bot.handlers.events import indexed_repo, is_default_branch_push, pushed_paths
 from bot.promotion.configcheck import run_config_check
-from bot.promotion.opening.merger import opened_and_merged
+from bot.promotion.opening.merger import merged_as_opened
 from bot.promotion.policies import DeploymentRepo, IndexedRepo
 from bot.services import Services
 
@@ -33,9 +34,9 @@ async def on_pull_request(event: sansio.Event, gh: ConveyorGitHubAPI, services: 
     if repo is None:
         return
     pr = event.data["pull_request"]
-    if event.data.get("action") == "opened" and await opened_and_merged(
-            services.ctx, gh, repo.full_name, pr):
-        return  # merged before anyone could read it: the push of its merge is checked
+    if event.data.get("action") == "opened" and isinstance(repo, DeploymentRepo) \
+            and merged_as_opened(repo.policy, pr, services.ctx.bot_login):
+        return  # the push of its merge is checked (or, when the merge waits, its opener)
     paths = [f["filename"] async for f in gh.getiter(
         f"/repos/{repo.full_name}/pulls/{pr['number']}/files?per_page=100")]
     await run_config_check(services.ctx, gh, repo.full_name, _policy_of(repo),

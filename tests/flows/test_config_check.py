@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.github.client import sha_store
 from bot.sandbox.demo import DEMO_FILES, DEPLOY_REPO
 from tests.harness import World, hand_pr
 
@@ -245,9 +244,8 @@ async def test_a_promotion_merged_as_it_was_opened_is_checked_once_at_its_merge(
     [run] = world.emulator.check_runs(DEPLOY_REPO, staging["merge_commit_sha"], CHECK)
     assert run["conclusion"] == "success"
 
-    # the opened event handled by a process that did not open the PR: it reads the PR
-    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
-    sha_store(gh).responses.clear()
+    # the opened event again (a replica or a restarted process that did not open the PR):
+    # the PR's own branch says it merges as it opens
     world.runtime.door.seen.clear()
     opened = next(d for d in world.emulator.deliveries if d.event == "pull_request"
                   and d.payload["action"] == "opened"
@@ -262,4 +260,16 @@ async def test_a_promotion_whose_merge_waits_gets_its_config_check(world: World)
     await world.release("web", "1.0.0")
     staging = world.pull("Promote web 1.0.0 to staging", state="open")
     [run] = world.emulator.check_runs(DEPLOY_REPO, staging["head"]["sha"], CHECK)
-    assert run["conclusion"] == "success"
+    assert run["conclusion"] == "success"  # posted by its opener, once
+
+
+async def test_a_hand_written_pr_on_a_promotion_like_branch_is_checked(world: World) -> None:
+    # only a PR Conveyor opened merges as it opens: a person's branch name proves nothing
+    branch = "conveyor/staging/web-0123456789ab"
+    await world.emulator.push_files(DEPLOY_REPO, {"README.md": "# tuned\n"}, branch=branch,
+                                    author="alice")
+    await world.emulator.open_pull(DEPLOY_REPO, branch, title="Looks like a promotion",
+                                   author="alice")
+    await world.settle()
+    look_alike = world.pull("Looks like a promotion", state="open")
+    assert len(world.emulator.check_runs(DEPLOY_REPO, look_alike["head"]["sha"], CHECK)) == 1

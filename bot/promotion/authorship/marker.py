@@ -152,5 +152,16 @@ def train_branch_name(environment: str, group: str, train_digest: str, *,
     return f"{prefix}/train-{group}-{hex12}"
 
 
+def branch_environment(ref: str) -> str | None:
+    """The environment a branch named by `branch_name` or `train_branch_name` promotes into
+    (a rollback's too); None for any other branch."""
+    parts = ref.split("/")
+    if len(parts) == 4 and parts[:2] == ["conveyor", "rollback"]:
+        return parts[2]
+    if len(parts) == 3 and parts[0] == "conveyor":
+        return parts[1]
+    return None
+
+
 def train_prefix(environment: str, group: str) -> str:
     return f"conveyor/{environment}/train-{group}-"

@@ -6,9 +6,10 @@ bounded number of times, 15 s apart, each time checking that the PR is still ope
 Conveyor's commit. When it stops, the PR gets one comment (edited in place on later stops, found
 by a hidden marker) saying why and what unblocks it; `/recheck` tries again.
 
-Whether Conveyor merged a PR of its own as it opened it is remembered (`opened_and_merged`):
-such a PR was merged before anyone could read a check on it, and the push of its merge gets the
-config check, so its own would be one write for nobody.
+A PR Conveyor opens into an ungated `auto_merge` environment is merged as it is opened: nobody
+can read a check on it before, and the push of its merge gets the config check, so the PR gets
+none of its own (`merged_as_opened`) unless GitHub refuses the merge at once, when the opener
+posts it (the PR waits).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from bot.github.client import sha_store
+from bot.domain.policy import Policy
 from bot.github.limits import fit
 from bot.github.repos import write_comment
+from bot.promotion.authorship.marker import branch_environment
 from bot.promotion.authorship.trust import opened_by_conveyor
 from bot.text import escape_markdown
 
@@ -46,29 +48,15 @@ STATES = {
 }
 
 
-def remember_opening(gh: GitHubAPI, repo: str, number: int, *, merged: bool) -> None:
-    """Conveyor opened PR ``number`` and merged it at once, or did not (still under the
-    repository's lock)."""
-    sha_store(gh).responses[_opening_key(repo, number)] = merged
-
-
-async def opened_and_merged(ctx: Context, gh: GitHubAPI, repo: str, pr: dict[str, Any]
-                            ) -> bool:
-    """Whether ``pr`` is Conveyor's own, merged as it was opened (an `auto_merge`
-    environment). The opener holds the repository's lock until it has tried the merge, so this
-    waits for it; where another process opened it, the PR is read."""
-    if not opened_by_conveyor(ctx.bot_login, pr):
+def merged_as_opened(policy: Policy, pr: dict[str, Any], bot_login: str) -> bool:
+    """Whether ``pr`` is one Conveyor opened into an ungated `auto_merge` environment (its
+    branch, named by Conveyor, says which): the opener merges it, or posts its config check
+    when GitHub refuses the merge."""
+    if not opened_by_conveyor(bot_login, pr):
         return False
-    number = int(pr["number"])
-    async with ctx.locks.hold(repo):
-        known = sha_store(gh).responses.get(_opening_key(repo, number))
-    if known is None:
-        known = bool((await gh.getitem(f"/repos/{repo}/pulls/{number}")).get("merged"))
-    return bool(known)
-
-
-def _opening_key(repo: str, number: int) -> tuple[str, str, str]:
-    return repo.lower(), "merged-at-opening", str(number)
+    name = branch_environment(str((pr.get("head") or {}).get("ref") or ""))
+    env = policy.environments.get(name) if name is not None else None
+    return env is not None and env.auto_merge and not env.gated
 
 
 async def merge_promotion(ctx: Context, gh: GitHubAPI, repo: str, number: int, expected_head: str,

@@ -43,6 +43,7 @@ from bot.promotion.authorship.marker import (
 from bot.promotion.authorship.receipts import receipt_unless_signed
 from bot.promotion.authorship.trust import trusted_marker
 from bot.promotion.builds import RepoBuilds
+from bot.promotion.configcheck import run_config_check
 from bot.promotion.effects import PromotionEffect, promotion_effect
 from bot.promotion.opening.body import Change, commit_message, follows_note, pr_body, pr_title
 from bot.promotion.opening.candidates import Candidate, refusal_for_tags
@@ -168,18 +169,21 @@ class RepoOpener(ABC, Generic[F]):
         """Merge a new PR into an ungated ``auto_merge`` environment (``paths`` changed on
         ``base_sha``), its gate posted first: where `conveyor/promotion-gate` is required,
         GitHub refuses a merge without it."""
-        from bot.promotion.opening.merger import merge_promotion, remember_opening
+        if not env.auto_merge or env.gated:
+            return False
+        from bot.promotion.opening.merger import merge_promotion
 
         merged = False
-        if env.auto_merge and not env.gated:
-            if self.ctx.gate is not None and not await self.ctx.gate.post_own_commit(
-                    self.gh, self.repo, number, head_sha, base_sha, paths):
-                log.info("not merging: the promotion changes a gated environment's render "
-                         "and its gate does not pass", extra={"pull": number, "env": env.name})
-            else:
-                merged = await merge_promotion(self.ctx, self.gh, self.repo.full_name, number,
-                                               head_sha, env.merge_method, environment=env.name)
-        remember_opening(self.gh, self.repo.full_name, number, merged=merged)
+        if self.ctx.gate is not None and not await self.ctx.gate.post_own_commit(
+                self.gh, self.repo, number, head_sha, base_sha, paths):
+            log.info("not merging: the promotion changes a gated environment's render and "
+                     "its gate does not pass", extra={"pull": number, "env": env.name})
+        else:
+            merged = await merge_promotion(self.ctx, self.gh, self.repo.full_name, number,
+                                           head_sha, env.merge_method, environment=env.name)
+        if not merged:  # the PR waits: its config check, which its opened event leaves here
+            await run_config_check(self.ctx, self.gh, self.repo.full_name, self.policy,
+                                   head_sha, list(paths))
         return merged
 
     async def _create_branch(self, branch: str, sha: str) -> None:
