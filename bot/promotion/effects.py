@@ -5,6 +5,7 @@ workload's image."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -83,10 +84,14 @@ async def promotion_effect(builds: RepoBuilds, commit: str, policy: Policy, envi
 
 async def _compare(builds: RepoBuilds, commit: str, target: Target, edited: Mapping[str, str]
                    ) -> tuple[WorkloadChange, ...] | str:
-    after = await builds.build(commit, target, edited)
+    # what both renders read is read first (they share most of it); then the two run at once
+    with_edit = await builds.inputs(commit, target, edited)
+    without = await builds.inputs(commit, target)
+    await builds.prefetch(commit, sorted({*with_edit.files, *without.files} - set(edited)))
+    after, before = await asyncio.gather(builds.build(commit, target, edited),
+                                         builds.build(commit, target))
     if after.images is None:
         return after.error or "the render failed"
-    before = await builds.build(commit, target)
     return tuple(image_changes(dict(before.images or {}), dict(after.images)))
 
 
