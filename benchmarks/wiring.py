@@ -30,6 +30,7 @@ from typing import Any
 import aiohttp
 
 from bot.github.client import RetryPolicy
+from bot.names import GATE_CHECK
 from bot.runtime.settings import Settings
 from bot.sandbox import stack
 from bot.sandbox.demo import DEPLOY_REPO, Demo, digest_of, seed
@@ -147,6 +148,9 @@ async def start_stage(files: Mapping[str, str] | None = None) -> Stage:
     emulator = Emulator(webhook_secret=SECRET, validate_openapi=False, clock=clock)
     await emulator.start()
     demo = seed(emulator, files)
+    # The recommended setup: the default branch requires the gate from Conveyor's app (a
+    # ruleset), so no gate evaluation looks for reports named like it by others.
+    emulator.add_ruleset(DEPLOY_REPO, [(GATE_CHECK, emulator.world.app_id)])
     # The version live in the demo manifests was released from a tag, like any other.
     for source in ("acme/web", "acme/api"):
         await emulator.create_tag(source, "v0.9.0")
