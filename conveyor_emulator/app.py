@@ -94,7 +94,8 @@ class Dispatcher:
                     raise ApiError(400, "Problems parsing JSON") from exc
             ctx = Ctx(request, params, em.world, em.ops, body)
             rate_key, installation_id = self._authenticate(ctx, route)
-            if faults.rate_limit_exhausted or em.rate_limits.remaining(rate_key) <= 0:
+            if faults.rate_limit_exhausted or (
+                    em.rate_limiting and em.rate_limits.remaining(rate_key) <= 0):
                 message = (f"API rate limit exceeded for installation ID {installation_id}."
                            if installation_id else "API rate limit exceeded.")
                 reply = Reply(faults.rate_limit_status, {
@@ -103,7 +104,8 @@ class Dispatcher:
                                          "rate-limits-for-the-rest-api"})
                 return self._finish(request, route, template, reply, rate_key, installation_id,
                                     count=False, exhausted=True)
-            limited = em.secondary.check(rate_key, request.method, template, faults, em.dice)
+            limited = em.secondary.check(rate_key, request.method, template, faults, em.dice,
+                                         content_budget=em.rate_limiting)
             if limited is not None:
                 reply = Reply(403, {"message": SECONDARY_MESSAGE,
                                     "documentation_url": SECONDARY_DOCS}, limited)

@@ -113,15 +113,17 @@ async def make_world(*, files: Mapping[str, str] | None = None, workers: int = 4
                      validate_openapi: bool = True, retry: RetryPolicy = FAST_RETRY,
                      registry_policy: RegistryPolicy | None = QUICK_REGISTRY,
                      source_repos: tuple[str, ...] = (), signing: bool | None = None,
-                     **settings: Any) -> World:
+                     rate_limiting: bool = True, **settings: Any) -> World:
     """The demo organisation (or `files` as its deployment repository, and `source_repos`
     besides) on the emulator, and the bot with `settings` over the test defaults. ``signing``
-    None follows `commit_signing()`."""
+    None follows `commit_signing()`; ``rate_limiting`` False plays a GitHub Enterprise Server
+    without rate limits."""
     clock = Clock()
     virtual = VirtualTime()
     emulator = Emulator(webhook_secret=SECRET, validate_openapi=validate_openapi, clock=clock,
                         timer=virtual,
-                        web_commit_signing=commit_signing() if signing is None else signing)
+                        web_commit_signing=commit_signing() if signing is None else signing,
+                        rate_limiting=rate_limiting)
     await emulator.start()
     for repo in source_repos:
         emulator.add_repo(repo, files={"README.md": f"# {repo}\n"})

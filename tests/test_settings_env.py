@@ -3,6 +3,9 @@ that names the variable otherwise."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from bot.runtime.settings import SettingsError, load_settings, merged_environment, read_dotenv
+from tests.botprocess import REPO_ROOT, coverage_env
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +87,35 @@ def test_numbers_are_read_and_clamped(env: dict[str, str], tmp_path: Path) -> No
     assert settings.api_url == "http://127.0.0.1:9/api/v3"
 
 
+@pytest.mark.parametrize(("value", "per_minute", "per_hour"), [
+    ("", 80, 500), ("80/min,500/h", 80, 500), (" 500/h , 100/min ", 100, 500),
+    ("20/min", 20, None), ("300/h", None, 300),
+])
+def test_content_limits(env: dict[str, str], tmp_path: Path, value: str,
+                        per_minute: int | None, per_hour: int | None) -> None:
+    budget = load_settings({**env, "CONVEYOR_CONTENT_LIMITS": value},
+                           dotenv=tmp_path / "none").content_limits
+    assert budget is not None and (budget.per_minute, budget.per_hour) == (per_minute, per_hour)
+
+
+def test_content_limits_off_for_a_server_without_them(env: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    settings = load_settings({**env, "CONVEYOR_CONTENT_LIMITS": "Off"}, dotenv=tmp_path / "none")
+    assert settings.content_limits is None
+
+
+def test_serve_refuses_malformed_content_limits_in_one_line(env: dict[str, str],
+                                                           tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "serve"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=60, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT),
+                         **coverage_env(), **env, "CONVEYOR_CONTENT_LIMITS": "80 a minute"})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "conveyor: CONVEYOR_CONTENT_LIMITS must be `off` or limits like `80/min,500/h`, "
+        "got '80 a minute'"]
+
+
 def test_the_key_is_read_from_a_file(env: dict[str, str], tmp_path: Path, pem: str) -> None:
     key_file = tmp_path / "app.pem"
     key_file.write_text(pem)
@@ -117,6 +150,13 @@ def test_an_inline_key_with_escaped_newlines(env: dict[str, str], tmp_path: Path
     ({"GITHUB_API_URL": "https://github.example/api?x=1"},
      "GITHUB_API_URL must be an http(s) URL, got 'https://github.example/api?x=1'"),
     ({"CONVEYOR_REGISTRY_ENDPOINTS": "ghcr.io"}, "CONVEYOR_REGISTRY_ENDPOINTS: "),
+    ({"CONVEYOR_CONTENT_LIMITS": "80/sec"}, "CONVEYOR_CONTENT_LIMITS must be `off` or limits "
+                                           "like `80/min,500/h`, got '80/sec'"),
+    ({"CONVEYOR_CONTENT_LIMITS": "0/min"}, "CONVEYOR_CONTENT_LIMITS must be `off`"),
+    ({"CONVEYOR_CONTENT_LIMITS": "80/min,"}, "CONVEYOR_CONTENT_LIMITS must be `off`"),
+    ({"CONVEYOR_CONTENT_LIMITS": "none"}, "CONVEYOR_CONTENT_LIMITS must be `off`"),
+    ({"CONVEYOR_CONTENT_LIMITS": "80/min,90/min"},
+     "CONVEYOR_CONTENT_LIMITS names /min twice: '80/min,90/min'"),
 ])
 def test_bad_values_name_the_variable(env: dict[str, str], tmp_path: Path,
                                       change: dict[str, str], message: str) -> None:

@@ -7,7 +7,9 @@ GitHub's rules ("Rate limits for the REST API", and its "Best practices for usin
   integration banned, so the wait applies to *every* request of the installation, not only to
   the one that was answered.
 - at most about 80 content-generating requests a minute and 500 an hour: mutating requests of
-  one installation are paced within that budget (and serialised by the client).
+  one installation are paced within that budget (and serialised by the client). A GitHub
+  Enterprise Server has the limits its administrator set ("Rate limits are disabled by default
+  for GitHub Enterprise Server"): `CONVEYOR_CONTENT_LIMITS` says which (`parse_content_limits`).
 
 The state lives in a `LimitStore`: in memory for one process, or in Redis (`bot.redisq`) so
 that the replicas of one deployment share the waits and the write budget.
@@ -34,11 +36,43 @@ BARE_SECONDARY_WAIT = 60.0  # GitHub: "wait for at least one minute before retry
 
 @dataclass(frozen=True)
 class WriteBudget:
-    per_minute: int = 80
-    per_hour: int = 500
+    """Content-creating requests allowed per minute and per hour; None: that window has no
+    limit."""
+
+    per_minute: int | None = 80
+    per_hour: int | None = 500
     # Added to each window: the clocks of GitHub and of the replicas differ a little, and a
     # request is counted when it arrives, not when it leaves.
     margin: float = 1.0
+
+    def windows(self) -> list[tuple[float, int]]:
+        """(seconds, allowed) of each limited window."""
+        return [(span, allowed) for span, allowed in ((MINUTE, self.per_minute),
+                                                      (HOUR, self.per_hour))
+                if allowed is not None]
+
+
+GITHUB_COM_BUDGET = WriteBudget()
+_UNITS = {"min": MINUTE, "h": HOUR}
+
+
+def parse_content_limits(text: str) -> WriteBudget | None:
+    """`80/min,500/h` (GitHub's own, the default), either window alone, or `off` (a server
+    without content limits: None). Raises ValueError saying what is wrong."""
+    value = text.strip().lower()
+    if value == "off":
+        return None
+    limits: dict[float, int] = {}
+    for part in value.split(","):
+        count, slash, unit = (piece.strip() for piece in part.partition("/"))
+        span = _UNITS.get(unit)
+        if not slash or span is None or not (count.isascii() and count.isdigit()) \
+                or int(count) < 1:
+            raise ValueError(f"must be `off` or limits like `80/min,500/h`, got {text!r}")
+        if span in limits:
+            raise ValueError(f"names /{unit} twice: {text!r}")
+        limits[span] = int(count)
+    return WriteBudget(per_minute=limits.get(MINUTE), per_hour=limits.get(HOUR))
 
 
 class Timer(Protocol):
@@ -62,7 +96,7 @@ def write_wait(sent: Sequence[float], now: float, budget: WriteBudget) -> float:
     """Seconds from `now` until one more write fits the budget, given the (sorted) times of
     the writes already sent; 0 when it fits now."""
     wait = 0.0
-    for window, allowed in ((MINUTE, budget.per_minute), (HOUR, budget.per_hour)):
+    for window, allowed in budget.windows():
         span = window + budget.margin
         recent = sent[bisect_right(sent, now - span):]
         if allowed <= 0:
@@ -118,11 +152,13 @@ class RateLimiter:
     """The per-installation waits and the write pacing, shared by every client."""
 
     def __init__(self, *, store: LimitStore | None = None, timer: Timer | None = None,
-                 budget: WriteBudget | None = None, metrics: Metrics | None = None,
+                 budget: WriteBudget | None = GITHUB_COM_BUDGET, metrics: Metrics | None = None,
                  max_wait: float = 900.0) -> None:
+        """`budget` None: writes are not paced (a server without content limits); they are
+        still sent one at a time."""
         self.store: LimitStore = store or MemoryLimitStore()
         self.timer: Timer = timer or SystemTimer()
-        self.budget = budget or WriteBudget()
+        self.budget = budget
         self.metrics = metrics
         self.max_wait = max_wait
 
@@ -136,7 +172,7 @@ class RateLimiter:
                 self._waited("rate_limited", held)
                 await self.timer.sleep(held)
                 continue
-            if not write:
+            if not write or self.budget is None:
                 return
             paced = await self.store.reserve_write(installation, self.timer.now(), self.budget)
             if paced <= 0:

@@ -47,8 +47,9 @@ local function need(span, allowed)
     wait = math.max(wait, oldest + span - now)
   end
 end
-need(minute_span, tonumber(ARGV[2]))
-need(hour_span, tonumber(ARGV[3]))
+-- a window without a limit is sent as 0
+if tonumber(ARGV[2]) > 0 then need(minute_span, tonumber(ARGV[2])) end
+if tonumber(ARGV[3]) > 0 then need(hour_span, tonumber(ARGV[3])) end
 if wait > 0 then
   return tostring(wait)
 end
@@ -87,7 +88,8 @@ class RedisLimitStore:
         try:
             answer = await self._reserve(
                 keys=[self.keys.github_writes(installation)],
-                args=[repr(now), budget.per_minute, budget.per_hour, repr(budget.margin),
+                args=[repr(now), budget.per_minute or 0, budget.per_hour or 0,
+                      repr(budget.margin),
                       f"{now!r}:{uuid.uuid4().hex[:8]}"])
         except REDIS_ERRORS as exc:
             self._warn(exc)

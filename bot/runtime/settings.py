@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from bot.attestations.roots import RootError
 from bot.attestations.trust import SETTING as SIGSTORE_TRUST_SETTING
 from bot.attestations.trust import TrustFile, read_trust_file
+from bot.github.ratelimit import GITHUB_COM_BUDGET, WriteBudget, parse_content_limits
 from bot.registry.credentials import AuthFileError, Credential, load_auth_file
 from bot.registry.names import parse_endpoints
 from bot.render.tool import (
@@ -52,6 +53,9 @@ class Settings:
     registry_credentials: Mapping[str, Credential] = field(default_factory=dict, repr=False)
     registry_auth_file: Path | None = None  # where they came from: read again when it changes
     registry_endpoints: Mapping[str, str] = field(default_factory=dict)
+    # GitHub's content-creation limits the writes are paced within (CONVEYOR_CONTENT_LIMITS);
+    # None: a server without them (`off`).
+    content_limits: WriteBudget | None = GITHUB_COM_BUDGET
     # The kustomize that builds overlays (CONVEYOR_KUSTOMIZE); None: rendering is off.
     kustomize: Kustomize | None = field(default_factory=lambda: find_kustomize(None))
     # The Sigstore roots attestations are verified against (CONVEYOR_SIGSTORE_TRUST); None:
@@ -212,6 +216,16 @@ def _registry_endpoints(env: Mapping[str, str]) -> dict[str, str]:
         raise SettingsError(f"CONVEYOR_REGISTRY_ENDPOINTS: {exc}") from None
 
 
+def _content_limits(env: Mapping[str, str]) -> WriteBudget | None:
+    raw = env.get("CONVEYOR_CONTENT_LIMITS", "").strip()
+    if not raw:
+        return GITHUB_COM_BUDGET
+    try:
+        return parse_content_limits(raw)
+    except ValueError as exc:
+        raise SettingsError(f"CONVEYOR_CONTENT_LIMITS {exc}") from None
+
+
 def _kustomize(env: Mapping[str, str]) -> Kustomize | None:
     try:
         return find_kustomize(env.get(KUSTOMIZE_SETTING))
@@ -267,6 +281,7 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         registry_credentials=_registry_credentials(env),
         registry_auth_file=_registry_auth_file(env),
         registry_endpoints=_registry_endpoints(env),
+        content_limits=_content_limits(env),
         kustomize=_kustomize(env),
         sigstore_trust=_sigstore_trust(env),
         helm=_helm(env),

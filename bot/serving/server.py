@@ -99,7 +99,8 @@ def create_app(
         queue = scaleout.queue
     policy = retry or RetryPolicy()
     limits = RateLimiter(store=scaleout.limits if scaleout is not None else None, timer=timer,
-                         metrics=metrics, max_wait=policy.max_rate_limit_wait)
+                         budget=settings.content_limits, metrics=metrics,
+                         max_wait=policy.max_rate_limit_wait)
     clients = GitHubClients(
         api_url=settings.api_url,
         app_id=settings.app_id,

@@ -26,11 +26,19 @@ class EmulatorBase:
                  webhook_url: str | None = None, validate_openapi: bool = False, seed: int = 0,
                  clock: Callable[[], datetime] | None = None,
                  timer: Callable[[], float] = time.time,
-                 web_commit_signing: bool = True) -> None:
+                 web_commit_signing: bool = True, rate_limiting: bool = True) -> None:
         """`clock` stamps data (`created_at`...); `timer` (epoch seconds) runs the rate-limit
-        windows and their headers, so that a test can share one virtual time with the bot."""
+        windows and their headers, so that a test can share one virtual time with the bot.
+
+        `rate_limiting` False plays a GitHub Enterprise Server whose administrator left rate
+        limits off: "Rate limits are disabled by default for GitHub Enterprise Server [...] If
+        you are a site administrator, you can set rate limits, including secondary rate
+        limits, for your instance" (GHES docs, "Rate limits for the REST API"). Such a server
+        enforces neither the primary limit nor the content-creation budget; the random
+        secondary-limit faults stay what they are, faults."""
         self.world = World(app_id=app_id, app_slug=app_slug, seed=seed, clock=clock)
         self.world.web_commit_signing = web_commit_signing
+        self.rate_limiting = rate_limiting
         self.app_private_key_pem, self.app_public_key_pem = generate_private_key()
         self.webhook_secret = webhook_secret
         self.faults = Faults()

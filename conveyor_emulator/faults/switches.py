@@ -145,9 +145,10 @@ class SecondaryLimits:
     inside: list[InWindow] = field(default_factory=list)
     _writes: dict[str, deque[float]] = field(default_factory=dict)
 
-    def check(self, key: str, method: str, path: str, faults: Faults, dice: Dice
-              ) -> dict[str, str] | None:
-        """The headers of a secondary-limit 403 for this request, or None to serve it."""
+    def check(self, key: str, method: str, path: str, faults: Faults, dice: Dice, *,
+              content_budget: bool = True) -> dict[str, str] | None:
+        """The headers of a secondary-limit 403 for this request, or None to serve it.
+        `content_budget` False: a server without rate limits counts no content creation."""
         now = self.timer()
         window = self.windows.get(key)
         if window is not None and now < window.until:
@@ -158,7 +159,7 @@ class SecondaryLimits:
             return self._open(key, now, float(faults.retry_after), announced=True)
         if dice.roll(faults.bare_secondary_rate):
             return self._open(key, now, BARE_WAIT, announced=False)
-        if method not in MUTATING:
+        if method not in MUTATING or not content_budget:
             return None
         sent = self._writes.setdefault(key, deque())
         while sent and sent[0] <= now - 3600:

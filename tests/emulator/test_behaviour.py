@@ -451,6 +451,33 @@ async def test_content_creation_limit(emulator: Emulator, gh: GitHubAPI,
     assert (await raw(session, "GET", em.base_url + R, gh.oauth_token))[0] == 403
 
 
+async def test_a_server_without_rate_limits_counts_none(session: aiohttp.ClientSession) -> None:
+    """A GitHub Enterprise Server whose administrator left rate limits off (their default)
+    serves content creation past 80 a minute and every request past the primary limit; the
+    random faults still answer as faults."""
+    em = Emulator(webhook_secret=SECRET, seed=3, rate_limiting=False)
+    await em.start()
+    try:
+        em.add_org("acme")
+        em.add_repo("acme/deploy", files={"a": "b"})
+        token = em.installation_token(em.install("acme"))
+        em.faults.content_per_minute = 3
+        em.rate_limits.limit = 3
+        url = em.base_url + R
+        status, _h, issue = await raw(session, "POST", url + "/issues", token,
+                                      json={"title": "no limits"})
+        assert status == 201
+        for i in range(5):
+            status, _h, _b = await raw(session, "POST", url + f"/issues/{issue['number']}"
+                                       "/comments", token, json={"body": str(i)})
+            assert status == 201
+        assert em.secondary.opened == []
+        em.faults.secondary_rate_limit_rate = 1.0
+        assert (await raw(session, "GET", url, token))[0] == 403
+    finally:
+        await em.stop()
+
+
 async def test_texts_over_githubs_limits_are_refused(emulator: Emulator, gh: GitHubAPI,
                                                     session: aiohttp.ClientSession) -> None:
     em = emulator

@@ -34,6 +34,10 @@ async def test_a_hold_and_the_write_budget_are_shared(redis_client: Any) -> None
     assert [await limiter.store.reserve_write(9, timer.now(), budget)
             for limiter in (first, second, first)] == [0, 0, 0]
     assert await second.store.reserve_write(9, timer.now(), budget) == pytest.approx(61.0)
+    # a window without a limit counts nothing: 3 a minute, any number an hour
+    per_minute_only = WriteBudget(per_minute=3, per_hour=None, margin=1.0)
+    assert [await first.store.reserve_write(10, timer.now() + 61 * i, per_minute_only)
+            for i in range(40) for _ in range(3)] == [0] * 120
     # a hold is never shortened by a shorter one
     await first.hold(7, 100)
     await second.hold(7, 5)

@@ -73,12 +73,13 @@ async def build_world(
     max_body_bytes: int = 25 * 1024 * 1024,
     validate_openapi: bool = False,
     source_repos: tuple[str, ...] = (),
+    **settings: Any,
 ) -> World:
     """`tests.harness.make_world` with the settings the reliability tests vary."""
     return await make_world(files=files, retry=retry, workers=workers,
                             validate_openapi=validate_openapi, source_repos=source_repos,
                             registry_policy=None, queue_size=queue_size,
-                            max_body_bytes=max_body_bytes, shutdown_grace=5)
+                            max_body_bytes=max_body_bytes, shutdown_grace=5, **settings)
 
 
 def signed_headers(event: str, body: bytes, delivery: str, *, secret: str = SECRET

@@ -110,6 +110,53 @@ async def test_writes_are_paced_inside_githubs_content_budget(
         await close_world(world)
 
 
+async def test_a_server_without_content_limits_takes_writes_unpaced(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`CONVEYOR_CONTENT_LIMITS=off` against a GitHub Enterprise Server whose administrator left
+    rate limits off: 600 comments go out one after another without a wait (GitHub would
+    have allowed 80 a minute), and the server takes every one."""
+    world = await build_world(content_limits=None, rate_limiting=False)
+    journal = SendJournal(world, monkeypatch)
+    try:
+        emulator = world.emulator
+        issue = await emulator.open_issue(DEPLOY_REPO, "Unpaced", author="alice")
+        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        started = world.time.now()
+        url = f"/repos/{DEPLOY_REPO}/issues/{issue['number']}/comments"
+        await asyncio.gather(*(gh.post(url, data={"body": f"comment {i}"}) for i in range(600)))
+        assert len(emulator.comments(DEPLOY_REPO, issue["number"])) == 600
+        assert emulator.secondary.opened == [] and world.time.now() == started
+        assert sum(1 for kind, _inst, _at, what in journal.events
+                   if kind == "send" and what.endswith("/comments")) == 600
+    finally:
+        await close_world(world)
+
+
+async def test_content_limits_of_a_server_set_lower_are_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server whose administrator set 20 content-creating requests a minute
+    (`CONVEYOR_CONTENT_LIMITS=20/min`): the bot sends 20 a minute, no hour limit."""
+    world = await build_world(content_limits=WriteBudget(per_minute=20, per_hour=None))
+    journal = SendJournal(world, monkeypatch)
+    try:
+        emulator = world.emulator
+        emulator.faults.update({"content_per_minute": 20, "content_per_hour": 0})
+        issue = await emulator.open_issue(DEPLOY_REPO, "Paced", author="alice")
+        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        started = world.time.now()
+        url = f"/repos/{DEPLOY_REPO}/issues/{issue['number']}/comments"
+        await asyncio.gather(*(gh.post(url, data={"body": f"comment {i}"}) for i in range(100)))
+        assert len(emulator.comments(DEPLOY_REPO, issue["number"])) == 100
+        assert emulator.secondary.opened == []
+        sends = [at for kind, _inst, at, what in journal.events
+                 if kind == "send" and what.endswith("/comments")]
+        assert len(sends) == 100 and all(sum(1 for at in sends[i:] if at < sends[i] + 60) <= 20
+                   for i in range(len(sends)))
+        assert world.time.now() - started >= 4 * 60  # 100 writes at 20 a minute
+    finally:
+        await close_world(world)
+
+
 def _metrics_text(metrics: Any) -> str:
     from prometheus_client import generate_latest
 
