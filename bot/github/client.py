@@ -24,7 +24,7 @@ from gidgethub.abc import GitHubAPI
 from bot.github.auth import AppAuth
 from bot.github.immutable import ShaStore
 from bot.github.limits import TextTooLong, over_limit
-from bot.github.ratelimit import BARE_SECONDARY_WAIT, RateLimiter
+from bot.github.ratelimit import APP, BARE_SECONDARY_WAIT, RateLimiter
 from bot.github.transient import TransientError, retry_request
 from bot.metrics import Metrics
 
@@ -69,6 +69,8 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
         self._app_jwt_source = app_jwt
         self.shas = shas
         self.installation_id = installation_id
+        # whose waits this client keeps: its installation's, or the app's own
+        self._limit_key = APP if installation_id is None else installation_id
         self._mutation_lock = mutation_lock
         self._limits = limits
         self._metrics = metrics
@@ -128,19 +130,21 @@ class ConveyorGitHubAPI(gh_aiohttp.GitHubAPI):
             return result
 
     async def _wait_turn(self, *, write: bool) -> None:
-        if self.installation_id is not None:
-            await self._limits.before(self.installation_id, write=write)
+        # The app's own writes (minting a token) create no content: waited for, not paced.
+        await self._limits.before(self._limit_key,
+                                  write=write and self.installation_id is not None)
 
     async def _learn_wait(self, method: str, url: str, status: int,
                           headers: Mapping[str, str], body: bytes) -> None:
-        """An answer that asks to wait holds every request of the installation."""
+        """An answer that asks to wait holds every request of the installation (of the app,
+        for the app's own requests)."""
         wait = wait_asked(status, headers, body, self._limits.timer.now())
-        if wait is None or self.installation_id is None:
+        if wait is None:
             return
         log.warning("github asks to wait; holding every request of the installation",
                     extra={"method": method, "path": _path(url), "status": status,
                            "installation": self.installation_id, "seconds": round(wait, 1)})
-        await self._limits.hold(self.installation_id, wait)
+        await self._limits.hold(self._limit_key, wait)
 
     async def _send(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes

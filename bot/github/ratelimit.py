@@ -29,6 +29,12 @@ import gidgethub
 
 from bot.metrics import Metrics
 
+# The key of the app's own requests (a JWT: listing installations, minting tokens). GitHub
+# counts an installation's requests (made with its access token) apart from the app's ("Rate
+# limits for GitHub Apps"): a wait told to the app holds the app's requests, one told to an
+# installation holds that installation's, and neither holds the other. Installation ids are
+# positive.
+APP = 0
 MINUTE = 60.0
 HOUR = 3600.0
 BARE_SECONDARY_WAIT = 60.0  # GitHub: "wait for at least one minute before retrying"

@@ -158,8 +158,9 @@ class SendJournal:
     was told (`RateLimiter.hold`), per installation, on the world's virtual time."""
 
     def __init__(self, world: World, monkeypatch: Any) -> None:
+        """Installation ids as the limiter keys them (`APP` for the app's own requests)."""
         from bot.github.client import ConveyorGitHubAPI
-        from bot.github.ratelimit import RateLimiter
+        from bot.github.ratelimit import APP, RateLimiter
 
         self.events: list[tuple[str, int | None, float, str]] = []
         journal, timer = self.events, world.time
@@ -167,7 +168,8 @@ class SendJournal:
 
         async def journal_send(api: ConveyorGitHubAPI, method: str, url: str, *args: Any
                                ) -> Any:
-            journal.append(("send", api.installation_id, timer.now(), f"{method} {url}"))
+            key = APP if api.installation_id is None else api.installation_id
+            journal.append(("send", key, timer.now(), f"{method} {url}"))
             timer.in_flight += 1
             try:
                 return await send(api, method, url, *args)

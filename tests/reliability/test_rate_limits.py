@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import gidgethub
 import pytest
 
 from bot.github.ratelimit import RateLimitError, WriteBudget, write_wait
@@ -71,6 +72,40 @@ async def test_a_wait_holds_every_request_of_the_installation(
         assert waited[(("reason", "rate_limited"),)] >= 60
     finally:
         await close_world(world)
+
+
+async def test_a_wait_told_to_the_app_holds_the_apps_own_requests(rworld: Any) -> None:
+    """Requests the app makes as itself (a JWT: listing installations, minting tokens) are
+    counted against the app, not an installation ("Rate limits for GitHub Apps": the
+    installation's limit is that of requests made with an installation access token). A
+    secondary limit told to one of them holds the app's requests until `Retry-After` has
+    passed; every attempt here is refused afresh, and none is sent inside a window."""
+    world = rworld
+    emulator = world.emulator
+    emulator.faults.update({"secondary_rate_limit_rate": 1.0, "retry_after": 30})
+    started = world.time.now()
+    with pytest.raises(gidgethub.GitHubException):
+        await world.runtime.ctx.clients.app().getitem("/app/installations")
+    assert [(hit.method, hit.path) for hit in emulator.secondary.inside] == []
+    windows = [(key, round(end - start)) for key, start, end in emulator.secondary.opened]
+    assert windows == [("app", 30)] * 5  # each attempt waited for the window before it
+    assert world.time.now() - started >= 4 * 30
+
+
+async def test_a_wait_told_to_an_installation_does_not_hold_its_token_request(
+        rworld: Any) -> None:
+    """The installation's window binds the requests made with its token; minting the token is
+    the app's own request (a JWT), counted against the app: it goes out at once."""
+    world = rworld
+    clients = world.runtime.ctx.clients
+    installation = world.demo.installation_id
+    await clients.limits.hold(installation, 60)
+    clients.auth.forget(installation)
+    started, minted = world.time.now(), clients.auth.tokens_minted
+    gh = await clients.installation(installation)
+    assert clients.auth.tokens_minted == minted + 1 and world.time.now() == started
+    await gh.getitem(f"/repos/{DEPLOY_REPO}")  # the installation's own request waits
+    assert world.time.now() - started >= 60
 
 
 async def test_writes_are_paced_inside_githubs_content_budget(
