@@ -31,17 +31,16 @@ from bot.domain.policy import Environment, Policy
 from bot.domain.provenance import Provenance
 from bot.domain.tags import compare_versions, version_from_tag
 from bot.github.refusals import or_none
-from bot.github.repos import RepoFile, add_labels, branch_head, comment, content_path, get_file
+from bot.github.repos import RepoFile, add_labels, branch_head, content_path, get_file
 from bot.github.snapshot import TreeTruncated
 from bot.manifests import Edit, ManifestError, promote_image
 from bot.promotion.authorship.marker import (
     PromotionMarker,
     branch_name,
     branch_prefix,
-    parse_marker,
 )
 from bot.promotion.authorship.receipts import receipt_unless_signed
-from bot.promotion.authorship.trust import trusted_marker
+from bot.promotion.authorship.trust import opened_by_conveyor, trusted_marker
 from bot.promotion.builds import RepoBuilds
 from bot.promotion.configcheck import run_config_check
 from bot.promotion.effects import PromotionEffect, promotion_effect
@@ -49,6 +48,7 @@ from bot.promotion.opening.body import Change, commit_message, follows_note, pr_
 from bot.promotion.opening.candidates import Candidate, refusal_for_tags
 from bot.promotion.opening.chart_lock import lock_refusal
 from bot.promotion.opening.provenance import LazyProvenance, with_compare
+from bot.promotion.opening.superseding import close_superseded
 from bot.promotion.policies import DeploymentRepo
 from bot.runtime.offload import run_cpu
 
@@ -87,6 +87,10 @@ class OpenResult:
 
 def env_label(environment: str) -> str:
     return f"env/{environment}"
+
+
+def promotion_labels(environment: str, rollback: bool) -> list[str]:
+    return [LABEL, env_label(environment)] + ([ROLLBACK_LABEL] if rollback else [])
 
 
 async def open_pulls(gh: GitHubAPI, repo: str) -> list[dict[str, Any]]:
@@ -163,6 +167,20 @@ class RepoOpener(ABC, Generic[F]):
     async def _read_subject(self, reading: Reading, facts: OpeningFacts, found: F
                             ) -> OpeningFacts:
         """The readings about what the PR moves: its files, its service's promotions."""
+
+    async def _label_adopted(self, decision: Opening, found: F, labels: list[str]) -> None:
+        """An open PR of the branch is adopted: the labels a job killed right after opening
+        it never added are added now (only to a PR the app opened)."""
+        if decision.kind != "exists" or decision.pull is None:
+            return
+        pull = next((pr for pr in found.pulls if int(pr["number"]) == decision.pull.number),
+                    None)
+        if pull is None or not opened_by_conveyor(self.ctx.bot_login, pull):
+            return
+        present = {str(label.get("name")) for label in pull.get("labels") or []}
+        missing = [label for label in labels if label not in present]
+        if missing:
+            await add_labels(self.gh, self.repo.full_name, decision.pull.number, missing)
 
     async def _merge_ungated(self, env: Environment, number: int, head_sha: str,
                              base_sha: str, paths: Sequence[str]) -> bool:
@@ -268,6 +286,7 @@ class Opener(RepoOpener[_Promotion]):
         found = _Promotion(candidate=candidate)
         async with self.ctx.locks.hold(repo):
             decision, _ = await self._decide(facts, found)
+            await self._label_adopted(decision, found, promotion_labels(environment, rollback))
             file, edit, change = found.file, found.edit, found.change
             if decision.kind != "open" or file is None or edit is None or change is None:
                 return OpenResult.declined(decision)
@@ -412,8 +431,7 @@ class Opener(RepoOpener[_Promotion]):
         pull = await open_pull(
             self.gh, repo, branch=branch, base=self.default_branch, body=body,
             title=pr_title(candidate, env.name, rollback=rollback, from_version=from_version))
-        labels = [LABEL, env_label(env.name)] + ([ROLLBACK_LABEL] if rollback else [])
-        await add_labels(self.gh, repo, int(pull["number"]), labels)
+        await add_labels(self.gh, repo, int(pull["number"]), promotion_labels(env.name, rollback))
         return int(pull["number"]), str(pull["html_url"]), head_sha
 
     async def _supersede(self, candidate: Candidate, environment: str, branch: str, number: int,
@@ -425,12 +443,3 @@ class Opener(RepoOpener[_Promotion]):
             if order is not None and order > 0:
                 continue  # an older version never supersedes a newer one
             await close_superseded(self.ctx, self.gh, self.repo.full_name, pr, number)
-
-
-async def close_superseded(ctx: Context, gh: GitHubAPI, repo: str, pr: dict[str, Any],
-                           by_number: int) -> None:
-    await comment(gh, repo, int(pr["number"]), f"Superseded by #{by_number}.")
-    await gh.patch(f"/repos/{repo}/pulls/{pr['number']}", data={"state": "closed"})
-    await or_none(gh.delete(f"/repos/{repo}/git/refs/heads/{pr['head']['ref']}"), 404, 422)
-    marker = parse_marker(pr.get("body"))
-    ctx.metrics.promotions.labels(marker.environment if marker else "unknown", "superseded").inc()

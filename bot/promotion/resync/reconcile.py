@@ -33,7 +33,8 @@ from bot.promotion.commands.rollback import watcher
 from bot.promotion.dashboard.issue import refresh_dashboard
 from bot.promotion.opening.candidates import Candidate
 from bot.promotion.opening.merger import merge_promotion
-from bot.promotion.opening.opener import close_superseded, find_pull_for_branch, open_pulls
+from bot.promotion.opening.opener import find_pull_for_branch, open_pulls
+from bot.promotion.opening.superseding import close_superseded
 from bot.promotion.policies import DeploymentRepo, settled
 from bot.promotion.trains.flows import finish_interrupted_trains, promote_train_downstream
 from bot.promotion.triggers.downstream import promote_downstream, reevaluate_open_pulls

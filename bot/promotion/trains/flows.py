@@ -21,7 +21,7 @@ from bot.promotion.evidence.finder import pins as pins_digest
 from bot.promotion.evidence.halts import halted
 from bot.promotion.opening.candidates import Candidate, Trigger
 from bot.promotion.opening.merger import merge_promotion
-from bot.promotion.opening.opener import close_superseded
+from bot.promotion.opening.superseding import close_superseded
 from bot.promotion.opening.upstream_pins import agreed_pins
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.trains.opener import TrainOpener, TrainResult

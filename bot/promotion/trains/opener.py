@@ -47,11 +47,11 @@ from bot.promotion.opening.opener import (
     Found,
     OpenResult,
     RepoOpener,
-    close_superseded,
     env_label,
     open_pull,
 )
 from bot.promotion.opening.provenance import gather_provenance, with_compare
+from bot.promotion.opening.superseding import close_superseded
 from bot.promotion.trains.body import (
     Move,
     TrainTooLarge,
@@ -133,6 +133,7 @@ class TrainOpener(RepoOpener[_Train]):
         repo = self.repo.full_name
         async with self.ctx.locks.hold(repo):
             decision, facts = await self._decide(facts, found)
+            await self._label_adopted(decision, found, train_labels(environment, rollback))
             plan = found.plan
             if decision.kind != "open" or plan is None or facts.branch is None:
                 return found.declined(decision)
@@ -271,9 +272,7 @@ class TrainOpener(RepoOpener[_Train]):
         pull = await open_pull(
             self.gh, repo, branch=branch, base=self.repo.default_branch, body=body,
             title=train_title(group, environment, len(moves), rollback=rollback))
-        labels = [LABEL, env_label(environment), TRAIN_LABEL] + (
-            [ROLLBACK_LABEL] if rollback else [])
-        await add_labels(self.gh, repo, int(pull["number"]), labels)
+        await add_labels(self.gh, repo, int(pull["number"]), train_labels(environment, rollback))
         return int(pull["number"]), str(pull["html_url"]), head_sha
 
     async def _commit(self, branch: str, plan: _Plan, message: str) -> str:
@@ -316,3 +315,7 @@ class TrainOpener(RepoOpener[_Train]):
                 closed.append(int(pr["number"]))
         return closed
 
+
+
+def train_labels(environment: str, rollback: bool) -> list[str]:
+    return [LABEL, env_label(environment), TRAIN_LABEL] + ([ROLLBACK_LABEL] if rollback else [])
