@@ -20,6 +20,7 @@ import pytest
 from bot.github.client import ConveyorGitHubAPI
 from bot.names import GATE_CHECK
 from bot.promotion.resync.reconcile import resync_all
+from bot.promotion.triggers.flows import promote_to_entry_environments, release_candidate
 from bot.sandbox.demo import digest_of
 from tests.harness import World, close_world
 from tests.reliability.support import (
@@ -27,6 +28,7 @@ from tests.reliability.support import (
     assert_one_pr_per_promotion,
     auto_files,
     build_world,
+    promotion_counts,
     promotion_prs,
 )
 
@@ -132,3 +134,43 @@ def production_prs(world: World) -> list[dict[str, Any]]:
             for item in promotion_prs(world.emulator)
             if item["marker"].environment == "production" and item["marker"].service == "web"
             and item["pr"]["state"] == "open"]
+
+
+async def test_a_late_merge_event_of_an_older_digest_opens_nothing_downstream(
+        auto_world: World) -> None:
+    """Staging merges 1.0.0, then 1.1.0, and the merge event of 1.0.0 arrives only then (late,
+    or redelivered): `promote: auto` follows what staging runs now, so production gets 1.1.0's
+    PR alone, and no PR for 1.0.0 that would be superseded a moment later."""
+    world = auto_world
+    emulator = world.emulator
+    ctx, services = world.runtime.ctx, world.runtime.services
+    gh = await ctx.clients.installation(world.demo.installation_id)
+    [repo] = await services.policies.load(gh, world.demo.installation_id)
+    emulator.webhook_url = None  # nothing reaches the bot while staging moves twice
+    digests = {}
+    for version in (OLD, NEW):
+        digests[version] = await world.release("web", version)
+        release = next(r for r in emulator.releases("acme/web")
+                       if r["tag_name"] == f"v{version}")
+        candidate = await release_candidate(ctx, gh, repo, "web", release, "acme/web")
+        assert candidate is not None
+        await promote_to_entry_environments(ctx, gh, repo, candidate, "release")
+    merges = {version: next(d for d in emulator.deliveries if d.event == "pull_request"
+                            and d.action == "closed" and version in d.payload[
+                                "pull_request"]["title"]) for version in (OLD, NEW)}
+    emulator.webhook_url = world.webhook_url
+
+    before = len(emulator.requests.entries)
+    assert await emulator.redeliver(merges[OLD].id) == 202
+    await world.settle()
+    assert production_prs(world) == []
+    late = emulator.requests.entries[before:]
+    # (the source repository still hears of the deployment: 1.0.0 did run in staging)
+    assert [(e.method, e.path) for e in late if e.method in ("POST", "PATCH", "PUT", "DELETE")
+            and e.url_path.startswith(f"/api/v3/repos/{world.repo}/")] == []
+
+    assert await emulator.redeliver(merges[NEW].id) == 202
+    await world.settle()
+    assert [p["digest"] for p in production_prs(world)] == [digests[NEW]]
+    assert [key for key in promotion_counts(emulator) if key[1] == "production"] == [
+        ("web", "production", digests[NEW])]

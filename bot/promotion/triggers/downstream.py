@@ -70,23 +70,29 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
 
 async def auto_may_open(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
                         marker: PromotionMarker, environment: str) -> bool:
-    """Whether `promote: auto` opens ``environment`` for the digest just merged upstream: every
-    other upstream of a fan-in pins it already (the last one to merge opens the PR), and no
-    environment before it holds a standing failure mark of it (a halted wave stays halted until
-    `/unhold`)."""
+    """Whether `promote: auto` opens ``environment`` for the digest just merged upstream: the
+    upstream still runs it (a merge event handled after a newer digest merged there opens
+    nothing: the newer one's does), every other upstream of a fan-in pins it already (the last
+    one to merge opens the PR), and no environment before it holds a standing failure mark of
+    it (a halted wave stays halted until `/unhold`)."""
     policy = repo.policy
     env = policy.environments[environment]
-    others = [name for name in env.after if name != marker.environment]
-    if others:
-        pins = {name: (await upstream_pins(gh, repo, [marker.service], name, ctx.images))[
-            marker.service] for name in others}
-        waiting = [name for name, pin in pins.items()
-                   if isinstance(pin, str) or pin[1] != marker.digest]
-        if waiting:
-            log.info("promote: auto waits for every upstream", extra={
-                "env": environment, "service": marker.service, "digest": marker.digest,
-                "detail": f"not yet in {', '.join(waiting)}"})
-            return False
+    upstreams = [marker.environment, *(name for name in env.after
+                                       if name != marker.environment)]
+    pins = {name: (await upstream_pins(gh, repo, [marker.service], name, ctx.images))[
+        marker.service] for name in upstreams}
+    waiting = [name for name, pin in pins.items()
+               if isinstance(pin, str) or pin[1] != marker.digest]
+    if marker.environment in waiting:
+        log.info("promote: auto follows what the upstream runs now", extra={
+            "env": environment, "service": marker.service, "digest": marker.digest,
+            "detail": f"{marker.environment} no longer runs it"})
+        return False
+    if waiting:
+        log.info("promote: auto waits for every upstream", extra={
+            "env": environment, "service": marker.service, "digest": marker.digest,
+            "detail": f"not yet in {', '.join(waiting)}"})
+        return False
     return not await halted(ctx, gh, repo, environment, [(marker.service, marker.digest)])
 
 
