@@ -66,6 +66,8 @@ class Dispatcher:
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         em = self.em
+        # when the request arrived, before any delay a fault adds: what it was sent knowing
+        arrived = em.secondary.timer()
         raw = request.raw_path.split("?", 1)[0]
         path = raw[len(PREFIX):] if raw.startswith(PREFIX) else raw
         route, params, _ = ROUTER.match(request.method, path or "/")
@@ -77,9 +79,11 @@ class Dispatcher:
         rate_key = "anonymous"
         installation_id: int | None = None
         if em.dice.roll(faults.error_rate):
+            em.injected["502"] += 1
             return self._finish(request, route, template, Reply(502, {
                 "message": "Server Error"}), rate_key, None, count=False)
         if em.dice.roll(faults.timeout_rate):
+            em.injected["slow answer"] += 1
             await asyncio.sleep(faults.timeout_seconds)
         body: Any = None
         ctx: Ctx | None = None
@@ -105,7 +109,7 @@ class Dispatcher:
                 return self._finish(request, route, template, reply, rate_key, installation_id,
                                     count=False, exhausted=True)
             limited = em.secondary.check(rate_key, request.method, template, faults, em.dice,
-                                         content_budget=em.rate_limiting)
+                                         content_budget=em.rate_limiting, arrived=arrived)
             if limited is not None:
                 reply = Reply(403, {"message": SECONDARY_MESSAGE,
                                     "documentation_url": SECONDARY_DOCS}, limited)

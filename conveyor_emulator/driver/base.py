@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -46,6 +47,7 @@ class EmulatorBase:
         self.rate_limits = RateLimits(timer=timer)
         self.secondary = SecondaryLimits(timer)
         self.transients = Transients()
+        self.injected: Counter[str] = Counter()  # faults answered: 502s, slow answers
         self.requests = RequestLog()
         # GHCR's OCI Distribution API for the images published here (its own request log)
         self.registry = RegistryState()

@@ -118,6 +118,7 @@ BARE_WAIT = 60.0  # GitHub: without Retry-After, "wait for at least one minute"
 
 @dataclass
 class Window:
+    since: float
     until: float
     announced: bool  # the answer that opened it carried Retry-After
 
@@ -146,13 +147,19 @@ class SecondaryLimits:
     _writes: dict[str, deque[float]] = field(default_factory=dict)
 
     def check(self, key: str, method: str, path: str, faults: Faults, dice: Dice, *,
-              content_budget: bool = True) -> dict[str, str] | None:
+              content_budget: bool = True, arrived: float | None = None
+              ) -> dict[str, str] | None:
         """The headers of a secondary-limit 403 for this request, or None to serve it.
-        `content_budget` False: a server without rate limits counts no content creation."""
+        `content_budget` False: a server without rate limits counts no content creation.
+        `arrived`: when the request arrived (before a fault delayed it); one that arrived
+        before the window opened was on its way already and is refused without being
+        recorded as sent inside it."""
         now = self.timer()
         window = self.windows.get(key)
         if window is not None and now < window.until:
-            self.inside.append(InWindow(key, now, method, path))
+            at = now if arrived is None else arrived
+            if at >= window.since:
+                self.inside.append(InWindow(key, at, method, path))
             return ({"Retry-After": str(math.ceil(window.until - now))} if window.announced
                     else {})
         if dice.roll(faults.secondary_rate_limit_rate):
@@ -176,7 +183,7 @@ class SecondaryLimits:
         return None
 
     def _open(self, key: str, now: float, seconds: float, *, announced: bool) -> dict[str, str]:
-        self.windows[key] = Window(now + seconds, announced)
+        self.windows[key] = Window(now, now + seconds, announced)
         self.opened.append((key, now, now + seconds))
         return {"Retry-After": str(int(seconds))} if announced else {}
 

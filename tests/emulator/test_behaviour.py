@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -409,6 +410,27 @@ async def test_faults(emulator: Emulator, gh: GitHubAPI, session: aiohttp.Client
         await raw(session, "GET", url, token, timeout=aiohttp.ClientTimeout(total=0.1))
     em.faults.timeout_rate = 0.0
     assert em.requests.count(status=502) == 2
+
+
+async def test_a_request_on_its_way_before_a_window_opened_is_not_counted_inside_it(
+        emulator: Emulator, gh: GitHubAPI, session: aiohttp.ClientSession) -> None:
+    """A slow answer (a fault) keeps a request in the emulator while another one opens a
+    secondary-limit window: it is refused, but it was sent before anyone could know of the
+    window, so only requests that arrive after it opened count as sent inside it."""
+    em = emulator
+    token = gh.oauth_token
+    url = em.base_url + R
+    em.faults.timeout_rate, em.faults.timeout_seconds = 1.0, 0.3
+    slow = asyncio.ensure_future(raw(session, "GET", url, token))
+    await asyncio.sleep(0.1)
+    em.faults.timeout_rate, em.faults.secondary_rate_limit_rate = 0.0, 1.0
+    assert (await raw(session, "GET", url, token))[0] == 403  # opens the window
+    em.faults.secondary_rate_limit_rate = 0.0
+    assert (await slow)[0] == 403
+    assert em.secondary.inside == []
+    assert (await raw(session, "GET", url, token))[0] == 403
+    assert [hit.method for hit in em.secondary.inside] == ["GET"]
+    assert em.injected["slow answer"] == 1
 
 
 async def test_fault_rolls_are_deterministic(receiver: Receiver,
