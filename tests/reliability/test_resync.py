@@ -11,10 +11,12 @@ import pytest
 from bot.promotion.opening import merger, opener
 from bot.promotion.resync.reconcile import resync_all
 from bot.sandbox.demo import digest_of
-from tests.harness import World
+from tests.harness import World, close_world
 from tests.reliability.support import (
     assert_no_half_made_branches,
     assert_one_pr_per_promotion,
+    auto_files,
+    build_world,
     promotion_counts,
 )
 
@@ -183,3 +185,31 @@ async def test_resync_deletes_promotion_branches_without_an_open_pr(rworld: Worl
     emulator.reset_counters()
     await resync_all(world.runtime.services)
     assert {e.status for e in emulator.requests.entries} == {304}
+
+
+async def test_an_idle_resync_rewrites_no_gate_of_an_open_pr() -> None:
+    """An open production PR whose gate waits for an approval: the resync re-evaluates it each
+    time, and a verdict that says what the check run says already is not written again (its
+    evaluation time alone is no change), neither by the process that posted it nor by a
+    replica or a restarted process that never saw it."""
+    world = await build_world(files=auto_files(), source_repos=("acme/worker",))
+    try:
+        services = world.runtime.services
+        await world.release("web", "1.0.0")
+        [production] = [pr for pr in world.open_pulls() if "production" in pr["title"]]
+        assert world.gate(production)["conclusion"] == "action_required"
+        await resync_all(services)
+        await world.settle()
+        for forget in (False, True):
+            if forget:
+                services.gates.runs._posted.clear()  # as a process that never saw it
+            world.clock.advance(minutes=10)
+            world.emulator.reset_counters()
+            await resync_all(services)
+            await world.settle()
+            written = [(e.method, e.path) for e in world.emulator.requests.entries
+                       if e.method != "GET"]
+            assert written == [], (forget, written)
+        assert world.gate(production)["conclusion"] == "action_required"
+    finally:
+        await close_world(world)
