@@ -50,6 +50,14 @@ class RedisServer:
             time.sleep(0.02)
         raise AssertionError("redis-server did not start")
 
+    def kill(self) -> None:
+        """SIGKILL: what was acknowledged survives only as far as the append-only file has it
+        (this server fsyncs it on every write)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(5)
+        self.process = None
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)

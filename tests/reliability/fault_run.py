@@ -2,22 +2,24 @@
 
 Releases of three services (a Kustomize overlay, Helm values, a plain manifest) flow through
 staging (opened and auto-merged) into production (opened automatically once staging merges;
-its gate waits for one approval), while the emulator answers 5xx, secondary-limit 403s with
-`Retry-After`, transient 404/409/422/405 and slow answers at random, and bot processes
-(`python -m bot serve`, in memory or several replicas on one real Redis) are SIGKILLed at
-random moments and replaced. Then the faults stop and the run waits until the work settles,
-and checks what must hold whatever happened:
+its gate waits for one approval). Between them, release trains of `storefront` (web and api)
+are asked for in production, rollbacks of `worker` in staging, and Argo CD reports `worker`'s
+staging deployment failing (staging rolls a failing digest back by itself). Meanwhile the
+emulator answers 5xx, secondary-limit 403s with `Retry-After`, transient 404/409/422/405 and
+slow answers at random, bot processes (`python -m bot serve`, in memory or several replicas on
+one real Redis) are SIGKILLed at random moments and replaced, and the Redis server is
+SIGKILLed and restarted. Then each service is released once more, the faults stop, the run
+waits until nothing is queued and nothing is written any more, and checks what must hold
+whatever happened (`fault_checks.py`).
 
-- every promotion (service, environment, digest) has exactly one PR, and no `conveyor/`
-  branch is left without an open or a merged PR;
-- staging pins the last release of every service, merged once;
-- production has exactly one open PR per service, for that same digest, and its gate is the
-  right verdict (`action_required`: only the approval is missing);
-- no request was sent inside a secondary-limit window the installation had been told of;
-- the emulator saw no request GitHub would refuse.
+A seed fixes the releases, the commands, the kill points and the fault dice, not the bot's own
+timing. `--content-limits off` plays a GitHub Enterprise Server without rate limits (and runs
+the bot with `CONVEYOR_CONTENT_LIMITS=off`): hundreds of releases in minutes.
 
-A seed reproduces a run: `python -m tests.reliability.fault_run --seed 7 --releases 300
---mode redis` runs a long one and prints what it found (exit code 1 when an invariant broke).
+    python -m tests.reliability.fault_run --seed 7 --releases 300 --kills 10 --mode redis \\
+        --content-limits off --trains 10 --rollbacks 10 --failure-reports 10 --redis-restarts 3
+
+prints what it found (exit code 1 when an invariant broke).
 """
 
 from __future__ import annotations
@@ -31,16 +33,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from bot.names import GATE_CHECK
-from bot.sandbox.demo import DEPLOY_REPO, release, seed
+from bot.sandbox.demo import seed
 from conveyor_emulator import Emulator
-from tests.botprocess import BotProcess
 from tests.harness import SECRET
-from tests.reliability.support import auto_files, promotion_prs, wait_for
+from tests.reliability.fault_checks import check, writes
+from tests.reliability.fault_drive import Driver, Record, fault_files, schedule
+from tests.reliability.fault_fleet import Fleet, unacknowledged_lost
 
-SERVICES = ("web", "api", "worker")
 FAULTS = {
     "latency": 0.005,
     "error_rate": 0.03,
@@ -53,6 +53,7 @@ FAULTS = {
     "ref_update_failed_rate": 0.05,
     "merge_base_modified_rate": 0.05,
 }
+QUIET = 11.0  # nothing written for two resyncs (every 5 s): the bot has nothing left to do
 
 
 @dataclass
@@ -62,76 +63,51 @@ class RunConfig:
     kills: int = 2
     mode: str = "memory"  # "memory" (one process) | "redis" (replicas sharing one Redis)
     replicas: int = 3
+    content_limits: bool = True  # False: a server without them, the bot told so
+    trains: int = 0
+    rollbacks: int = 0
+    failure_reports: int = 0
+    redis_restarts: int = 0
     settle_within: float = 240.0
 
 
 @dataclass
 class RunReport:
     config: RunConfig
+    record: Record = field(default_factory=Record)
     problems: list[str] = field(default_factory=list)
-    released: dict[str, list[str]] = field(default_factory=dict)  # service → digests in order
     killed: int = 0
+    redis_restarts: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     seconds: float = 0.0
 
+    @property
+    def released(self) -> dict[str, list[str]]:
+        return self.record.released
+
     def lines(self) -> list[str]:
-        head = (f"seed {self.config.seed}, {self.config.mode}, {self.config.releases} releases, "
-                f"{self.killed} kills, {self.requests} GitHub requests, {self.seconds:.0f} s")
+        c, done = self.config, self.record.done
+        limits = "content limits on" if c.content_limits else "content limits off"
+        head = (f"seed {c.seed}, {c.mode}, {limits}: {sum(map(len, self.released.values()))} "
+                f"releases, {done['train']} trains, {done['rollback']} rollbacks, "
+                f"{done['failure report']} failure reports, {self.killed} kills, "
+                f"{self.redis_restarts} Redis restarts, {sum(self.faults.values())} faults "
+                f"injected ({', '.join(f'{n} {kind}' for kind, n in self.faults.most_common())})"
+                f", {self.requests} GitHub requests, {self.seconds:.0f} s")
         return [head, *(f"  - {p}" for p in self.problems)] if self.problems else [
             head, "  every invariant holds"]
-
-
-class Fleet:
-    """The bot processes of the run: one in memory mode, or replicas on one Redis."""
-
-    def __init__(self, emulator: Emulator, workdir: Path, config: RunConfig,
-                 redis_url: str | None) -> None:
-        self.emulator, self.workdir, self.config = emulator, workdir, config
-        self.redis_url = redis_url
-        self.live: list[BotProcess] = []
-        self.started = 0
-
-    async def start_one(self) -> BotProcess:
-        self.started += 1
-        env = {"CONVEYOR_WORKERS": "4"}
-        if self.redis_url is not None:
-            env.update({"CONVEYOR_REDIS_URL": self.redis_url,
-                        "CONVEYOR_REDIS_CLAIM_TIMEOUT": "5"})
-        process = BotProcess(self.emulator, self.workdir, f"bot-{self.started}", resync=5,
-                             extra_env=env)
-        await process.wait_healthy(within=60)
-        self.live.append(process)
-        self.point_webhooks()
-        return process
-
-    def point_webhooks(self) -> None:
-        """GitHub delivers to one address: a live process (any replica stores into Redis)."""
-        self.emulator.webhook_url = self.live[0].webhook_url if self.live else None
-
-    async def kill_one(self, rng: random.Random) -> None:
-        victim = rng.choice(self.live)
-        victim.kill()
-        self.live.remove(victim)
-        self.point_webhooks()
-        # Let a secondary-limit window the dead process was told of run out: the next process
-        # cannot know of it (in memory mode).
-        await asyncio.sleep(self.emulator.faults.retry_after + 1)
-        await self.start_one()
-
-    async def stop(self) -> None:
-        for process in self.live:
-            await process.stop_async()
-        self.live.clear()
 
 
 async def fault_run(config: RunConfig, workdir: Path) -> RunReport:
     report = RunReport(config)
     started = time.monotonic()
     rng = random.Random(config.seed)
-    emulator = Emulator(webhook_secret=SECRET, seed=config.seed)
+    emulator = Emulator(webhook_secret=SECRET, seed=config.seed,
+                        rate_limiting=config.content_limits)
     await emulator.start()
     emulator.add_repo("acme/worker", files={"README.md": "# worker\n"})
-    demo = seed(emulator, auto_files())
+    demo = seed(emulator, fault_files())
     installation = emulator.world.installations[demo.installation_id]
     assert installation.repo_ids is not None
     installation.repo_ids.add(emulator.world.repo_by_name("acme/worker").id)
@@ -141,28 +117,48 @@ async def fault_run(config: RunConfig, workdir: Path) -> RunReport:
 
         redis = RedisServer(workdir)
         redis.start()
-    fleet = Fleet(emulator, workdir, config, redis.url if redis else None)
+    fleet = Fleet(emulator, workdir, replicas=config.replicas,
+                  content_limits=config.content_limits, redis=redis)
+    driver = Driver(emulator, rng)
+    report.record = driver.record
     try:
-        for _ in range(config.replicas if redis else 1):
-            await fleet.start_one()
+        await fleet.start()
+        await driver.start()
         emulator.faults.update(FAULTS)
-        kill_at = set(rng.sample(range(1, config.releases), min(config.kills,
-                                                                 config.releases - 1)))
-        versions: Counter[str] = Counter()
-        for index in range(config.releases):
-            service = rng.choice(SERVICES)
-            versions[service] += 1
-            digest = await release(emulator, service, f"1.{versions[service]}.0")
-            report.released.setdefault(service, []).append(digest)
+        middle, last = schedule(rng, config.releases, config.trains, config.rollbacks,
+                                config.failure_reports)
+        commands = config.trains + config.rollbacks + config.failure_reports
+        steps = len(middle) + len(last)
+        kill_at = set(rng.sample(range(1, steps), min(config.kills, steps - 1)))
+        restart_at = set(rng.sample(range(1, steps), min(config.redis_restarts, steps - 1))
+                         if redis is not None else [])
+        for index, step in enumerate([*middle, *last]):
+            if index == len(middle) and commands:
+                # the commands are worked off before the last releases: the end state the
+                # checks expect is theirs
+                report.problems += await settle(emulator, fleet, config.settle_within)
+            await driver.do(step)
             await asyncio.sleep(rng.uniform(0.0, 0.4))
             if index in kill_at:
                 await fleet.kill_one(rng)
                 report.killed += 1
+            if index in restart_at:
+                await fleet.restart_redis(rng)
+                report.redis_restarts += 1
         emulator.faults.reset()
-        await settle(emulator, report, config.settle_within)
-        report.problems += check(emulator, report)
+        report.problems += await settle(emulator, fleet, config.settle_within, driver.record,
+                                        replies_survive=redis is not None)
+        report.problems += check(emulator, driver.record, replies_survive=redis is not None)
+        if redis is not None:
+            acknowledged = [d.guid for d in emulator.deliveries if d.status_code == 202]
+            report.problems += [f"delivery {guid} acknowledged, then lost by Redis" for guid in
+                                (await unacknowledged_lost(redis.url, acknowledged))[:5]]
     finally:
         report.requests = len(emulator.requests.entries)
+        (workdir / "requests.tsv").write_text("".join(
+            f"{e.at:.3f}\t{e.method}\t{e.url_path}\t{e.status}\n"
+            for e in emulator.requests.entries))
+        report.faults = injected(emulator)
         await fleet.stop()
         await emulator.stop()
         if redis is not None:
@@ -171,99 +167,65 @@ async def fault_run(config: RunConfig, workdir: Path) -> RunReport:
     return report
 
 
-def _state(emulator: Emulator, report: RunReport) -> dict[str, Any]:
-    latest = {service: digests[-1] for service, digests in report.released.items()}
-    staging, production = {}, {}
-    for item in promotion_prs(emulator):
-        marker, pr = item["marker"], item["pr"]
-        key = (marker.service, marker.digest)
-        if marker.environment == "staging" and pr.get("merged"):
-            staging[key] = pr
-        if marker.environment == "production" and pr["state"] == "open":
-            production.setdefault(marker.service, []).append(pr)
-    return {"latest": latest, "staging": staging, "production": production}
+async def settle(emulator: Emulator, fleet: Fleet, within: float, record: Record | None = None,
+                 *, replies_survive: bool = False) -> list[str]:
+    """Until nothing is queued, nothing has been written for `QUIET` seconds and (given the
+    record) every invariant holds; else what was still left after `within` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    written, since = -1, loop.time()
+    left: list[str] = []
+    while loop.time() < deadline:
+        now_written = writes(emulator)
+        if now_written != written:
+            written, since = now_written, loop.time()
+        left = [*await fleet.queued(), *(check(emulator, record, replies_survive=replies_survive)
+                                         if record is not None else [])]
+        if not left and loop.time() - since >= QUIET:
+            return []
+        await asyncio.sleep(1.0)
+    moving = loop.time() - since < QUIET
+    return [f"did not settle within {within:.0f} s" + (" (still writing)" if moving else "")
+            + (f": {'; '.join(left[:4])}" if left else "")]
 
 
-def _settled(emulator: Emulator, report: RunReport) -> bool:
-    state = _state(emulator, report)
-    return all((service, digest) in state["staging"]
-               and [parse(pr) for pr in state["production"].get(service, [])] == [digest]
-               for service, digest in state["latest"].items())
-
-
-def parse(pr: dict[str, Any]) -> str | None:
-    from bot.promotion.authorship.marker import parse_marker
-
-    marker = parse_marker(pr.get("body"))
-    return marker.digest if marker else None
-
-
-async def settle(emulator: Emulator, report: RunReport, within: float) -> None:
-    await wait_for(lambda: _settled(emulator, report), within=within, interval=0.5)
-    await asyncio.sleep(6)  # one more resync: nothing it does may change the outcome
-    await emulator.settle()
-
-
-def check(emulator: Emulator, report: RunReport) -> list[str]:
-    problems: list[str] = []
-    counts = Counter((p["marker"].service, p["marker"].environment, p["marker"].digest)
-                     for p in promotion_prs(emulator))
-    problems += [f"{n} PRs for {key}" for key, n in counts.items() if n > 1]
-    owned = {pr["head"]["ref"] for pr in emulator.pulls(DEPLOY_REPO, state="all")
-             if pr["state"] == "open" or pr.get("merged")}
-    problems += [f"branch {b} has no open or merged PR" for b in emulator.branches(DEPLOY_REPO)
-                 if b.startswith("conveyor/") and b not in owned]
-    state = _state(emulator, report)
-    for service, digest in state["latest"].items():
-        if (service, digest) not in state["staging"]:
-            problems.append(f"staging never merged {service}'s last release {digest[:19]}")
-        open_prs = state["production"].get(service, [])
-        if [parse(pr) for pr in open_prs] != [digest]:
-            problems.append(f"production PRs of {service}: {[parse(p) for p in open_prs]}, "
-                            f"wanted [{digest[:19]}]")
-        for pr in open_prs:
-            runs = emulator.check_runs(DEPLOY_REPO, pr["head"]["sha"], GATE_CHECK)
-            verdict = runs[-1]["conclusion"] if runs else None
-            if verdict != "action_required":
-                problems.append(f"the gate of #{pr['number']} ({service}) is {verdict}, "
-                                "wanted action_required")
-    problems += [f"sent inside a secondary-limit window: {hit.method} {hit.path}, "
-                 f"{hit.at - opened:.2f} s after it opened"
-                 for hit, opened in sent_inside_windows(emulator)[:5]]
-    problems += [f"emulator: {v}" for v in emulator.violations[:5]]
-    return problems
-
-
-# A request already on its way when another one was told to wait arrives inside the window
-# without the bot having known: only what arrives later than this after it opened was sent
-# by a bot that knew.
-IN_FLIGHT = 0.25
-
-
-def sent_inside_windows(emulator: Emulator) -> list[tuple[Any, float]]:
-    found = []
-    for hit in emulator.secondary.inside:
-        opened = max((start for key, start, until in emulator.secondary.opened
-                      if key == hit.key and start <= hit.at < until), default=None)
-        if opened is not None and hit.at - opened > IN_FLIGHT:
-            found.append((hit, opened))
-    return found
+def injected(emulator: Emulator) -> Counter[str]:
+    faults = Counter(emulator.injected)
+    faults["secondary-limit 403"] = len(emulator.secondary.opened)
+    for _operation, status, _message in emulator.transients.answered:
+        faults[f"transient {status}"] += 1
+    return +faults
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.reliability.fault_run",
-                                     description=__doc__.split("\n\n")[0])
+                                     description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seed", type=int, action="append", help="repeatable; default 1")
     parser.add_argument("--releases", type=int, default=100)
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--mode", choices=("memory", "redis"), default="memory")
+    parser.add_argument("--content-limits", choices=("on", "off"), default="on",
+                        help="off: a GitHub Enterprise Server without rate limits")
+    parser.add_argument("--trains", type=int, default=0)
+    parser.add_argument("--rollbacks", type=int, default=0)
+    parser.add_argument("--failure-reports", type=int, default=0)
+    parser.add_argument("--redis-restarts", type=int, default=0, help="Redis mode only")
+    parser.add_argument("--keep", type=Path, help="keep each run's logs in DIR/seed-N")
     args = parser.parse_args(argv)
     failed = False
     for one in args.seed or [1]:
         config = RunConfig(seed=one, releases=args.releases, kills=args.kills, mode=args.mode,
+                           content_limits=args.content_limits == "on", trains=args.trains,
+                           rollbacks=args.rollbacks, failure_reports=args.failure_reports,
+                           redis_restarts=args.redis_restarts,
                            settle_within=max(240.0, args.releases * 3.0))
-        with tempfile.TemporaryDirectory(prefix="conveyor-fault-run-") as workdir:
-            report = asyncio.run(fault_run(config, Path(workdir)))
+        if args.keep is not None:
+            workdir = args.keep / f"seed-{one}"
+            workdir.mkdir(parents=True, exist_ok=True)
+            report = asyncio.run(fault_run(config, workdir))
+        else:
+            with tempfile.TemporaryDirectory(prefix="conveyor-fault-run-") as folder:
+                report = asyncio.run(fault_run(config, Path(folder)))
         print("\n".join(report.lines()), flush=True)
         failed = failed or bool(report.problems)
     return 1 if failed else 0
