@@ -3,15 +3,18 @@ costs only conditional requests that GitHub answers with `304`."""
 
 from __future__ import annotations
 
+import asyncio
 import http
 
 import gidgethub
 import pytest
 
+from bot.names import GATE_CHECK
+from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.opening import merger, opener
 from bot.promotion.resync.reconcile import resync_all
 from bot.sandbox.demo import digest_of
-from tests.harness import World, close_world
+from tests.harness import World, close_world, hand_pr, pinned_kustomization
 from tests.reliability.support import (
     assert_no_half_made_branches,
     assert_one_pr_per_promotion,
@@ -213,3 +216,20 @@ async def test_an_idle_resync_rewrites_no_gate_of_an_open_pr() -> None:
         assert world.gate(production)["conclusion"] == "action_required"
     finally:
         await close_world(world)
+
+
+async def test_two_replicas_gating_one_new_pr_at_once_post_one_gate_run(rworld: World) -> None:
+    """Two replicas (each its own memory of the runs it posted, one set of shared locks)
+    evaluate the gate of a PR that has none yet, at the same moment: one check run is
+    created and the other replica updates or leaves it, never a second run on the commit."""
+    world = rworld
+    world.emulator.webhook_url = None  # the PR's own events do not gate it first
+    pinned = pinned_kustomization("1.0.0", digest_of("web:1.0.0"))
+    pr = await hand_pr(world, "apps/web/overlays/prod/kustomization.yaml", pinned)
+    ctx = world.runtime.ctx
+    gh = await ctx.clients.installation(world.demo.installation_id)
+    [repo] = await world.runtime.services.policies.load(gh, world.demo.installation_id)
+    replicas = (world.runtime.services.gates, GateService(ctx))
+    await asyncio.gather(*(gates.evaluate(gh, repo, int(pr["number"])) for gates in replicas))
+    runs = world.emulator.check_runs(world.repo, pr["head"]["sha"], GATE_CHECK)
+    assert len(runs) == 1, runs

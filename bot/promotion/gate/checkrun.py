@@ -41,19 +41,24 @@ class GateCheckRuns:
         fingerprint = _fingerprint(verdict.status, verdict.conclusion, output)
         key = (repo.lower(), sha)
         known = self._posted.get(key)
-        if known is None and not fresh:
-            known = await self._existing_run(gh, repo, sha)
         if known is not None and known[1] == fingerprint:
-            self._posted[key] = known
             return
-        data = check_run(GATE_CHECK, output, status=verdict.status,
-                         conclusion=verdict.conclusion, completed_at=self.ctx.clock())
-        if known is None:
-            run_id = int((await create_check_run(gh, repo, sha, data))["id"])
-        else:
-            run_id = known[0]
-            await update_check_run(gh, repo, run_id, data)
-        self._posted[key] = (run_id, fingerprint)
+        # One writer per commit, across replicas: two that both found no run would create two.
+        async with self.ctx.locks.hold(f"gate-run:{repo}@{sha}"):
+            if known is None and not fresh:
+                # another replica, or this process before a restart, may have posted it
+                known = await self._existing_run(gh, repo, sha)
+            if known is not None and known[1] == fingerprint:
+                self._posted[key] = known
+                return
+            data = check_run(GATE_CHECK, output, status=verdict.status,
+                             conclusion=verdict.conclusion, completed_at=self.ctx.clock())
+            if known is None:
+                run_id = int((await create_check_run(gh, repo, sha, data))["id"])
+            else:
+                run_id = known[0]
+                await update_check_run(gh, repo, run_id, data)
+            self._posted[key] = (run_id, fingerprint)
 
     async def _existing_run(self, gh: GitHubAPI, repo: str, sha: str
                             ) -> tuple[int, str] | None:
