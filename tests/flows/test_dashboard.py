@@ -5,7 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from bot.promotion.dashboard.issue import DASHBOARD_LABEL, DASHBOARD_MARKER, refresh_dashboard
+from bot.promotion.dashboard.issue import (
+    DASHBOARD_LABEL,
+    DASHBOARD_MARKER,
+    refresh_dashboard,
+    refresh_delivery,
+)
 from tests.flows.test_trace import use_policy
 from tests.harness import World
 
@@ -110,3 +115,28 @@ async def test_open_promotions_are_listed_and_dropped_when_closed(world: World) 
     await fire_timers(world)
     [issue] = dashboards(world)
     assert row(issue["body"], "web", "production")[5] == "—"
+
+
+async def test_a_replica_that_knows_less_leaves_the_dashboard_as_it_is(world: World) -> None:
+    """Replicas know different things: the package page of a digest comes only with its
+    package event, the delivery figures from the replica's own last read. One that did not
+    see the event or read the figures since another one wrote them keeps what the issue says,
+    instead of writing its poorer view (and the other one writing its own back, every
+    resync)."""
+    await world.release("web", "1.4.2")
+    services = world.runtime.services
+    ctx = services.ctx
+    gh = await ctx.clients.installation(world.demo.installation_id)
+    [repo] = await services.policies.load(gh, world.demo.installation_id)
+    await refresh_delivery(services)
+    await refresh_dashboard(services, gh, repo)
+    [issue] = dashboards(world)
+    assert "/pkgs/container/web/" in issue["body"] and "### Delivery, last 30 days" in issue["body"]
+
+    # Another replica: it never saw the package event, nor read the figures.
+    ctx.images._package_pages.clear()
+    services.delivery._snapshots.clear()
+    world.emulator.reset_counters()
+    await refresh_dashboard(services, gh, repo)
+    assert world.emulator.requests.count("PATCH", ISSUE) == 0
+    assert dashboards(world)[0]["body"] == issue["body"]

@@ -3,13 +3,16 @@ details in `<details>` blocks, continued in comments of the same issue when need
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from bot.github.limits import BODY_LIMIT
 from bot.promotion.dashboard.issue import (
     DASHBOARD_MARKER,
     PART_MARKER_PREFIX,
     UNUSED_PART,
+    kept_package_pages,
+    newest_delivery,
     refresh_dashboard,
     render_pages,
 )
@@ -133,3 +136,22 @@ async def test_the_dashboard_continues_in_comments_and_empties_them_when_it_shri
         assert "_Continued" not in issue["body"]
     finally:
         await close_world(world)
+
+
+def test_what_the_issue_shows_is_kept_only_when_it_is_believable() -> None:
+    """The issue is what replicas share, and anyone with write access can edit it: a package
+    link is kept only if it points to a package page of this GitHub, delivery figures only if
+    they were read no later than now."""
+    digest = "sha256:" + "ab" * 32
+    row = replace(many_rows(1)[0], digest=digest, package_url=None)
+    ours = "https://github.com/acme/web/pkgs/container/web/17"
+    shown = f"| [`{digest[:19]}`]({ours}) |"
+    assert kept_package_pages([row], shown, "https://github.com")[0].package_url == ours
+    elsewhere = shown.replace("https://github.com", "https://example.com")
+    assert kept_package_pages([row], elsewhere, "https://github.com")[0].package_url is None
+    now = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    section = "<!-- conveyor:delivery-until {} -->\n### Delivery, last 30 days\n\nfigures"
+    read_before = section.format((now - timedelta(minutes=5)).isoformat())
+    assert newest_delivery(None, f"{read_before}\n\n{DASHBOARD_MARKER}", now) == read_before
+    from_the_future = section.format((now + timedelta(days=1)).isoformat())
+    assert newest_delivery(None, from_the_future, now) is None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -30,7 +31,7 @@ from bot.github.repos import write_comment
 from bot.promotion.dashboard.graph_chart import flowchart, policy_edges
 from bot.promotion.dashboard.status import StatusRow, render_status
 from bot.promotion.policies import DeploymentRepo
-from bot.promotion.watching.delivery_board import read_snapshot, render_section
+from bot.promotion.watching.delivery_board import Snapshot, read_snapshot, render_section
 from bot.text import escape_markdown
 
 if TYPE_CHECKING:
@@ -53,6 +54,11 @@ INTRO = ("What runs where in **{repo}**, per service and environment, as the def
          "says. Conveyor edits this issue after every promotion change; edits by hand are "
          "overwritten.")
 FOOTER = "Ask for the same table in any issue or pull request with `/status [service]`."
+DELIVERY_MARKER = "<!-- conveyor:delivery-until {until} -->"
+# The delivery section, from its marker to the end of its page.
+_DELIVERY = re.compile(r"<!-- conveyor:delivery-until (\S+) -->\n.*?(?=\n\n_Continued in "
+                       r"|\n\n<!-- conveyor:dashboard|\Z)", re.DOTALL)
+_PACKAGE_LINK = re.compile(r"\[`(sha256:[0-9a-f]{12})`\]\((\S+?)\)")
 
 
 def render_pages(repo: str, rows: Sequence[StatusRow], delivery: str | None = None, *,
@@ -163,14 +169,15 @@ async def refresh_dashboard(services: Services, gh: GitHubAPI, repo: DeploymentR
     """Create or edit the dashboard issue and its continuation comments."""
     ctx = services.ctx
     async with ctx.locks.hold(f"dashboard:{repo.full_name}"):
-        snapshot = services.delivery.get(repo.full_name)
-        rows = await services.status.collect(gh, repo)
+        issue = await find_dashboard(ctx, gh, repo.full_name)
+        shown = str((issue or {}).get("body") or "").replace("\r\n", "\n")
+        rows = kept_package_pages(await services.status.collect(gh, repo), shown, ctx.web_url)
         enforcement = await services.gates.enforcement.of(gh, repo)
         pages = render_pages(repo.full_name, rows,
-                             render_section(snapshot) if snapshot is not None else None,
+                             newest_delivery(services.delivery.get(repo.full_name), shown,
+                                             ctx.clock()),
                              edges=policy_edges(repo.policy), warnings=enforcement.findings)
         body = pages[0]
-        issue = await find_dashboard(ctx, gh, repo.full_name)
         if issue is None:
             issue = await gh.post(f"/repos/{repo.full_name}/issues", data={
                 "title": DASHBOARD_TITLE, "body": body, "labels": [DASHBOARD_LABEL],
@@ -185,6 +192,30 @@ async def refresh_dashboard(services: Services, gh: GitHubAPI, repo: DeploymentR
         if len(pages) > 1 or int(issue.get("comments") or 0) > 0:
             await _continue_in_comments(ctx, gh, repo.full_name, int(issue["number"]), pages)
         return issue
+
+
+def kept_package_pages(rows: list[StatusRow], shown: str, web_url: str) -> list[StatusRow]:
+    """Rows whose package page this process does not know (it comes only with the package's
+    event, which another replica may have handled) take the one the issue shows already: the
+    issue is what the replicas share. Only links to package pages of this GitHub are kept."""
+    known = {short: url for short, url in _PACKAGE_LINK.findall(shown)
+             if url.startswith(f"{web_url}/") and "/pkgs/container/" in url}
+    return [replace(row, package_url=known.get(row.digest[:19]))
+            if row.package_url is None and row.digest else row for row in rows]
+
+
+def newest_delivery(snapshot: Snapshot | None, shown: str, now: datetime) -> str | None:
+    """The delivery section of the newer figures: this process's, or the ones the issue shows
+    (read by another replica since this one last read them; never figures said to be read
+    later than now, which no replica wrote)."""
+    found = _DELIVERY.search(shown)
+    if found is not None and found.group(1) <= now.isoformat() and (
+            snapshot is None or found.group(1) > snapshot.until.isoformat()):
+        return found.group(0)
+    if snapshot is None:
+        return None
+    return f"{DELIVERY_MARKER.format(until=snapshot.until.isoformat())}\n" \
+           f"{render_section(snapshot)}"
 
 
 async def _continue_in_comments(ctx: Context, gh: GitHubAPI, repo: str, number: int,
