@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
@@ -59,3 +60,13 @@ def is_own(run: Mapping[str, Any], own_app_id: int | None, own_login: str) -> bo
     if own_app_id is not None and app.get("id") is not None:
         return int(app["id"]) == own_app_id
     return bool(own_login) and f"{app.get('slug', '')}[bot]".lower() == own_login.lower()
+
+
+async def own_run(gh: GitHubAPI, repo: str, sha: str, name: str, own_app_id: int | None,
+                  own_login: str) -> dict[str, Any] | None:
+    """This app's check run ``name`` on commit ``sha`` (another app's of the same name is not
+    ours), or None."""
+    runs = await gh.getitem(f"/repos/{repo}/commits/{sha}/check-runs?"
+                            f"check_name={quote(name, safe='')}&filter=latest")
+    return next((dict(run) for run in runs.get("check_runs") or []
+                 if run.get("name") == name and is_own(run, own_app_id, own_login)), None)

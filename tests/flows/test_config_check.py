@@ -273,3 +273,20 @@ async def test_a_hand_written_pr_on_a_promotion_like_branch_is_checked(world: Wo
     await world.settle()
     look_alike = world.pull("Looks like a promotion", state="open")
     assert len(world.emulator.check_runs(DEPLOY_REPO, look_alike["head"]["sha"], CHECK)) == 1
+
+
+async def test_a_job_run_again_posts_no_second_check_run(world: World) -> None:
+    """A delivery's job can run twice (claimed from a replica killed after it posted, retried
+    after a later step failed): the commit keeps its one `conveyor/config-check` run, with its
+    annotations once."""
+    from bot.promotion.configcheck import run_config_check
+
+    pr = await pr_with(world, {"apps/web/base/deployment.yaml": BROKEN_DEPLOYMENT}, "Twice")
+    first = await check_of(world, pr)
+    ctx = world.runtime.ctx
+    gh = await ctx.clients.installation(world.demo.installation_id)
+    await run_config_check(ctx, gh, DEPLOY_REPO, None, pr["head"]["sha"],
+                           ["apps/web/base/deployment.yaml"])
+    again = await check_of(world, pr)
+    assert again["id"] == first["id"]
+    assert again["output"]["annotations"] == first["output"]["annotations"]

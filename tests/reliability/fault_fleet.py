@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ class Fleet:
         self.redis = redis  # tests.redis.support.RedisServer, or None in memory mode
         self.live: list[BotProcess] = []
         self.started = 0
+        self.redis_away: list[tuple[float, float]] = []  # epoch seconds: killed, back
 
     async def start(self) -> None:
         for _ in range(self.replicas if self.redis is not None else 1):
@@ -65,9 +67,11 @@ class Fleet:
         """SIGKILL the Redis server, and start it again on its port a moment later: what it
         acknowledged is on disk (append-only file, fsync on every write)."""
         assert self.redis is not None
+        killed = time.time()
         self.redis.kill()
         await asyncio.sleep(rng.uniform(0.5, 3.0))
         await asyncio.to_thread(self.redis.start)
+        self.redis_away.append((killed, time.time()))
 
     async def stop(self) -> None:
         for process in self.live:

@@ -148,7 +148,8 @@ async def fault_run(config: RunConfig, workdir: Path) -> RunReport:
         emulator.faults.reset()
         report.problems += await settle(emulator, fleet, config.settle_within, driver.record,
                                         replies_survive=redis is not None)
-        report.problems += check(emulator, driver.record, replies_survive=redis is not None)
+        report.problems += check(emulator, driver.record, replies_survive=redis is not None,
+                                 redis_away=fleet.redis_away)
         if redis is not None:
             acknowledged = [d.guid for d in emulator.deliveries if d.status_code == 202]
             report.problems += [f"delivery {guid} acknowledged, then lost by Redis" for guid in
@@ -179,7 +180,8 @@ async def settle(emulator: Emulator, fleet: Fleet, within: float, record: Record
         now_written = writes(emulator)
         if now_written != written:
             written, since = now_written, loop.time()
-        left = [*await fleet.queued(), *(check(emulator, record, replies_survive=replies_survive)
+        left = [*await fleet.queued(), *(check(emulator, record, replies_survive=replies_survive,
+                                               redis_away=fleet.redis_away)
                                          if record is not None else [])]
         if not left and loop.time() - since >= QUIET:
             return []

@@ -29,7 +29,13 @@ from bot.configcheck.kubernetes import prepare
 from bot.configcheck.report import Finding, Report, render
 from bot.domain.policy import Policy
 from bot.domain.policy.kubernetes import latest_kubernetes_version
-from bot.github.checks import check_output, check_run, create_check_run, update_check_run
+from bot.github.checks import (
+    check_output,
+    check_run,
+    create_check_run,
+    own_run,
+    update_check_run,
+)
 from bot.github.limits import ANNOTATIONS_PER_REQUEST, OUTPUT_LIMIT, fit
 from bot.github.repos import FileTooLarge, RepoFile
 from bot.names import CONFIG_CHECK
@@ -202,6 +208,15 @@ async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha
 
 
 async def _post(gh: GitHubAPI, repo: str, sha: str, report: Report, ctx: Context) -> None:
+    """One run per commit: a job that runs again for the same commit (claimed from a replica
+    killed after it posted, retried after a later step failed) posts nothing more; GitHub
+    would append its annotations to the run's, and a second run would stand beside it."""
+    async with ctx.locks.hold(f"config-check:{repo}@{sha}"):
+        if await own_run(gh, repo, sha, CONFIG_CHECK, ctx.app_id, ctx.bot_login) is None:
+            await _create(gh, repo, sha, report, ctx)
+
+
+async def _create(gh: GitHubAPI, repo: str, sha: str, report: Report, ctx: Context) -> None:
     conclusion, title, summary = render(report)
     annotations = [f.annotation() for f in report.findings] + \
         [f.annotation("notice") for f in report.notices]
