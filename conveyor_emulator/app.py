@@ -208,7 +208,10 @@ class Dispatcher:
                 was_304 = True
         if count and not was_304 and rate_key != "anonymous":
             em.rate_limits.spend(rate_key)
-        headers.update(em.rate_limits.headers(rate_key, exhausted=exhausted))
+        if em.rate_limiting or exhausted:
+            # A server without rate limits has no budget to report ("Rate limiting is not
+            # enabled", its `GET /rate_limit` answers): no `x-ratelimit-*` headers.
+            headers.update(em.rate_limits.headers(rate_key, exhausted=exhausted))
         headers["X-GitHub-Media-Type"] = "github.v3; format=json"
         headers["X-GitHub-Request-Id"] = em.world.random_hex(8).upper()
         status = 304 if was_304 else reply.status

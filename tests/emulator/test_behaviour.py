@@ -486,9 +486,10 @@ async def test_a_server_without_rate_limits_counts_none(session: aiohttp.ClientS
         em.faults.content_per_minute = 3
         em.rate_limits.limit = 3
         url = em.base_url + R
-        status, _h, issue = await raw(session, "POST", url + "/issues", token,
-                                      json={"title": "no limits"})
+        status, headers, issue = await raw(session, "POST", url + "/issues", token,
+                                           json={"title": "no limits"})
         assert status == 201
+        assert not [name for name in headers if name.lower().startswith("x-ratelimit-")]
         for i in range(5):
             status, _h, _b = await raw(session, "POST", url + f"/issues/{issue['number']}"
                                        "/comments", token, json={"body": str(i)})
