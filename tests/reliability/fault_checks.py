@@ -5,7 +5,8 @@
   open at once, there are no more rollback PRs than rollbacks asked for or reported, and none
   is left open (staging merges them);
 - no `conveyor/` branch is left without an open or a merged PR;
-- staging runs the last release of every service (its file pins it) and merged it once;
+- staging runs the last release of every service (its file pins it) and merged it once, and
+  no PR is left open there (it merges its own);
 - production has exactly one open single-service PR per service, for that same digest; at
   most one release train of the group is open;
 - every open PR has its gate, and the gate is the right verdict (`action_required`: only the
@@ -120,6 +121,8 @@ def end_state(emulator: Emulator, prs: list[tuple[dict[str, Any], PromotionMarke
         if open_prs != [latest]:
             problems.append(f"production PRs of {service}: {[d[:19] for d in open_prs]}, "
                             f"wanted [{latest[:19]}]")
+    problems += [f"#{pr['number']} ({m.service}) left open in staging, which merges its own"
+                 for pr, m in prs if m.environment == "staging" and pr["state"] == "open"]
     trains = [pr["number"] for pr, m in prs if m.is_train and m.group == GROUP
               and m.environment == "production" and pr["state"] == "open"]
     if len(trains) > 1:
