@@ -185,7 +185,9 @@ def sent_inside_windows(emulator: Emulator, redis_away: Sequence[tuple[float, fl
 
 
 def writes(emulator: Emulator) -> int:
-    """Requests that change something, answered so far: the run is still moving while this
-    grows (an idle resync only reads)."""
+    """Requests that changed a repository, answered so far: the run is still moving while
+    this grows (an idle resync only reads; its GraphQL query is a POST that writes nothing,
+    and minting a token changes no repository)."""
     return sum(1 for entry in emulator.requests.entries
-               if entry.method in ("POST", "PATCH", "PUT", "DELETE") and entry.status < 400)
+               if entry.method in ("POST", "PATCH", "PUT", "DELETE") and entry.status < 400
+               and "/repos/" in entry.url_path)
