@@ -15,7 +15,6 @@ import aiohttp
 from bot.redisq.client import Keys
 from conveyor_emulator import Emulator
 from tests.botprocess import BotProcess
-from tests.reliability.support import metric_samples
 
 
 class Fleet:
@@ -86,14 +85,13 @@ class Fleet:
         async with aiohttp.ClientSession() as session:
             for process in self.live:
                 try:
-                    async with session.get(f"{process.base_url}/metrics") as response:
-                        text = await response.text()
-                except aiohttp.ClientError as exc:
-                    waiting.append(f"{process.name}: /metrics unreadable ({exc})")
+                    async with session.get(f"{process.base_url}/healthz") as response:
+                        depth = int((await response.json()).get("queue_depth") or 0)
+                except (aiohttp.ClientError, ValueError) as exc:
+                    waiting.append(f"{process.name}: /healthz unreadable ({exc})")
                     continue
-                depth = sum(metric_samples(text, "conveyor_queue_depth").values())
                 if depth:
-                    waiting.append(f"{process.name}: {depth:.0f} deliveries queued")
+                    waiting.append(f"{process.name}: {depth} deliveries queued")
         return waiting
 
 

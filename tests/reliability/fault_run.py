@@ -53,7 +53,9 @@ FAULTS = {
     "ref_update_failed_rate": 0.05,
     "merge_base_modified_rate": 0.05,
 }
-QUIET = 11.0  # nothing written for two resyncs (every 5 s): the bot has nothing left to do
+# Nothing written for two resyncs (every 5 s): the bot has nothing left to do. Where it paces
+# its writes within 80 a minute, a write may wait a minute for its turn.
+QUIET, PACED_QUIET = 11.0, 65.0
 
 
 @dataclass
@@ -170,8 +172,9 @@ async def fault_run(config: RunConfig, workdir: Path) -> RunReport:
 
 async def settle(emulator: Emulator, fleet: Fleet, within: float, record: Record | None = None,
                  *, replies_survive: bool = False) -> list[str]:
-    """Until nothing is queued, nothing has been written for `QUIET` seconds and (given the
-    record) every invariant holds; else what was still left after `within` seconds."""
+    """Until nothing is queued, nothing has been written for a while (`QUIET`, `PACED_QUIET`)
+    and (given the record) every invariant holds; else what was left after `within` seconds."""
+    quiet = PACED_QUIET if fleet.content_limits else QUIET
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     written, since = -1, loop.time()
@@ -183,10 +186,10 @@ async def settle(emulator: Emulator, fleet: Fleet, within: float, record: Record
         left = [*await fleet.queued(), *(check(emulator, record, replies_survive=replies_survive,
                                                redis_away=fleet.redis_away)
                                          if record is not None else [])]
-        if not left and loop.time() - since >= QUIET:
+        if not left and loop.time() - since >= quiet:
             return []
         await asyncio.sleep(1.0)
-    moving = loop.time() - since < QUIET
+    moving = loop.time() - since < quiet
     return [f"did not settle within {within:.0f} s" + (" (still writing)" if moving else "")
             + (f": {'; '.join(left[:4])}" if left else "")]
 
