@@ -18,7 +18,8 @@ import uuid
 
 from redis.asyncio import Redis
 
-from bot.github.ratelimit import MemoryLimitStore, WriteBudget
+from bot.domain.write_budget import WriteBudget
+from bot.github.ratelimit import MemoryLimitStore
 from bot.redisq.client import REDIS_ERRORS, Keys, wait
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from bot.attestations.roots import RootError
 from bot.attestations.trust import SETTING as SIGSTORE_TRUST_SETTING
 from bot.attestations.trust import TrustFile, read_trust_file
-from bot.github.ratelimit import GITHUB_COM_BUDGET, WriteBudget, parse_content_limits
+from bot.domain.write_budget import GITHUB_COM_BUDGET, WriteBudget, parse_content_limits
 from bot.registry.credentials import AuthFileError, Credential, load_auth_file
 from bot.registry.names import parse_endpoints
 from bot.render.tool import (

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.domain.policy import PolicyError
-from bot.github.ratelimit import WriteBudget
+from bot.domain.write_budget import WriteBudget
 from bot.sandbox.acts import Story, StoryFailed
 from bot.sandbox.botlog import logged_errors
 from bot.sandbox.keep import keep_serving, stdin_lines

@@ -10,8 +10,9 @@ import pytest
 
 pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
 
+from bot.domain.write_budget import WriteBudget
 from bot.github.client import GitHubClients
-from bot.github.ratelimit import RateLimiter, WriteBudget
+from bot.github.ratelimit import RateLimiter
 from bot.metrics import Metrics
 from bot.redisq.client import Keys
 from bot.redisq.ratelimit import RedisLimitStore

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[test]')")
 
-from bot.github.ratelimit import WriteBudget
+from bot.domain.write_budget import WriteBudget
 from bot.metrics import Metrics
 from bot.redisq import RedisLocks, RedisQueue, RedisScheduler
 from bot.redisq.client import Keys

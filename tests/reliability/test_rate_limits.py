@@ -14,7 +14,8 @@ from typing import Any
 import gidgethub
 import pytest
 
-from bot.github.ratelimit import RateLimitError, WriteBudget, write_wait
+from bot.domain.write_budget import WriteBudget
+from bot.github.ratelimit import RateLimitError, write_wait
 from bot.sandbox.demo import DEPLOY_REPO, release
 from tests.harness import close_world
 from tests.reliability.support import (
