@@ -33,10 +33,8 @@ class GateCheckRuns:
     _posted: cachetools.LRUCache[tuple[str, str], tuple[int, str]] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=4096))
 
-    async def post(self, gh: GitHubAPI, repo: str, sha: str, verdict: Verdict, *,
-                   fresh: bool = False) -> None:
-        """Create or update the one gate check run of this head commit; skip if unchanged.
-        ``fresh``: a commit Conveyor has just made, which no run can be on yet."""
+    async def post(self, gh: GitHubAPI, repo: str, sha: str, verdict: Verdict) -> None:
+        """Create or update the one gate check run of this head commit; skip if unchanged."""
         output = render_gate_output(verdict)
         fingerprint = _fingerprint(verdict.status, verdict.conclusion, output)
         key = (repo.lower(), sha)
@@ -45,8 +43,9 @@ class GateCheckRuns:
             return
         # One writer per commit, across replicas: two that both found no run would create two.
         async with self.ctx.locks.hold(f"gate-run:{repo}@{sha}"):
-            if known is None and not fresh:
-                # another replica, or this process before a restart, may have posted it
+            if known is None:
+                # another replica (its `opened` event, even on a commit this process has just
+                # made), or this process before a restart, may have posted it
                 known = await self._existing_run(gh, repo, sha)
             if known is not None and known[1] == fingerprint:
                 self._posted[key] = known

@@ -86,7 +86,7 @@ class GateService:
                 await self._gated_builds_read(gh, repo, base_sha, paths):
             verdict = await self.evaluate(gh, repo, number)
             return verdict is None or verdict.conclusion == "success"
-        await self.runs.post(gh, repo.full_name, head_sha, NO_GATED_CHANGE, fresh=True)
+        await self.runs.post(gh, repo.full_name, head_sha, NO_GATED_CHANGE)
         return True
 
     async def _gated_builds_read(self, gh: GitHubAPI, repo: DeploymentRepo, commit: str,
