@@ -16,13 +16,9 @@ repository; Helm itself refuses one that is missing when it loads the chart.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from bot.render.inputs import MAX_BUILD_BYTES, MAX_BUILD_FILES, TreeIndex, resolve
-from bot.yamlread.data import DataBuilder
-from bot.yamlread.nodes import MAX_NODES, YamlError, parse
+from bot.render.inputs import MAX_BUILD_BYTES, MAX_BUILD_FILES, TreeIndex, resolve, top_mapping
 
 CHART_FILE = "Chart.yaml"
 DEFAULT_VALUES = "values.yaml"
@@ -102,7 +98,7 @@ def value_file_path(base: str, entry: str) -> str | None:
 
 def _unvendored(index: TreeIndex, chart: str, text: str | None) -> list[str]:
     """The dependencies of the chart that nothing under its ``charts/`` can stand for."""
-    data = _mapping(text)
+    data = top_mapping(text)
     dependencies = data.get("dependencies")
     if not isinstance(dependencies, list):
         return []
@@ -122,16 +118,3 @@ def _unvendored(index: TreeIndex, chart: str, text: str | None) -> list[str]:
                         f"vendored under `{vendored}/`: Conveyor does not fetch chart "
                         "dependencies")
     return problems
-
-
-def _mapping(text: str | None) -> Mapping[str, Any]:
-    if text is None:
-        return {}
-    try:
-        stream = parse(text)
-    except YamlError:
-        return {}
-    if not stream.documents:
-        return {}
-    data = DataBuilder(MAX_NODES).build(stream.documents[0].root)
-    return data if isinstance(data, dict) else {}

@@ -120,7 +120,7 @@ def build_inputs(index: TreeIndex, overlay: str, texts: Mapping[str, str | None]
         if kustomization not in texts:
             needed.append(kustomization)
             continue
-        data = _kustomization_data(texts[kustomization])
+        data = top_mapping(texts[kustomization])
         inflates = _helm_charts(kustomization, data, problems) or inflates
         for entry in _folder_entries(data):
             target = resolve(folder, entry)
@@ -164,8 +164,9 @@ def _helm_charts(kustomization: str, data: Mapping[str, Any], problems: list[str
     return bool(charts)
 
 
-def _kustomization_data(text: str | None) -> dict[str, Any]:
-    """The kustomization's top level; an unreadable one is left to kustomize to report."""
+def top_mapping(text: str | None) -> dict[str, Any]:
+    """The first document's top-level mapping of a YAML file (a kustomization, a Chart.yaml);
+    an unreadable one is empty, left to the tool to report."""
     if text is None:
         return {}
     try:
