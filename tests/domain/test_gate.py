@@ -84,6 +84,7 @@ def review(
     ago: timedelta = timedelta(minutes=1),
     bot: bool = False,
     approver: bool = True,
+    approver_of: frozenset[str] = frozenset({"production", "dr"}),
 ) -> Review:
     return Review(
         user=user,
@@ -91,7 +92,7 @@ def review(
         commit_id=commit,
         submitted_at=NOW - ago,
         is_bot=bot,
-        is_approver=approver,
+        approver_of=approver_of if approver else frozenset(),
         url=f"https://github.com/acme/deploy/pull/5#review-{user}-{state}",
     )
 
@@ -726,6 +727,37 @@ def test_approvals_needed_is_the_maximum_over_changed_environments() -> None:
     assert evaluate_gate(two_environments()).conclusion == "action_required"
     verdict = evaluate_gate(two_environments(reviews=(review("alice"), review("erin"))))
     assert verdict.conclusion == "success"
+
+
+def test_each_environment_counts_the_approvals_of_its_own_approvers() -> None:
+    production, dr = frozenset({"production"}), frozenset({"dr"})
+    verdict = evaluate_gate(two_environments(
+        reviews=(review("alice", approver_of=production), review("erin", approver_of=dr))))
+    assert verdict.conclusion == "action_required"
+    assert verdict.title.startswith("Needs 1 more approval from approvers of dr (1 of 2)")
+    verdict = evaluate_gate(two_environments(reviews=(
+        review("alice", approver_of=production), review("erin", approver_of=dr),
+        review("frank", approver_of=dr))))
+    assert verdict.conclusion == "success"
+    verdict = evaluate_gate(two_environments(reviews=(
+        review("erin", approver_of=dr), review("frank", approver_of=dr))))
+    assert verdict.title.startswith("Needs 1 more approval from approvers of production (0 of 1)")
+
+
+def test_an_environment_asking_no_approval_does_not_narrow_who_counts() -> None:
+    verdict = evaluate_gate(two_environments(
+        rules={"production": rules(),
+               "dr": rules(name="dr", after=("staging",), approvals=0)},
+        reviews=(review("alice", approver_of=frozenset({"production"})),)))
+    assert verdict.conclusion == "success"
+
+
+def test_changes_requested_by_an_approver_of_either_environment_blocks() -> None:
+    verdict = evaluate_gate(two_environments(reviews=(
+        review("alice"), review("erin"),
+        review("frank", "CHANGES_REQUESTED", approver_of=frozenset({"dr"})))))
+    assert verdict.conclusion == "failure"
+    assert "changes requested by @frank" in texts(verdict)
 
 
 def test_self_approval_only_when_every_changed_environment_allows_it() -> None:

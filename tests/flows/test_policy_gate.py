@@ -104,3 +104,34 @@ async def test_removing_the_policy_needs_productions_approvers(world: World) -> 
     assert run["conclusion"] == "action_required", run["output"]
     assert "the policy file: present → removed: Conveyor stops gating this repository" in \
         shown(run)
+
+
+WITH_DR = DEMO_POLICY.replace("groups:\n", """  - name: dr
+    path: apps/{service}/overlays/dr/kustomization.yaml
+    after: staging
+    evidence: [merged]
+    approvals: 1
+    approvers: ["dave"]
+groups:
+""")
+
+
+async def test_each_gated_environment_changed_waits_for_its_own_approvers(world: World) -> None:
+    await world.emulator.push_files(world.repo, {POLICY_PATH: WITH_DR},
+                                    message="Add the dr environment")
+    await world.settle()
+    pr = await policy_pr(world, WITH_DR.replace('["dave"]', '["dave", "erin"]').replace(
+        "    soak: 30m\n", "    soak: 10m\n"))
+    summary = shown(world.gate(pr))
+    assert "### .github/conveyor.yml → production" in summary
+    assert "### .github/conveyor.yml → dr" in summary
+
+    await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")  # @acme/sre only
+    await world.settle()
+    run = world.gate(pr)
+    assert run["conclusion"] == "action_required", run["output"]
+    assert "needs 1 more approval from approvers of dr (0 of 1)" in shown(run)
+
+    await world.emulator.review(world.repo, pr["number"], "dave", "APPROVE")
+    await world.settle()
+    assert world.gate(pr)["conclusion"] == "success", world.gate(pr)["output"]

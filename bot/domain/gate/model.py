@@ -132,8 +132,8 @@ class EnvironmentRules:
 class Review:
     """A pull request review.
 
-    ``is_approver`` is decided by the I/O layer; when the pull request changes several gated
-    environments it must mean "listed approver of every one of them".
+    ``approver_of`` names the environments among the pull request's gated ones whose approvers
+    include the review's author, as the I/O layer found them.
     """
 
     user: str
@@ -141,7 +141,7 @@ class Review:
     commit_id: str
     submitted_at: datetime
     is_bot: bool
-    is_approver: bool
+    approver_of: frozenset[str]
     url: str
 
 

@@ -29,10 +29,10 @@ def _is_bot(review: Review) -> bool:
 
 
 def approvals_condition(rules: list[EnvironmentRules], gate: GateInput) -> Condition:
-    needed = max((r.approvals for r in rules), default=0)
-    # Several environments in one pull request: the strictest rule wins.
+    asking = [r for r in rules if r.approvals > 0]
+    # Several environments in one pull request: self-approval only where all allow it.
     self_approval = bool(rules) and all(r.allow_self_approval for r in rules)
-    if needed <= 0:
+    if not asking:
         return Condition(ok=True, text="no approvals required", when_unmet="action_required")
 
     author = gate.pr_author.casefold()
@@ -49,7 +49,7 @@ def approvals_condition(rules: list[EnvironmentRules], gate: GateInput) -> Condi
             reason = "author of the pull request"
         elif _is_bot(review):
             reason = "a bot"
-        elif not review.is_approver:
+        elif not review.approver_of:
             reason = "not an approver"
         elif not self_approval and key == requester:
             reason = "requested the promotion"
@@ -58,32 +58,39 @@ def approvals_condition(rules: list[EnvironmentRules], gate: GateInput) -> Condi
         else:
             ignored.append(f"@{review.user} ({reason})")
 
-    ok = len(counted) >= needed
+    # Each environment counts the approvals of its own approvers, once for the whole pull
+    # request; the one furthest from its number speaks for all.
+    tallies = [(r, [c for c in counted if r.name in c.approver_of]) for r in asking]
+    rule, got = max(tallies, key=lambda tally: tally[0].approvals - len(tally[1]))
+    needed = rule.approvals
+    ok = len(got) >= needed
+    whose = "" if all(g == got for _, g in tallies) else f" of {rule.name}"
     text = (
-        f"{len(counted)} of {needed} required approvals"
+        f"{len(got)} of {needed} required approvals"
         if ok
-        else f"needs {needed - len(counted)} more approval"
-        f"{'s' if needed - len(counted) > 1 else ''} from approvers "
-        f"({len(counted)} of {needed})"
+        else f"needs {needed - len(got)} more approval"
+        f"{'s' if needed - len(got) > 1 else ''} from approvers{whose} "
+        f"({len(got)} of {needed})"
     )
     text += f" on {gate.head_sha[:7]}"
-    if counted:
-        text += ": " + ", ".join(f"@{r.user}" for r in counted)
+    if got:
+        text += ": " + ", ".join(f"@{r.user}" for r in got)
     if ignored:
         text += "; not counted: " + ", ".join(ignored)
     return Condition(
         ok=ok,
         text=text,
-        link=counted[0].url if counted else None,
+        link=got[0].url if got else None,
         when_unmet="action_required",
     )
 
 
 def changes_requested(gate: GateInput) -> list[Condition]:
-    # A request for changes stands across pushes until its author approves or it is dismissed,
-    # as GitHub's own "changes requested" state does.
+    # A request for changes by an approver of any of the environments blocks. It stands
+    # across pushes until its author approves or it is dismissed, as GitHub's own "changes
+    # requested" state does.
     return [
         Condition(ok=False, text=f"changes requested by @{review.user}", link=review.url)
         for review in _latest_reviews(gate.reviews).values()
-        if review.state == "CHANGES_REQUESTED" and review.is_approver
+        if review.state == "CHANGES_REQUESTED" and review.approver_of
     ]

@@ -27,10 +27,9 @@ class Approvals:
     async def reviews(self, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
                       facts: PullFacts, envs: set[str], *, wanted: bool = False
                       ) -> list[Review]:
-        """The approvals and change requests of the PR, each saying whether its
-        author may approve in the environments ``envs``; not read when none of them needs
-        an approval, unless ``wanted``."""
-        approvers = sorted({a for name in envs for a in policy.environments[name].approvers})
+        """The approvals and change requests of the PR, each naming which of the
+        environments ``envs`` its author may approve in; not read when none of them needs an
+        approval, unless ``wanted``."""
         if not wanted and not any(policy.environments[name].approvals for name in envs):
             return []
         reviews = []
@@ -44,10 +43,20 @@ class Approvals:
             reviews.append(Review(
                 user=login, state=review["state"], commit_id=review.get("commit_id", ""),
                 submitted_at=_time(review.get("submitted_at")), is_bot=is_bot(user),
-                is_approver=await self._is_approver(gh, repo.full_name, login, approvers),
+                approver_of=await self._approver_of(gh, repo.full_name, login, policy, envs),
                 url=review.get("html_url", ""),
             ))
         return reviews
+
+    async def _approver_of(self, gh: GitHubAPI, repo: str, user: str, policy: Policy,
+                           envs: set[str]) -> frozenset[str]:
+        # Environments with the same approvers share one answer (and one lookup).
+        lists = {name: sorted(policy.environments[name].approvers) for name in envs}
+        answers: dict[tuple[str, ...], bool] = {}
+        for approvers in lists.values():
+            if tuple(approvers) not in answers:
+                answers[tuple(approvers)] = await self._is_approver(gh, repo, user, approvers)
+        return frozenset(name for name, approvers in lists.items() if answers[tuple(approvers)])
 
     async def _is_approver(self, gh: GitHubAPI, repo: str, user: str, approvers: list[str]
                            ) -> bool:
