@@ -15,6 +15,7 @@ The kustomize is the machine's (`kustomize build`, else `kubectl kustomize`).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from bot.domain.policy import load_policy
 from bot.promotion.gate.pull_facts import PullFacts
@@ -93,6 +94,29 @@ def repository(services: int) -> dict[str, str]:
     return files
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    seconds: float
+    requests: int
+    runs: int  # kustomize processes
+    shared_runs: int  # of which ran several overlays at once
+    batched: int  # renders answered by those
+    hits: int  # renders answered from the cache
+    title: str
+
+    @property
+    def renders(self) -> int:
+        """Overlays rendered: each alone in a process of its own, or in a shared run."""
+        return self.runs - self.shared_runs + self.batched
+
+    def note(self) -> str:
+        per = f", {ms(self.seconds / self.renders)} an overlay" if self.renders else ""
+        shared = (f" ({self.batched} in {self.shared_runs} shared runs)"
+                  if self.shared_runs else "")
+        return (f"{self.renders} renders in {self.runs} kustomize runs{shared}, {self.hits} "
+                f"from the cache{per}; {self.requests} GitHub requests; verdict: {self.title}")
+
+
 class Bench:
     def __init__(self, stage: Stage, services: int) -> None:
         self.stage = stage
@@ -109,21 +133,24 @@ class Bench:
                                                      author="alice")
         return PullFacts.from_api(opened)
 
-    async def evaluate(self, facts: PullFacts) -> tuple[float, int, int, int, str]:
-        """Seconds, requests, builds run, builds from the cache, and the verdict's title."""
+    async def evaluate(self, facts: PullFacts) -> Evaluation:
+        """Seconds, requests, tool runs, renders from shared runs and from the cache, and
+        the verdict's title."""
         bot = self.stage.bot
         assert bot is not None
         ctx = bot.runtime.ctx
         builder = ctx.builder
         assert builder is not None
         gh = await ctx.clients.installation(self.stage.demo.installation_id)
-        runs, hits = builder.runs, builder.hits
+        runs, shared, batched, hits = (builder.runs, builder.shared_runs, builder.batched,
+                                       builder.hits)
         self.stage.emulator.reset_counters()
         started = time.perf_counter()
         verdict = await bot.runtime.services.gates.verdict_for(gh, self.repo, facts)
         elapsed = time.perf_counter() - started
         requests = tally(self.stage.emulator.requests.entries).total
-        return elapsed, requests, builder.runs - runs, builder.hits - hits, verdict.title
+        return Evaluation(elapsed, requests, builder.runs - runs, builder.shared_runs - shared,
+                          builder.batched - batched, builder.hits - hits, verdict.title)
 
 
 async def run(quick: bool) -> Section:
@@ -152,13 +179,13 @@ async def run(quick: bool) -> Section:
             ("the same PR evaluated again", again),
             ("a README change", readme),
             (f"the component all {services} production overlays build", shared))
-    for label, (seconds, requests, runs, hits, title) in rows:
-        per_build = f", {ms(seconds / runs)} a build" if runs else ""
-        section.add(label, ms(seconds), note=f"{runs} builds run, {hits} from the cache"
-                    f"{per_build}; {requests} GitHub requests; verdict: {title}")
+    for label, row in rows:
+        section.add(label, ms(row.seconds), note=row.note())
     section.data = {
         "services": services, "kustomize": tool.describe(),
-        **{key: {"seconds": row[0], "requests": row[1], "builds": row[2], "cache_hits": row[3]}
+        **{key: {"seconds": row.seconds, "requests": row.requests, "runs": row.runs,
+                 "shared_runs": row.shared_runs, "renders": row.renders,
+                 "batched": row.batched, "cache_hits": row.hits}
            for key, row in zip(("patch", "again", "readme", "component"),
                                (first, again, readme, shared), strict=True)},
     }

@@ -22,7 +22,7 @@ from gidgethub.abc import GitHubAPI
 from bot.domain.policy import Policy
 from bot.github.repos import MAX_FILE_BYTES, FileTooLarge, RepoFile
 from bot.github.snapshot import TreeTruncated, git_blob_sha
-from bot.render.build import Builder, BuildResult
+from bot.render.build import Builder, BuildResult, Request
 from bot.render.charts import CHART_FILE, chart_folder
 from bot.render.inputs import KUSTOMIZATION_NAMES, NeedTexts, TreeIndex, overlay_folder
 from bot.render.pointers import Here, Place, follow_target, points_at
@@ -195,6 +195,16 @@ async def walk_inputs(index: TreeIndex, target: Target, files: Files,
 async def run_render(builder: Builder, inputs: RenderInputs, files: Files,
                      replaced: Mapping[str, str] | None = None) -> BuildResult:
     """The render of ``inputs`` over their files, or why it cannot be run."""
+    request = await render_request(inputs, files, replaced)
+    if isinstance(request, BuildResult):
+        return request
+    return await builder.build(*request)
+
+
+async def render_request(inputs: RenderInputs, files: Files,
+                         replaced: Mapping[str, str] | None = None) -> Request | BuildResult:
+    """What the builder is asked for ``inputs`` (key, job, file contents), or why the render
+    cannot be run."""
     if inputs.problems:
         return BuildResult(None, "; ".join(inputs.problems))
     replaced = replaced or {}
@@ -213,7 +223,7 @@ async def run_render(builder: Builder, inputs: RenderInputs, files: Files,
         contents[path] = text
     shas = {path: git_blob_sha(replaced[path].encode()) if path in replaced
             else files.blob(path) for path in inputs.files}
-    return await builder.build(render_key(inputs, shas), inputs.job, contents)
+    return render_key(inputs, shas), inputs.job, contents
 
 
 def render_key(inputs: RenderInputs, shas: Mapping[str, str]) -> str:
@@ -374,6 +384,25 @@ class RepoBuilds:
         if not replaced:  # a commit's files never change: neither does what a render reads
             self.ctx.build_inputs[key] = found
         return found
+
+    async def build_all(self, commit: str, targets: Iterable[Target]) -> None:
+        """Render every one of ``targets`` at ``commit`` ahead of ``build``, which then
+        answers from the builder's cache: overlays that may share a kustomize run share it,
+        at most the builder's concurrency at once. Rendering must be on."""
+        builder = self.ctx.builder
+        if builder is None:
+            raise RuntimeError("rendering is off")
+        files = await self._files(commit)
+        requests: list[Request] = []
+        for target in targets:
+            try:
+                inputs = await self.inputs(commit, target)
+            except TreeTruncated:
+                continue  # `build` says so
+            request = await render_request(inputs, files)
+            if not isinstance(request, BuildResult):
+                requests.append(request)
+        await builder.build_many(requests)
 
     async def build(self, commit: str, target: Target,
                     replaced: Mapping[str, str] | None = None) -> BuildResult:

@@ -25,18 +25,22 @@ import contextlib
 import os
 import posixpath
 import re
+import secrets
 import shutil
 import signal
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import cachetools
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
+from bot.render import batching
 from bot.render.diff import Resources
 from bot.render.tool import Helm, Kustomize
-from bot.render.workloads import Slot, UnreadableBuild, read_output
+from bot.render.workloads import Slot, UnreadableBuild, read_documents, read_output
 
 BUILD_SECONDS = 30.0
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
@@ -118,17 +122,23 @@ class Builder:
     timeout: float = BUILD_SECONDS
     max_output: int = MAX_OUTPUT_BYTES
     concurrency: int = 2
-    runs: int = 0  # renders run (not answered from the cache)
+    runs: int = 0  # tool runs (a batch of overlays is one)
     hits: int = 0  # renders answered from the cache
+    shared_runs: int = 0  # of those, runs that built several overlays at once
+    batched: int = 0  # renders answered by a shared run
     _cache: cachetools.LRUCache[str, BuildResult] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=1024))
     _running: dict[str, asyncio.Future[BuildResult]] = field(default_factory=dict)
     _slots: asyncio.Semaphore | None = None
+    _prebuilt: set[str] = field(default_factory=set)  # rendered by `build_many`, not yet asked
 
     async def build(self, key: str, job: Job, files: Mapping[str, str | bytes]) -> BuildResult:
         """The result of ``job`` over ``files`` (repository path → text or bytes)."""
         if key in self._cache:
-            self.hits += 1
+            if key in self._prebuilt:
+                self._prebuilt.discard(key)  # asked ahead by `build_many`: counted there
+            else:
+                self.hits += 1
             return self._cache[key]
         if key in self._running:  # the same inputs asked twice at once: rendered once
             self.hits += 1
@@ -136,23 +146,127 @@ class Builder:
         refused = self._refusal(job)
         if refused is not None:
             return BuildResult(None, refused)
+        self._start(key)
+        try:
+            result = await self._alone(job, files)
+        except BaseException as exc:
+            self._fail([key], exc)
+            raise
+        self._finish(key, result)
+        return result
+
+    async def build_many(self, requests: Sequence[tuple[str, Job, Mapping[str, str | bytes]]]
+                         ) -> None:
+        """Render every request (key, job, files) not answered yet, as ``build`` would, and
+        keep the results: overlays of one commit that may share a kustomize run in batches
+        (`batching.py`), the others alone; at most ``concurrency`` runs at once."""
+        batchable: list[Request] = []
+        alone: list[Request] = []
+        seen: set[str] = set()
+        for key, job, files in requests:
+            if key in self._cache or key in self._running or key in seen:
+                continue
+            seen.add(key)
+            if (isinstance(job, KustomizeJob) and job.wrapper is None and not job.inflates
+                    and self.tool is not None and batching.alone_reason(files) is None):
+                batchable.append((key, job, files))
+            else:
+                alone.append((key, job, files))
+        if len(self._prebuilt) > self._cache.maxsize:
+            self._prebuilt.clear()
+        self._prebuilt.update(seen)
+        if len(batchable) < 2:
+            alone, batchable = alone + batchable, []
+        chunks, unpaired = _chunks(batchable, self.concurrency)
+        for chunk in chunks:  # before any wait: a render asked meanwhile waits for its batch
+            for key, _, _ in chunk:
+                self._start(key)
+        await asyncio.gather(*(self.build(key, job, files) for key, job, files in
+                               [*alone, *unpaired]),
+                             *(self._batch(chunk) for chunk in chunks))
+
+    def _start(self, key: str) -> asyncio.Future[BuildResult]:
         future: asyncio.Future[BuildResult] = asyncio.get_running_loop().create_future()
         self._running[key] = future
-        try:
-            if self._slots is None:
-                self._slots = asyncio.Semaphore(self.concurrency)
-            async with self._slots:
-                self.runs += 1
-                result = await self._run(job, files)
-            self._cache[key] = result
+        return future
+
+    def _finish(self, key: str, result: BuildResult) -> None:
+        self._cache[key] = result
+        future = self._running.pop(key, None)
+        if future is not None and not future.done():
             future.set_result(result)
-            return result
+
+    def _fail(self, keys: Sequence[str], exc: BaseException) -> None:
+        for key in keys:
+            future = self._running.pop(key, None)
+            if future is not None and not future.done():
+                future.set_exception(exc)
+                future.exception()  # retrieved: a waiter may never come
+
+    def _slot(self) -> asyncio.Semaphore:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.concurrency)
+        return self._slots
+
+    async def _alone(self, job: Job, files: Mapping[str, str | bytes]) -> BuildResult:
+        async with self._slot():
+            self.runs += 1
+            return await self._run(job, files)
+
+    async def _batch(self, chunk: list[Request]) -> None:
+        """One batch: its renders from shared runs where they are exact, the rest alone."""
+        keys = [key for key, _, _ in chunk]
+        try:
+            results = await self._batched(chunk)
+            for (key, job, files), result in zip(chunk, results, strict=True):
+                if result is None:
+                    result = await self._alone(job, files)
+                else:
+                    self.batched += 1
+                self._finish(key, result)
         except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved: a waiter may never come
+            self._fail(keys, exc)
             raise
-        finally:
-            self._running.pop(key, None)
+
+    async def _batched(self, chunk: list[Request]) -> list[BuildResult | None]:
+        """The renders of ``chunk`` from one run (None: to be built alone); a run that fails
+        is tried again in halves."""
+        if len(chunk) < 2:
+            return [None] * len(chunk)
+        parts = await self._shared_run(chunk)
+        if parts is None:
+            half = len(chunk) // 2
+            first, second = await asyncio.gather(self._batched(chunk[:half]),
+                                                 self._batched(chunk[half:]))
+            return [*first, *second]
+        return await asyncio.to_thread(_exact_results, parts)
+
+    async def _shared_run(self, chunk: list[Request]) -> list[str] | None:
+        """What each overlay of ``chunk`` prints, from one kustomize run; None when the run
+        fails or its output cannot be split."""
+        assert self.tool is not None
+        files: dict[str, str | bytes] = {}
+        for _, _, own in chunk:
+            files.update(own)
+        nonce = secrets.token_hex(8)
+        folders = [job.folder for _, job, _ in chunk if isinstance(job, KustomizeJob)]
+        async with self._slot():
+            self.runs += 1
+            self.shared_runs += 1
+            folder = await asyncio.to_thread(_private_copy, files)
+            try:
+                generated = folder / COPY_GENERATED
+                for path, text in batching.wrappers(folders, nonce, COPY_REPO).items():
+                    (generated / path).parent.mkdir(parents=True, exist_ok=True)
+                    (generated / path).write_text(text, encoding="utf-8")
+                command = [*self.tool.command, "--load-restrictor", "LoadRestrictionsRootOnly",
+                           str(generated)]
+                output = await self._execute("kustomize", command, folder)
+            except BuildError:
+                return None
+            finally:
+                await asyncio.to_thread(shutil.rmtree, folder, True)
+        return batching.split(output, len(chunk), nonce)
 
     def _refusal(self, job: Job) -> str | None:
         if isinstance(job, HelmJob) and self.helm is None:
@@ -281,6 +395,57 @@ def _with_hint(message: str) -> str:
         return (f"{message} (this kustomize is older than v5.8 and cannot run Helm 4 to "
                 "inflate `helmCharts`: set CONVEYOR_KUSTOMIZE to kustomize v5.8 or later)")
     return message
+
+
+Request = tuple[str, "Job", Mapping[str, str | bytes]]
+# Overlays in one shared run: enough that its start and schema load are a small part of it.
+BATCH_SIZE = 200
+# Files in one shared run's copy.
+MAX_BATCH_FILES = 20000
+
+
+def _chunks(requests: list[Request], concurrency: int) -> tuple[list[list[Request]],
+                                                                  list[Request]]:
+    """Requests in batches of about equal size, one per concurrent run where each then holds
+    two or more; and those whose files disagree with a batch's (built alone)."""
+    count = max(min(concurrency, len(requests) // 2), -(-len(requests) // BATCH_SIZE), 1)
+    size = -(-len(requests) // count)
+    chunks: list[list[Request]] = []
+    unpaired: list[Request] = []
+    files: dict[str, str | bytes] = {}
+    for request in requests:
+        own = request[2]
+        if not chunks or len(chunks[-1]) >= size or len(files) + len(own) > MAX_BATCH_FILES:
+            chunks.append([])
+            files = {}
+        if any(files.get(path, content) != content for path, content in own.items()):
+            unpaired.append(request)
+            continue
+        chunks[-1].append(request)
+        files.update(own)
+    return [chunk for chunk in chunks if chunk], unpaired
+
+
+def _exact_results(parts: list[str]) -> list[BuildResult | None]:
+    """Each overlay's result from its part of a shared run, where the part is provably its
+    own build's output (`batching.isolated`); None elsewhere."""
+    documents: list[list[object] | None] = []
+    for part in parts:
+        try:
+            documents.append(list(YAML(typ="safe").load_all(part)))
+        except YAMLError:
+            documents.append(None)
+    readable = [batching.part_of(found) if found is not None else batching.Part((), (), True)
+                for found in documents]
+    exact = batching.isolated(readable)
+    results: list[BuildResult | None] = []
+    for found, keep in zip(documents, exact, strict=True):
+        if found is None or not keep:
+            results.append(None)
+            continue
+        images, resources = read_documents(found)
+        results.append(BuildResult(images, resources=resources))
+    return results
 
 
 class BuildError(Exception):

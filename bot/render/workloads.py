@@ -54,7 +54,11 @@ class WorkloadChange:
 def read_output(output: str) -> tuple[dict[Slot, str], Resources]:
     """Every slot of a render's output with the image it runs, and its resources for the
     diff."""
-    documents = _documents(output)
+    return read_documents(_documents(output))
+
+
+def read_documents(documents: list[Any]) -> tuple[dict[Slot, str], Resources]:
+    """``read_output`` of documents already parsed (``YAML(typ="safe")``)."""
     return _images(documents), resources_of(documents)
 
 

@@ -15,6 +15,7 @@ diff.
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
 from dataclasses import dataclass, field, replace
 
@@ -37,6 +38,8 @@ from bot.render.targets import ChartTarget
 from bot.render.workloads import WorkloadChange, image_changes
 
 RENDERED_SHAPE = "build"
+# Renders built ahead at each commit before they are judged: well within the builder's cache.
+BUILT_AHEAD = 250
 
 
 @dataclass
@@ -92,8 +95,14 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
     if len(judging) > 1:  # many renders: their files in one read per commit
         for commit, files_read in inputs.items():
             await builds.prefetch(commit, files_read)
-    for render in judging:
-        await _judge(reader, gh, policy, builds, facts, render, judged, found)
+    for start in range(0, len(judging), BUILT_AHEAD):
+        group = judging[start:start + BUILT_AHEAD]
+        if len(group) > 1:  # rendered at both commits at once, then judged from the cache
+            targets = [render.target for render in group]
+            await asyncio.gather(builds.build_all(facts.head_sha, targets),
+                                 builds.build_all(facts.base_sha, targets))
+        for render in group:
+            await _judge(reader, gh, policy, builds, facts, render, judged, found)
     return found
 
 
