@@ -372,6 +372,9 @@ class Builder:
         except OutputTooLarge:
             await _end(process)
             raise BuildError(f"the render printed more than {_size(self.max_output)}") from None
+        except asyncio.CancelledError:  # the job gave up: so does its render
+            await _end(process)
+            raise
         if code != 0:
             message = errors.decode("utf-8", "replace").strip() or f"exit code {code}"
             raise BuildError(_with_hint(message))

@@ -11,10 +11,11 @@ import secrets
 import subprocess
 from pathlib import Path
 
+import cachetools
 import pytest
 
 from bot.render import batching
-from bot.render.build import Builder, BuildResult, KustomizeJob
+from bot.render.build import Builder, BuildResult, KustomizeJob, Request, _chunks, _exact_results
 from bot.render.inputs import BuildInputs, TreeIndex, build_inputs
 from bot.render.tool import Kustomize, find_kustomize
 
@@ -221,6 +222,8 @@ def test_a_renaming_json_patch_in_a_file_of_its_own_is_found() -> None:
         "`o/kustomization.yaml` uses `<complex key>`")
     assert batching.alone_reason({"o/chart.tgz": b"\x1f\x8b"}) == "`o/chart.tgz` is binary"
     assert batching.alone_reason({"o/p.yaml": "- [unclosed"}) is None
+    assert batching.alone_reason({"o/p.yaml": "- just text\n- {op: test, path: /a}\n",
+                                  "o/kustomization.yaml": "patches: [p.yaml]\n"}) is None
 
 
 # `web` refers to a config map it does not define; the other overlay generates one of that
@@ -309,3 +312,46 @@ def test_output_without_the_runs_marker_is_not_split() -> None:
     assert batching.split(marked, 1, "n2") is None
     assert batching.split(marked, 0, "n1") is None
     assert batching.split("", 2, "n1") == ["", ""]
+
+
+def test_batches_take_requests_whose_files_agree() -> None:
+    def request(key: str, files: dict[str, str | bytes]) -> Request:
+        return key, KustomizeJob(key), files
+
+    shared = {"base/kustomization.yaml": "resources: []\n"}
+    requests = [request(f"o{index}", {**shared, f"o{index}/kustomization.yaml": "x: 1\n"})
+                for index in range(5)]
+    disagreeing = request("odd", {"base/kustomization.yaml": "resources: [a.yaml]\n"})
+    chunks, unpaired = _chunks([*requests[:2], disagreeing, *requests[2:]], 2)
+    assert [[key for key, _, _ in chunk] for chunk in chunks] == [
+        ["o0", "o1", "o2"], ["o3", "o4"]]
+    assert unpaired == [disagreeing]
+    assert _chunks(requests[:3], 2)[0] == [requests[:3]]  # two or more a run
+    unreadable, config_map = _exact_results(["a: [unclosed\n", "kind: ConfigMap\n"])
+    assert unreadable is None and config_map is not None and config_map.images == {}
+
+
+async def test_a_batch_given_up_fails_those_waiting_for_it() -> None:
+    files: dict[str, str | bytes] = {"a/kustomization.yaml": "resources: []\n"}
+    many = Builder(Kustomize(("sh", "-c", "sleep 1")))
+    requests = [("a", KustomizeJob("a"), files), ("b", KustomizeJob("b"), files)]
+    batch = asyncio.ensure_future(many.build_many(requests))
+    await asyncio.sleep(0)
+    waiting = asyncio.ensure_future(many.build(*requests[1]))
+    await asyncio.sleep(0.1)
+    batch.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    with pytest.raises(asyncio.CancelledError):
+        await batch
+    assert not many._running
+
+
+async def test_renders_built_ahead_are_not_counted_twice_and_their_marks_stay_bounded(
+        ) -> None:
+    many = Builder(tool(), _cache=cachetools.LRUCache(maxsize=1))
+    requests = [(overlay, KustomizeJob(overlay), files_of(SAFE, overlay))
+                for overlay in SAFE_OVERLAYS[:2]]
+    await many.build_many(requests)
+    await many.build_many(requests[:1])  # kept: nothing new, the marks past the cache cleared
+    assert len(many._prebuilt) <= 2 and many.hits == 0
