@@ -96,21 +96,28 @@ NAME_REFERENCE_PATHS = (
 _SPLIT_PATH = re.compile(r"(?<!\\)/")
 
 
-def alone_reason(files: Mapping[str, str | bytes]) -> str | None:
+def alone_reason(files: Mapping[str, str | bytes],
+                 seen: dict[tuple[str, str | bytes], str | None] | None = None) -> str | None:
     """Why an overlay over ``files`` (every file its build reads) must be built alone; None
-    when it may share a run."""
+    when it may share a run. ``seen`` keeps each file's answer for the next overlay (a base
+    or component many overlays read)."""
+    seen = {} if seen is None else seen
     for path, content in files.items():
-        if isinstance(content, bytes):
-            return f"`{path}` is binary"
-        if any(text in content for text in UNSAFE_TEXT):
-            return f"`{path}` may mark resources for hashing or dropping"
-        if posixpath.basename(path) in KUSTOMIZATION_NAMES:
-            reason = _kustomization_reason(path, content)
-        else:
-            reason = _renaming_reason(path, content)
-        if reason is not None:
+        if (path, content) not in seen:
+            seen[(path, content)] = _file_reason(path, content)
+        if (reason := seen[(path, content)]) is not None:
             return reason
     return None
+
+
+def _file_reason(path: str, content: str | bytes) -> str | None:
+    if isinstance(content, bytes):
+        return f"`{path}` is binary"
+    if any(text in content for text in UNSAFE_TEXT):
+        return f"`{path}` may mark resources for hashing or dropping"
+    if posixpath.basename(path) in KUSTOMIZATION_NAMES:
+        return _kustomization_reason(path, content)
+    return _renaming_reason(path, content)
 
 
 def _kustomization_reason(path: str, text: str) -> str | None:

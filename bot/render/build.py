@@ -160,18 +160,14 @@ class Builder:
         """Render every request (key, job, files) not answered yet, as ``build`` would, and
         keep the results: overlays of one commit that may share a kustomize run in batches
         (`batching.py`), the others alone; at most ``concurrency`` runs at once."""
+        fresh = list({key: (key, job, files) for key, job, files in requests}.values())
+        shareable = await asyncio.to_thread(self._shareable, fresh)
         batchable: list[Request] = []
         alone: list[Request] = []
-        seen: set[str] = set()
-        for key, job, files in requests:
-            if key in self._cache or key in self._running or key in seen:
-                continue
-            seen.add(key)
-            if (isinstance(job, KustomizeJob) and job.wrapper is None and not job.inflates
-                    and self.tool is not None and batching.alone_reason(files) is None):
-                batchable.append((key, job, files))
-            else:
-                alone.append((key, job, files))
+        for request, share in zip(fresh, shareable, strict=True):
+            if request[0] not in self._cache and request[0] not in self._running:
+                (batchable if share else alone).append(request)
+        seen = {key for key, _, _ in [*batchable, *alone]}
         if len(self._prebuilt) > self._cache.maxsize:
             self._prebuilt.clear()
         self._prebuilt.update(seen)
@@ -184,6 +180,13 @@ class Builder:
         await asyncio.gather(*(self.build(key, job, files) for key, job, files in
                                [*alone, *unpaired]),
                              *(self._batch(chunk) for chunk in chunks))
+
+    def _shareable(self, requests: list[Request]) -> list[bool]:
+        """Which requests may share a kustomize run (`batching.alone_reason`)."""
+        seen: dict[tuple[str, str | bytes], str | None] = {}
+        return [isinstance(job, KustomizeJob) and job.wrapper is None and not job.inflates
+                and self.tool is not None and batching.alone_reason(files, seen) is None
+                for _, job, files in requests]
 
     def _start(self, key: str) -> asyncio.Future[BuildResult]:
         future: asyncio.Future[BuildResult] = asyncio.get_running_loop().create_future()

@@ -123,6 +123,15 @@ async def alone_and_shared(repo: dict[str, str], overlays: list[str]
     return many, alone, shared
 
 
+async def registered(builder: Builder) -> None:
+    """Until ``build_many`` has registered its batches (it reads the files in a thread)."""
+    for _ in range(5000):
+        if builder._running:
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("build_many registered nothing")
+
+
 def write(root: Path, repo: dict[str, str]) -> None:
     for path, text in repo.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
@@ -285,7 +294,7 @@ async def test_a_render_asked_while_its_batch_runs_waits_for_it() -> None:
                 for overlay in SAFE_OVERLAYS[:2]]
     many = Builder(tool())
     batch = asyncio.ensure_future(many.build_many(requests))
-    await asyncio.sleep(0)
+    await registered(many)
     waiting = await many.build(*requests[0])
     await batch
     assert waiting.images is not None and many.hits == 1 and many.shared_runs == many.runs == 1
@@ -336,7 +345,7 @@ async def test_a_batch_given_up_fails_those_waiting_for_it() -> None:
     many = Builder(Kustomize(("sh", "-c", "sleep 1")))
     requests = [("a", KustomizeJob("a"), files), ("b", KustomizeJob("b"), files)]
     batch = asyncio.ensure_future(many.build_many(requests))
-    await asyncio.sleep(0)
+    await registered(many)
     waiting = asyncio.ensure_future(many.build(*requests[1]))
     await asyncio.sleep(0.1)
     batch.cancel()
