@@ -1,15 +1,18 @@
-"""8. The gate with Kustomize builds on a large repository: builds, cache hits, requests, time.
+"""8. The gate with Kustomize builds on a large repository: renders, runs, cache hits, requests.
 
 A deployment repository of 500 services (20 with --quick), each a base and a staging and a
 production overlay; production is gated, and every production overlay also builds a shared
 component. The gate of hand-written pull requests is evaluated in this process through the
 bot's own installation client (`GateService.verdict_for`), so the emulator counts exactly its
-requests and the builder counts its builds:
-- one service's production patch changed (replicas): the only build it reaches, at base and head;
+requests and the builder counts its kustomize runs, the renders shared runs answered and the
+renders answered from its cache:
+- one service's production patch changed (replicas): the only render it reaches, at base and head;
 - the same evaluation again (a review, a re-run): answered from the build cache;
-- a README change: no build reached;
-- the shared component changed: every production overlay reached, built at base and head.
-The kustomize is the machine's (`kustomize build`, else `kubectl kustomize`).
+- a README change: no render reached;
+- the shared component changed: every production overlay reached, rendered at base and head
+  (overlays of one commit in shared runs, `bot/render/batching.py`).
+Seconds per overlay are the evaluation's time over the overlays it rendered. The kustomize is
+the machine's (`kustomize build`, else `kubectl kustomize`).
 """
 
 from __future__ import annotations
