@@ -388,18 +388,15 @@ class RepoBuilds:
     async def build_all(self, commit: str, targets: Iterable[Target]) -> None:
         """Render every one of ``targets`` at ``commit`` ahead of ``build``, which then
         answers from the builder's cache: overlays that may share a kustomize run share it,
-        at most the builder's concurrency at once. Rendering must be on."""
+        at most the builder's concurrency at once. Rendering must be on; TreeTruncated when
+        GitHub does not list the commit's files."""
         builder = self.ctx.builder
         if builder is None:
             raise RuntimeError("rendering is off")
         files = await self._files(commit)
         requests: list[Request] = []
         for target in targets:
-            try:
-                inputs = await self.inputs(commit, target)
-            except TreeTruncated:
-                continue  # `build` says so
-            request = await render_request(inputs, files)
+            request = await render_request(await self.inputs(commit, target), files)
             if not isinstance(request, BuildResult):
                 requests.append(request)
         await builder.build_many(requests)

@@ -221,11 +221,15 @@ class Builder:
         keys = [key for key, _, _ in chunk]
         try:
             results = await self._batched(chunk)
+            left = []
             for (key, job, files), result in zip(chunk, results, strict=True):
                 if result is None:
-                    result = await self._alone(job, files)
+                    left.append((key, job, files))
                 else:
                     self.batched += 1
+                    self._finish(key, result)
+            alone = await asyncio.gather(*(self._alone(job, files) for _, job, files in left))
+            for (key, _, _), result in zip(left, alone, strict=True):
                 self._finish(key, result)
         except BaseException as exc:
             self._fail(keys, exc)
