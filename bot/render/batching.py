@@ -93,7 +93,10 @@ NAME_REFERENCE_PATHS = (
     "spec/volumeClaimTemplates/spec/storageClassName", "spec/volumeName", "subjects",
     "webhooks/clientConfig/service",
 )
-_SPLIT_PATH = re.compile(r"(?<!\\)/")
+# Each path's fields, split on the slashes that are not escaped ("a\\/b" is one field).
+_REFERENCE_FIELDS = tuple(
+    tuple(field.replace("\\/", "/") for field in re.split(r"(?<!\\)/", path))
+    for path in NAME_REFERENCE_PATHS)
 
 
 def alone_reason(files: Mapping[str, str | bytes],
@@ -230,9 +233,8 @@ def part_of(documents: list[Any]) -> Part:
         metadata = document.get("metadata")
         if isinstance(metadata, dict) and isinstance(metadata.get("name"), str):
             names.append(metadata["name"])
-        for path in NAME_REFERENCE_PATHS:
-            segments = [s.replace("\\/", "/") for s in _SPLIT_PATH.split(path)]
-            for value in _at(document, segments):
+        for fields in _REFERENCE_FIELDS:
+            for value in _at(document, fields):
                 if isinstance(value, dict):
                     namespaced = namespaced or "namespace" in value
                     value = value.get("name")
@@ -241,7 +243,7 @@ def part_of(documents: list[Any]) -> Part:
     return Part(tuple(names), tuple(references), namespaced)
 
 
-def _at(node: Any, segments: list[str]) -> Iterator[Any]:
+def _at(node: Any, segments: tuple[str, ...]) -> Iterator[Any]:
     """The values at a field path, lists walked through as kustomize's field specs do."""
     if isinstance(node, list):
         for item in node:
