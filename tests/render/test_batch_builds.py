@@ -90,10 +90,56 @@ SAFE = {
         "            name: delta-settings\n"),
     "apps/delta/overlays/prod/app.properties": "mode=prod\n---\nnot a separator\n",
     "apps/empty/overlays/prod/kustomization.yaml": KUSTOMIZATION + "resources: []\n",
+    # a prefix renames what an ingress, an autoscaler and a binding refer to
+    "apps/edge/kustomization.yaml": KUSTOMIZATION + "namePrefix: edge-\nresources:\n"
+    "  - ../gamma/base\n  - edge.yaml\n",
+    "apps/edge/edge.yaml": """\
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: gamma
+spec:
+  tls: [{hosts: [gamma.example], secretName: gamma-tls}]
+  rules:
+    - http:
+        paths:
+          - path: /
+            pathType: Prefix
+            backend: {service: {name: gamma, port: {number: 80}}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: gamma
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: gamma}
+  minReplicas: 1
+  maxReplicas: 3
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: gamma
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: gamma
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects:
+  - kind: ServiceAccount
+    name: gamma
+""",
 }
+# one name in two namespaces, each with a generated config map of its own
+for _space in ("zeta", "eta"):
+    SAFE[f"apps/{_space}/kustomization.yaml"] = (
+        KUSTOMIZATION + f"namespace: {_space}\nresources:\n  - ../../bases/web\n"
+        f"configMapGenerator:\n  - name: settings\n    behavior: replace\n"
+        f"    literals: [MODE={_space}]\n")
 SAFE_OVERLAYS = ["apps/alpha/overlays/prod", "apps/beta/overlays/prod",
                  "apps/gamma/overlays/prod", "apps/delta/overlays/prod",
-                 "apps/empty/overlays/prod"]
+                 "apps/empty/overlays/prod", "apps/edge", "apps/zeta", "apps/eta"]
 
 
 def tool() -> Kustomize:
@@ -158,7 +204,7 @@ async def test_safe_overlays_share_runs_and_each_gets_what_its_own_build_prints(
     many, alone, shared = await alone_and_shared(SAFE, SAFE_OVERLAYS)
     assert shared == alone
     assert all(result.images is not None for result in alone.values())
-    assert (many.runs, many.shared_runs, many.batched) == (2, 2, 5)  # both slots busy
+    assert (many.runs, many.shared_runs, many.batched) == (2, 2, 8)  # both slots busy
 
 
 def test_the_split_is_byte_for_byte_each_overlays_own_output(tmp_path: Path) -> None:
