@@ -234,6 +234,10 @@ def render_key(inputs: RenderInputs, shas: Mapping[str, str]) -> str:
     return digest.hexdigest()
 
 
+# Renders built ahead (`RepoBuilds.build_all`) at a commit before they are read: well within
+# the builder's cache.
+BUILT_AHEAD = 250
+
 # A render needs every file it reads at once: from three unknown blobs on, the commit's
 # archive (one request) instead of a request each.
 BUILD_ARCHIVE_FROM = 3

@@ -10,7 +10,7 @@ from gidgethub.abc import GitHubAPI
 from bot.configcheck.report import Finding
 from bot.domain.policy import Policy
 from bot.github.snapshot import TreeTruncated
-from bot.promotion.builds import EnvironmentRender, RepoBuilds, render_anchor
+from bot.promotion.builds import BUILT_AHEAD, EnvironmentRender, RepoBuilds, render_anchor
 from bot.render.reads import RenderInputs
 
 if TYPE_CHECKING:
@@ -49,12 +49,16 @@ async def build_findings(ctx: Context, gh: GitHubAPI, repo: str, policy: Policy,
     if len(reached) > 1:
         await builds.prefetch(head_sha, files)
     findings: list[Finding] = []
-    for render in reached:
-        result = await builds.build(head_sha, render.target)
-        if result.images is None:
-            findings.append(Finding(render_anchor(policy, index, render), 1, (
-                f"the {render.environment} {render.kind} of {render.where} fails: "
-                f"{result.error}")))
+    for start in range(0, len(reached), BUILT_AHEAD):
+        group = reached[start:start + BUILT_AHEAD]
+        if len(group) > 1:  # at once, overlays in shared runs where exact
+            await builds.build_all(head_sha, [render.target for render in group])
+        for render in group:
+            result = await builds.build(head_sha, render.target)
+            if result.images is None:
+                findings.append(Finding(render_anchor(policy, index, render), 1, (
+                    f"the {render.environment} {render.kind} of {render.where} fails: "
+                    f"{result.error}")))
     return findings, overlap_notices(policy, changed, read)
 
 

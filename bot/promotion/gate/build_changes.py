@@ -26,7 +26,7 @@ from bot.domain.images import canonical_image_name, parse_image_ref
 from bot.domain.policy import Policy
 from bot.github.snapshot import TreeTruncated
 from bot.manifests.references import ImageReference
-from bot.promotion.builds import EnvironmentRender, RepoBuilds
+from bot.promotion.builds import BUILT_AHEAD, EnvironmentRender, RepoBuilds
 from bot.promotion.gate.changes import ChangedFile, ChangeReader, service_of
 from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.policies import DeploymentRepo
@@ -38,8 +38,6 @@ from bot.render.targets import ChartTarget
 from bot.render.workloads import WorkloadChange, image_changes
 
 RENDERED_SHAPE = "build"
-# Renders built ahead at each commit before they are judged: well within the builder's cache.
-BUILT_AHEAD = 250
 
 
 @dataclass
