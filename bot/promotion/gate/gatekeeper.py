@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -37,10 +38,20 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
+class _Running:
+    """The evaluation of one PR's gate under way, and its final verdict for those waiting."""
+
+    verdict: asyncio.Future[Verdict | None]
+    again: bool = False  # a caller came while it ran: run once more before answering
+    failed: bool = False
+
+
+@dataclass
 class GateService:
     """The gate of every PR: the facts read by its parts (the changes, the reviews, the
     evidence, the hold), the verdict asked of `evaluate_gate`, the check run posted by `runs`.
-    Coalesces evaluations: one running per PR, at most one more queued behind it."""
+    Coalesces evaluations: one running per PR, at most one more queued behind it, whose
+    verdict every caller that came meanwhile receives."""
 
     ctx: Context
     changes: ChangeReader = field(init=False)
@@ -48,7 +59,7 @@ class GateService:
     runs: GateCheckRuns = field(init=False)
     enforcement: GateEnforcement = field(init=False)
 
-    _running: dict[tuple[str, int], bool] = field(default_factory=dict)
+    _running: dict[tuple[str, int], _Running] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.changes = ChangeReader(self.ctx)
@@ -57,21 +68,34 @@ class GateService:
 
     async def evaluate(self, gh: GitHubAPI, repo: IndexedRepo, number: int,
                        pr: dict[str, Any] | None = None) -> Verdict | None:
+        """Evaluate and post the gate of PR ``number``; its verdict, None when it is not open.
+
+        A call while the PR's gate is being evaluated asks that evaluation to run once more
+        when it ends (what it read may be stale) and answers its final verdict: an opener
+        that merges on the verdict never merges ahead of the check run."""
         key = (repo.full_name.lower(), number)
-        if key in self._running:
-            self._running[key] = True  # re-run once the current evaluation ends
-            return None
-        self._running[key] = False
-        verdict = None
+        while (running := self._running.get(key)) is not None:
+            running.again = True
+            verdict = await asyncio.shield(running.verdict)
+            if not running.failed:
+                return verdict
+            pr = None  # it failed: this caller evaluates afresh
+        running = _Running(asyncio.get_running_loop().create_future())
+        self._running[key] = running
+        verdict: Verdict | None = None
         try:
             while True:
                 verdict = await self._evaluate_once(gh, repo, number, pr)
                 pr = None  # a re-run reads the PR afresh
-                if not self._running.get(key):
+                if not running.again:
                     break
-                self._running[key] = False
+                running.again = False
+        except BaseException:
+            running.failed = True
+            raise
         finally:
             self._running.pop(key, None)
+            running.verdict.set_result(verdict)
         return verdict
 
     async def post_own_commit(self, gh: GitHubAPI, repo: DeploymentRepo, number: int,
@@ -85,7 +109,7 @@ class GateService:
         if any(gated_owners(policy, path) for path in paths) or \
                 await self._gated_builds_read(gh, repo, base_sha, paths):
             verdict = await self.evaluate(gh, repo, number)
-            return verdict is None or verdict.conclusion == "success"
+            return verdict is not None and verdict.conclusion == "success"
         await self.runs.post(gh, repo.full_name, head_sha, NO_GATED_CHANGE)
         return True
 
