@@ -76,9 +76,9 @@ class GateService:
         key = (repo.full_name.lower(), number)
         while (running := self._running.get(key)) is not None:
             running.again = True
-            verdict = await asyncio.shield(running.verdict)
+            answered = await asyncio.shield(running.verdict)
             if not running.failed:
-                return verdict
+                return answered
             pr = None  # it failed: this caller evaluates afresh
         running = _Running(asyncio.get_running_loop().create_future())
         self._running[key] = running
