@@ -11,6 +11,8 @@ from bot.promotion.dashboard.status import StatusSources
 from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.policies import PolicyIndex
 from bot.promotion.resync.release_polls import ReleasePolls
+from bot.promotion.triggers.flows import Promoter
+from bot.promotion.triggers.merging import GateThenMerge
 from bot.promotion.watching.delivery_board import DeliveryBoard
 from bot.runtime.context import Context
 
@@ -25,6 +27,7 @@ class Services:
     policies: PolicyIndex
     release_polls: ReleasePolls
     gates: GateService
+    promoter: Promoter
     status: StatusSources
     delivery: DeliveryBoard
     handled_images: HandledImages
@@ -32,7 +35,7 @@ class Services:
     @classmethod
     def build(cls, ctx: Context) -> Services:
         gates = GateService(ctx)
-        ctx.gate = gates
         return cls(ctx=ctx, policies=PolicyIndex(), release_polls=ReleasePolls(),
-                   gates=gates, status=StatusSources(ctx), delivery=DeliveryBoard(),
+                   gates=gates, promoter=Promoter(ctx, GateThenMerge(ctx, gates)),
+                   status=StatusSources(ctx), delivery=DeliveryBoard(),
                    handled_images=cachetools.TTLCache(maxsize=10_000, ttl=600))

@@ -114,7 +114,9 @@ async def _promote_package(data: dict[str, Any], facts: dict[str, Any], gh: Conv
         same = completed if completed and completed.digest == candidate.digest else None
         if same is not None and same.package_url is None:
             same = replace(same, package_url=candidate.package_url)
-        await promote_to_entry_environments(ctx, gh, repo, same or candidate, "package")
+        await promote_to_entry_environments(services.promoter, gh, repo, same or candidate,
+                                            "package")
         if completed is not None and any(env.entry_from == "release"
                                          for env in repo.policy.environments.values()):
-            await promote_to_entry_environments(ctx, gh, repo, completed, "release")
+            await promote_to_entry_environments(services.promoter, gh, repo, completed,
+                                                "release")

@@ -69,9 +69,9 @@ async def _promote_after(services: Services, gh: ConveyorGitHubAPI, repo: Deploy
         return
     marker, commit = found
     if marker.kind == "promotion":
-        await promote_downstream(ctx, gh, repo, marker, int(pr["number"]))
+        await promote_downstream(services.promoter, gh, repo, marker, int(pr["number"]))
     elif marker.kind == "train":
-        await promote_train_downstream(ctx, gh, repo, commit)
+        await promote_train_downstream(ctx, gh, repo, commit, merge=services.promoter.merge)
 
 
 @router.register("check_run", action="rerequested")

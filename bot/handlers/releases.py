@@ -48,7 +48,9 @@ async def on_release_published(event: sansio.Event, gh: ConveyorGitHubAPI, servi
         try:
             candidate = await release_candidate(services.ctx, gh, repo, service, release, source)
         except RegistryError as exc:
-            await report_lookup_failure(services.ctx, gh, repo, service, release, source, exc)
+            await report_lookup_failure(services.promoter, gh, repo, service, release, source,
+                                        exc)
             continue
         if candidate is not None:
-            await promote_to_entry_environments(services.ctx, gh, repo, candidate, "release")
+            await promote_to_entry_environments(services.promoter, gh, repo, candidate,
+                                                "release")

@@ -4,13 +4,11 @@ roots, metrics, timers, locks, leases and the clock."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
 
 import cachetools
-from gidgethub.abc import GitHubAPI
 
 from bot.attestations.trust import SigstoreTrust
 from bot.github.client import GitHubClients
@@ -28,16 +26,6 @@ from bot.runtime.scheduler import Scheduler
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-class GateEvaluator(Protocol):
-    """The gate of one pull request, evaluated and posted (the promotion services' own)."""
-
-    async def evaluate(self, gh: GitHubAPI, repo: Any, number: int,
-                       pr: dict[str, Any] | None = None) -> Any: ...
-
-    async def post_own_commit(self, gh: GitHubAPI, repo: Any, number: int, head_sha: str,
-                              base_sha: str, paths: Sequence[str]) -> bool: ...
 
 
 @dataclass
@@ -61,10 +49,6 @@ class Context:
         default_factory=lambda: cachetools.LRUCache(maxsize=256))
     sync_blobs: cachetools.LRUCache[tuple[str, str], tuple[SyncObject, ...]] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=50_000))
-    # Refusal check runs this process posted on source commits, (repo, sha, env) → True: a
-    # promotion that opens later completes them (package events look on GitHub too).
-    refusals: cachetools.TTLCache[tuple[str, str, str], bool] = field(
-        default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=7 * 86400))
     locks: RepoLocks = field(default_factory=KeyedLocks)
     leases: Leases = field(default_factory=LocalLeases)
     clock: Callable[[], datetime] = utc_now
@@ -74,9 +58,6 @@ class Context:
     app_id: int | None = None
     # The trusted Sigstore roots and the verifier of attestation bundles built on them.
     attestations: SigstoreTrust = field(default_factory=SigstoreTrust)
-    # The gate, set once the promotion services exist: an auto-merge posts it before merging
-    # (with the gate required, GitHub refuses the merge of a PR that does not have it yet).
-    gate: GateEvaluator | None = None
 
     @property
     def web_url(self) -> str:

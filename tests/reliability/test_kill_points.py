@@ -154,7 +154,7 @@ async def test_a_late_merge_event_of_an_older_digest_opens_nothing_downstream(
                        if r["tag_name"] == f"v{version}")
         candidate = await release_candidate(ctx, gh, repo, "web", release, "acme/web")
         assert candidate is not None
-        await promote_to_entry_environments(ctx, gh, repo, candidate, "release")
+        await promote_to_entry_environments(services.promoter, gh, repo, candidate, "release")
     merges = {version: next(d for d in emulator.deliveries if d.event == "pull_request"
                             and d.action == "closed" and version in d.payload[
                                 "pull_request"]["title"]) for version in (OLD, NEW)}

@@ -18,7 +18,7 @@ from bot.promotion.commands.replies import Reply
 from bot.promotion.gate.hold import HOLD_LABEL
 from bot.promotion.opening.attestations import check_attestation
 from bot.promotion.opening.candidates import Candidate, Trigger
-from bot.promotion.opening.opener import find_pull_for_branch
+from bot.promotion.opening.opener import Opener, find_pull_for_branch
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.triggers.flows import find_release
 from bot.text import short_digest
@@ -60,6 +60,10 @@ class CommandRun:
     @property
     def repo(self) -> str:
         return self.where.repo.full_name
+
+    def opener(self) -> Opener:
+        """The promotion opener of the repository, merging as the app's promoter does."""
+        return Opener(self.ctx, self.gh, self.where.repo, self.services.promoter.merge)
 
     async def pull(self) -> dict[str, Any]:
         if self._pr is None:

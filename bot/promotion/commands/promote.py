@@ -10,7 +10,6 @@ from bot.promotion.authorship.trust import trusted_promotion
 from bot.promotion.commands.command_run import CommandRun
 from bot.promotion.commands.replies import describe_result, describe_train
 from bot.promotion.opening.candidates import Candidate, release_tag_variants
-from bot.promotion.opening.opener import Opener
 from bot.promotion.opening.provenance import gather_provenance
 from bot.promotion.opening.upstream_pins import agreed_pins
 from bot.promotion.trains.flows import promote_group
@@ -51,7 +50,7 @@ async def promote_same_digest(run: CommandRun, command: Promote) -> str:
     if target not in reachable:
         return "❌ " + unreachable(marker, target, reachable)
     results = await promote_downstream(
-        run.ctx, run.gh, run.where.repo, marker, run.where.number,
+        run.services.promoter, run.gh, run.where.repo, marker, run.where.number,
         environments=[target], requester=run.where.commenter,
     )
     if not results:
@@ -76,7 +75,7 @@ async def promote_from_upstreams(run: CommandRun, environment: str, service: str
     tag, digest = pin
     candidate = await run.candidate(service, digest, tag, "command")
     provenance = await gather_provenance(run.gh, run.ctx, candidate, run.signer(candidate))
-    result = await Opener(run.ctx, run.gh, run.where.repo).open(
+    result = await run.opener().open(
         candidate, environment, provenance=provenance, explicit=True)
     return describe_result(result, service, candidate.version, environment)
 
@@ -119,7 +118,7 @@ async def promote_explicit(run: CommandRun, command: PromoteExplicit) -> str:
             return f"❌ {problem}."
     candidate = await run.candidate(command.service, digest, tag, "command")
     provenance = await gather_provenance(run.gh, run.ctx, candidate, run.signer(candidate))
-    result = await Opener(run.ctx, run.gh, run.where.repo).open(
+    result = await run.opener().open(
         candidate, command.environment, provenance=provenance, explicit=True)
     return describe_result(result, command.service, candidate.version, command.environment)
 
@@ -137,7 +136,8 @@ async def promote_train(run: CommandRun, command: PromoteTrain) -> str:
 
     result = await promote_group(run.ctx, run.gh, run.where.repo, group,
                                  command.environment, requester=run.where.commenter,
-                                 candidate_for=candidate_for)
+                                 candidate_for=candidate_for,
+                                 merge=run.services.promoter.merge)
     return describe_train(result, group, command.environment)
 
 

@@ -13,7 +13,7 @@ from bot.domain.trains import Period, previous_combination
 from bot.promotion.commands.command_run import CommandRun, Invocation
 from bot.promotion.commands.replies import Reply, describe_result, describe_train
 from bot.promotion.opening.candidates import release_tag_variants
-from bot.promotion.opening.opener import Opener, OpenResult
+from bot.promotion.opening.opener import OpenResult
 from bot.promotion.opening.provenance import gather_provenance
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.trains.opener import TrainOpener
@@ -55,7 +55,7 @@ async def open_rollback(run: CommandRun, command: Rollback) -> tuple[OpenResult 
     assert digest is not None
     candidate = await run.candidate(command.service, digest, period.tag, "rollback")
     provenance = await gather_provenance(run.gh, run.ctx, candidate, run.signer(candidate))
-    result = await Opener(run.ctx, run.gh, repo).open(
+    result = await run.opener().open(
         candidate, command.environment, provenance=provenance,
         explicit=True, rollback_note=rollback_note(period, command.environment))
     return result, describe_result(result, command.service, candidate.version,
@@ -93,7 +93,7 @@ async def rollback_train(run: CommandRun, command: RollbackTrain) -> str:
             f"before [`{sha[:7]}`]({url}), the group's most recent change there: each digest "
             f"ran in {command.environment} before, and that history is its evidence; the "
             f"approvals of {command.environment} still apply.")
-    result = await TrainOpener(run.ctx, run.gh, repo).open(
+    result = await TrainOpener(run.ctx, run.gh, repo, run.services.promoter.merge).open(
         command.group, command.environment, candidates, requester=run.where.commenter,
         rollback_note=note)
     text = describe_train(result, command.group, command.environment, rollback=True)

@@ -12,7 +12,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, Self, TypeVar
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
@@ -122,6 +122,27 @@ async def open_pull(gh: GitHubAPI, repo: str, *, branch: str, base: str, title: 
     return pull
 
 
+@dataclass(frozen=True)
+class OpenedPull:
+    """A PR Conveyor has just opened into an ungated `auto_merge` environment: ``paths``
+    changed on ``base_sha`` by its commit ``head_sha``."""
+
+    env: Environment
+    number: int
+    head_sha: str
+    base_sha: str
+    paths: tuple[str, ...]
+
+
+class MergeAsOpened(Protocol):
+    """What is done with a PR just opened into an ungated `auto_merge` environment, still
+    under the repository's lock: whether it merged. The callers above the opener and the gate
+    decide it (post the PR's gate, then merge)."""
+
+    async def __call__(self, gh: GitHubAPI, repo: DeploymentRepo, opened: OpenedPull
+                       ) -> bool: ...
+
+
 @dataclass(kw_only=True)
 class Found:
     """What the readings of one opening found that acting on its decision needs."""
@@ -136,10 +157,12 @@ class RepoOpener(ABC, Generic[F]):
     """What the promotion and the train opener share: one deployment repository and its
     policy, and the readings the opening decision asks for whatever the PR moves."""
 
-    def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+    def __init__(self, ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+                 merge: MergeAsOpened) -> None:
         self.ctx = ctx
         self.gh = gh
         self.repo = repo
+        self.merge = merge
         self.policy: Policy = repo.policy
         self.default_branch = repo.default_branch
 
@@ -185,21 +208,13 @@ class RepoOpener(ABC, Generic[F]):
     async def _merge_ungated(self, env: Environment, number: int, head_sha: str,
                              base_sha: str, paths: Sequence[str]) -> bool:
         """Merge a new PR into an ungated ``auto_merge`` environment (``paths`` changed on
-        ``base_sha``), its gate posted first: where `conveyor/promotion-gate` is required,
-        GitHub refuses a merge without it."""
+        ``base_sha``) as the caller's ``merge`` decides; a PR that waits gets its config
+        check here, which its opened event leaves to its opener."""
         if not env.auto_merge or env.gated:
             return False
-        from bot.promotion.opening.merger import merge_promotion
-
-        merged = False
-        if self.ctx.gate is not None and not await self.ctx.gate.post_own_commit(
-                self.gh, self.repo, number, head_sha, base_sha, paths):
-            log.info("not merging: the promotion changes a gated environment's render and "
-                     "its gate does not pass", extra={"pull": number, "env": env.name})
-        else:
-            merged = await merge_promotion(self.ctx, self.gh, self.repo.full_name, number,
-                                           head_sha, env.merge_method, environment=env.name)
-        if not merged:  # the PR waits: its config check, which its opened event leaves here
+        merged = await self.merge(self.gh, self.repo,
+                                  OpenedPull(env, number, head_sha, base_sha, tuple(paths)))
+        if not merged:
             await run_config_check(self.ctx, self.gh, self.repo.full_name, self.policy,
                                    head_sha, list(paths))
         return merged

@@ -38,7 +38,11 @@ from bot.promotion.opening.superseding import close_superseded
 from bot.promotion.policies import DeploymentRepo, settled
 from bot.promotion.trains.flows import finish_interrupted_trains, promote_train_downstream
 from bot.promotion.triggers.downstream import promote_downstream, reevaluate_open_pulls
-from bot.promotion.triggers.flows import promote_to_entry_environments, release_candidate
+from bot.promotion.triggers.flows import (
+    Promoter,
+    promote_to_entry_environments,
+    release_candidate,
+)
 from bot.promotion.watching.watch import watched
 from bot.registry.errors import RegistryError
 from bot.registry.lookup import kind_problem
@@ -130,34 +134,36 @@ async def resync_repo(services: Services, gh: GitHubAPI, repo: DeploymentRepo,
             release = next((r for r in releases if service.tags.admits(r["tag_name"])), None)
             try:
                 if release is not None:
-                    await _promote_release(ctx, gh, repo, name, release, source)
+                    await _promote_release(services.promoter, gh, repo, name, release,
+                                           source)
                 if takes_packages:
-                    await _promote_newest_image(ctx, gh, repo, service)
+                    await _promote_newest_image(services.promoter, gh, repo, service)
             except RegistryError as exc:
                 # one unreadable image never stops the pass: the next resync tries again
                 log.warning("resync: image lookup failed: %s", exc.message,
                             extra={"repository": repo.full_name, "service": name})
     await services.gates.enforcement.refresh(gh, repo)
     await finish_interrupted_promotions(ctx, gh, repo)
-    await resume_auto_promotions(ctx, gh, repo)
+    await resume_auto_promotions(services.promoter, gh, repo)
     if watched(repo.policy):
         await watcher(services, gh, repo).resync()
     await reevaluate_open_pulls(services.gates, gh, repo)
     await refresh_dashboard(services, gh, repo)
 
 
-async def _promote_release(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,
-                           release: dict[str, Any], source: str) -> None:
-    candidate = await release_candidate(ctx, gh, repo, service, release, source)
+async def _promote_release(promoter: Promoter, gh: GitHubAPI, repo: DeploymentRepo,
+                           service: str, release: dict[str, Any], source: str) -> None:
+    candidate = await release_candidate(promoter.ctx, gh, repo, service, release, source)
     if candidate is not None:
-        await promote_to_entry_environments(ctx, gh, repo, candidate, "release",
+        await promote_to_entry_environments(promoter, gh, repo, candidate, "release",
                                             report_refusals=False)
 
 
-async def _promote_newest_image(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+async def _promote_newest_image(promoter: Promoter, gh: GitHubAPI, repo: DeploymentRepo,
                                 service: Service) -> None:
     """The newest admitted tag in the registry, for entry environments fed by package events:
     recovers a lost `registry_package` event (and serves registries that send none)."""
+    ctx = promoter.ctx
     admitted = [tag for tag in await ctx.images.tags(service.image)
                 if service.tags.admits(tag) and is_semver(version_from_tag(tag))]
     if not admitted:
@@ -176,7 +182,7 @@ async def _promote_newest_image(ctx: Context, gh: GitHubAPI, repo: DeploymentRep
         kind_refusal=kind_problem(f"{service.image}:{newest}", found, chart=service.is_chart),
         version=version_from_tag(newest), source_repo=service.source, trigger="package",
         source_sha=labelled.revision if same_source else None)
-    await promote_to_entry_environments(ctx, gh, repo, candidate, "package",
+    await promote_to_entry_environments(promoter, gh, repo, candidate, "package",
                                         report_refusals=False)
 
 
@@ -265,7 +271,8 @@ async def _delete_stray_branches(gh: GitHubAPI, repo: str, open_heads: set[str])
                       404, 422)
 
 
-async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+async def resume_auto_promotions(promoter: Promoter, gh: GitHubAPI, repo: DeploymentRepo
+                                 ) -> None:
     """`promote: auto` environments follow the promotion PR that last set their upstream file.
 
     The merge event normally opens them; when it was lost or its handling failed, this opens
@@ -279,7 +286,7 @@ async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRe
                                   if env.promote == "auto" for upstream in env.after)
         for upstream in upstreams:
             path = policy.path_for(service.name, upstream)
-            merged = await _last_promotion_of(ctx, gh, repo.full_name, path)
+            merged = await _last_promotion_of(promoter.ctx, gh, repo.full_name, path)
             if merged is None:
                 continue
             number, marker, commit = merged
@@ -287,12 +294,13 @@ async def resume_auto_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRe
                 # a merged release train: the next environment gets the group's train, once
                 if (marker.group or "", upstream) not in trains:
                     trains.add((marker.group or "", upstream))
-                    await promote_train_downstream(ctx, gh, repo, commit)
+                    await promote_train_downstream(promoter.ctx, gh, repo, commit,
+                                                   merge=promoter.merge)
                 continue
             if (marker.kind != "promotion" or marker.service != service.name
                     or marker.environment != upstream):
                 continue
-            await promote_downstream(ctx, gh, repo, marker, number)
+            await promote_downstream(promoter, gh, repo, marker, number)
 
 
 async def _last_promotion_of(ctx: Context, gh: GitHubAPI, repo: str, path: str

@@ -21,6 +21,7 @@ from bot.promotion.evidence.finder import pins as pins_digest
 from bot.promotion.evidence.halts import halted
 from bot.promotion.opening.candidates import Candidate, Trigger
 from bot.promotion.opening.merger import merge_promotion
+from bot.promotion.opening.opener import MergeAsOpened
 from bot.promotion.opening.superseding import close_superseded
 from bot.promotion.opening.upstream_pins import agreed_pins
 from bot.promotion.policies import DeploymentRepo
@@ -42,7 +43,8 @@ CandidateFor = Callable[[str, str | None, str], Awaitable[Candidate]]
 
 async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group: str,
                         environment: str, *, requester: str | None,
-                        candidate_for: CandidateFor, explicit: bool = True) -> TrainResult:
+                        candidate_for: CandidateFor, merge: MergeAsOpened,
+                        explicit: bool = True) -> TrainResult:
     """The train of ``group`` (every service for ``all``) into ``environment`` at the digests
     its upstream environment pins now; ``candidate_for(service, tag, digest)`` tells what is
     known about each."""
@@ -70,7 +72,7 @@ async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group
         # what a service left out is needs no provenance: only those that move are looked up
         candidates.append(plain_candidate(repo, service, tag, digest, requester)
                           if service in live else await candidate_for(service, tag, digest))
-    return await TrainOpener(ctx, gh, repo).open(group, environment, candidates,
+    return await TrainOpener(ctx, gh, repo, merge).open(group, environment, candidates,
                                                  requester=requester, superseding=services,
                                                  explicit=explicit)
 
@@ -119,7 +121,8 @@ def known_candidates(repo: DeploymentRepo, train: ConveyorCommit, trigger: Trigg
 
 
 async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
-                                   train: ConveyorCommit) -> list[tuple[str, TrainResult]]:
+                                   train: ConveyorCommit, *, merge: MergeAsOpened
+                                   ) -> list[tuple[str, TrainResult]]:
     """A merged train (Conveyor's commit on it) opens the same group's train in each
     `promote: auto` environment after it."""
     policy = repo.policy
@@ -134,7 +137,7 @@ async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: Deployment
         result = await promote_group(ctx, gh, repo, group, env.name,
                                      requester=train.requester,
                                      candidate_for=known_candidates(repo, train, "upstream"),
-                                     explicit=False)
+                                     merge=merge, explicit=False)
         log.info("downstream train %s", result.action,
                  extra={"env": env.name, "group": group, "pull": result.number,
                         "detail": result.message})

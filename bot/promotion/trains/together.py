@@ -20,7 +20,7 @@ from bot.domain.tags import version_from_tag
 from bot.github.repos import commit_for_ref, get_file
 from bot.promotion.evidence.finder import pins
 from bot.promotion.opening.candidates import Candidate
-from bot.promotion.opening.opener import OpenResult
+from bot.promotion.opening.opener import MergeAsOpened, OpenResult
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.trains.opener import TrainOpener
 
@@ -67,8 +67,8 @@ async def member_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, se
 
 
 async def promote_together(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group: Group,
-                           candidate: Candidate, environments: list[Environment]
-                           ) -> list[tuple[str, OpenResult]]:
+                           candidate: Candidate, environments: list[Environment], *,
+                           merge: MergeAsOpened) -> list[tuple[str, OpenResult]]:
     if await _live_everywhere(gh, repo, candidate, environments):
         # The group's train of this version is merged (or the service was promoted on its
         # own): no need to look up the other images again, which keeps a resync that meets
@@ -90,7 +90,7 @@ async def promote_together(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, gr
             "repository": repo.full_name, "group": group.name, "missing": missing,
             "version": candidate.version})
         return [(env.name, OpenResult("skipped", message)) for env in environments]
-    opener = TrainOpener(ctx, gh, repo)
+    opener = TrainOpener(ctx, gh, repo, merge)
     results = []
     for env in environments:
         train = await opener.open(group.name, env.name, members, requester=candidate.requester,

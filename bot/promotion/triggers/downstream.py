@@ -14,6 +14,7 @@ from bot.promotion.opening.opener import Opener, OpenResult, open_pulls
 from bot.promotion.opening.provenance import LazyProvenance
 from bot.promotion.opening.upstream_pins import upstream_pins
 from bot.promotion.policies import DeploymentRepo, IndexedRepo
+from bot.promotion.triggers.flows import Promoter
 
 if TYPE_CHECKING:
     from bot.promotion.gate.gatekeeper import GateService
@@ -33,12 +34,13 @@ def candidate_from_marker(marker: PromotionMarker, image: str, trigger: Trigger,
     )
 
 
-async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+async def promote_downstream(promoter: Promoter, gh: GitHubAPI, repo: DeploymentRepo,
                              marker: PromotionMarker, upstream_pr: int, *,
                              environments: list[str] | None = None,
                              requester: str | None = None) -> list[tuple[str, OpenResult]]:
     """Open the same digest's PR in downstream environments: those with `promote: auto`, or
     the ones named (a `/promote <env>` command)."""
+    ctx = promoter.ctx
     policy = repo.policy
     if marker.service not in policy.services:
         return []
@@ -57,7 +59,7 @@ async def promote_downstream(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     )
     provenance = LazyProvenance(gh, ctx, candidate,
                                 policy.services[marker.service].signer_workflow)
-    opener = Opener(ctx, gh, repo)
+    opener = Opener(ctx, gh, repo, promoter.merge)
     results = []
     for env in targets:
         result = await opener.open(candidate, env, provenance=provenance,

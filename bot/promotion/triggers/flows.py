@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import logging
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import cachetools
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
@@ -17,7 +19,7 @@ from bot.github.refusals import or_none
 from bot.github.repos import commit_for_ref
 from bot.names import POLICY_PATH, refusal_check
 from bot.promotion.opening.candidates import Candidate, release_tag_variants
-from bot.promotion.opening.opener import Opener, OpenResult
+from bot.promotion.opening.opener import MergeAsOpened, Opener, OpenResult
 from bot.promotion.opening.provenance import LazyProvenance
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.trains.together import promote_together
@@ -29,6 +31,25 @@ if TYPE_CHECKING:
     from bot.runtime.context import Context
 
 log = logging.getLogger(__name__)
+
+# Refusal check runs this process posted on source commits, (repo, sha, env) → True: a
+# promotion that opens later completes them (package events look on GitHub too).
+PostedRefusals = cachetools.TTLCache[tuple[str, str, str], bool]
+
+
+def posted_refusals() -> PostedRefusals:
+    return cachetools.TTLCache(maxsize=4096, ttl=7 * 86400)
+
+
+@dataclass(frozen=True)
+class Promoter:
+    """What opens promotions from image events: the infrastructure, what is done with a PR
+    opened into an ungated `auto_merge` environment, and the refusals posted on source
+    commits that a later promotion completes."""
+
+    ctx: Context
+    merge: MergeAsOpened
+    refusals: PostedRefusals = field(default_factory=posted_refusals)
 
 
 async def release_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, service: str,
@@ -60,7 +81,7 @@ async def release_candidate(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, s
     )
 
 
-async def report_lookup_failure(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+async def report_lookup_failure(promoter: Promoter, gh: GitHubAPI, repo: DeploymentRepo,
                                 service: str, release: dict[str, Any], source: str,
                                 error: RegistryError) -> None:
     """A release whose image the registry would not show: say so on the release commit (the
@@ -79,7 +100,7 @@ async def report_lookup_failure(ctx: Context, gh: GitHubAPI, repo: DeploymentRep
                "the `registry_package` event of the tag (GHCR) or the next resync.")
     for env in repo.policy.environments.values():
         if env.entry_from in ("release", "any"):
-            await report_refusal(ctx, gh, repo, pending, env.name, message)
+            await report_refusal(promoter, gh, repo, pending, env.name, message)
 
 
 async def find_release(gh: GitHubAPI, source: str, service: str, image_tag: str
@@ -102,8 +123,8 @@ async def _release_by_tag(gh: GitHubAPI, source: str, git_tag: str) -> dict[str,
 
 
 async def promote_to_entry_environments(
-    ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, candidate: Candidate, event_kind: str,
-    *, report_refusals: bool = True,
+    promoter: Promoter, gh: GitHubAPI, repo: DeploymentRepo, candidate: Candidate,
+    event_kind: str, *, report_refusals: bool = True,
 ) -> list[tuple[str, OpenResult]]:
     """Open the candidate's PR in every entry environment that listens to `event_kind`; for
     a service of a `together: true` group, the group's train once every image is there."""
@@ -112,10 +133,12 @@ async def promote_to_entry_environments(
                     if env.entry_from in (event_kind, "any")]
     if not environments:
         return results
+    ctx = promoter.ctx
     group = repo.policy.together_group_of(candidate.service)
-    together = (await promote_together(ctx, gh, repo, group, candidate, environments)
+    together = (await promote_together(ctx, gh, repo, group, candidate, environments,
+                                       merge=promoter.merge)
                 if group is not None else None)
-    opener = Opener(ctx, gh, repo)
+    opener = Opener(ctx, gh, repo, promoter.merge)
     provenance = LazyProvenance(
         gh, ctx, candidate, repo.policy.services[candidate.service].signer_workflow)
     for index, env in enumerate(environments):
@@ -125,10 +148,10 @@ async def promote_to_entry_environments(
             result = await opener.open(candidate, env.name, provenance=provenance)
         _log_result(repo, candidate, env.name, result)
         if result.action == "refused" and report_refusals:
-            await report_refusal(ctx, gh, repo, candidate, env.name, result.message)
+            await report_refusal(promoter, gh, repo, candidate, env.name, result.message)
         elif result.action in ("opened", "exists", "live") and (
-                event_kind == "package" or _refused_here(ctx, candidate, env.name)):
-            await complete_refusal(ctx, gh, candidate, env.name, result)
+                event_kind == "package" or _refused_here(promoter, candidate, env.name)):
+            await complete_refusal(promoter, gh, candidate, env.name, result)
         results.append((env.name, result))
     return results
 
@@ -137,16 +160,18 @@ def _refusal_key(candidate: Candidate, environment: str) -> tuple[str, str, str]
     return candidate.source_repo.lower(), candidate.source_sha or "", environment
 
 
-def _refused_here(ctx: Context, candidate: Candidate, environment: str) -> bool:
-    return bool(candidate.source_sha) and _refusal_key(candidate, environment) in ctx.refusals
+def _refused_here(promoter: Promoter, candidate: Candidate, environment: str) -> bool:
+    return bool(candidate.source_sha) and \
+        _refusal_key(candidate, environment) in promoter.refusals
 
 
-async def complete_refusal(ctx: Context, gh: GitHubAPI, candidate: Candidate,
+async def complete_refusal(promoter: Promoter, gh: GitHubAPI, candidate: Candidate,
                            environment: str, result: OpenResult) -> None:
     """A promotion refused earlier (the registry said 401, the image was not there yet) that
     has now opened: its failing refusal check run on the source commit completes as a
     success that says what happened, so the release's commit is not left red."""
-    ctx.refusals.pop(_refusal_key(candidate, environment), None)
+    ctx = promoter.ctx
+    promoter.refusals.pop(_refusal_key(candidate, environment), None)
     if not candidate.source_sha:
         return
     name = refusal_check(environment)
@@ -169,11 +194,12 @@ async def complete_refusal(ctx: Context, gh: GitHubAPI, candidate: Candidate,
                     extra={"error": str(exc), "repository": candidate.source_repo})
 
 
-async def report_refusal(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
+async def report_refusal(promoter: Promoter, gh: GitHubAPI, repo: DeploymentRepo,
                          candidate: Candidate, environment: str, message: str) -> None:
     """Tell the people who cut the release: a failing check run on the source commit."""
     if not candidate.source_sha:
         return
+    ctx = promoter.ctx
     name = refusal_check(environment)
     try:
         if await _refusal_runs(gh, candidate, name):
@@ -183,7 +209,7 @@ async def report_refusal(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
             f"{message}\n\nDeployment repository: {repo.full_name}, policy `{POLICY_PATH}`.")
         await create_check_run(gh, candidate.source_repo, candidate.source_sha, check_run(
             name, output, conclusion="failure", completed_at=ctx.clock()))
-        ctx.refusals[_refusal_key(candidate, environment)] = True
+        promoter.refusals[_refusal_key(candidate, environment)] = True
     except gidgethub.GitHubException as exc:
         log.warning("could not report the refusal on the source commit",
                     extra={"error": str(exc), "repository": candidate.source_repo})
