@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
+from bot.names import GATE_CHECK
 from bot.sandbox.demo import artifact_digest, seed
 from bot.sandbox.plan import Plan, pinned
 from bot.sandbox.runner import Sandbox
@@ -66,6 +67,9 @@ async def seed_world(sandbox: Sandbox, plan: Plan) -> None:
             by_owner.setdefault(repo.split("/", 1)[0], []).append(repo)
         for owner, repos in by_owner.items():
             emulator.install(owner, repos)
+    # the recommended setup: the default branch requires the gate from Conveyor's app (a
+    # ruleset), so the story's dashboard and gates have no warning to give
+    emulator.add_ruleset(plan.deploy_repo, [(GATE_CHECK, emulator.world.app_id)])
     source = plan.service.source
     # what runs today was released from the source's first commit, long ago: each version the
     # files pin is a published image (and a git tag), so that Conveyor can look it up
