@@ -119,14 +119,14 @@ class Bench:
         """Seconds, requests, renders run, renders from the cache, and the verdict's title."""
         bot = self.stage.bot
         assert bot is not None
-        ctx = bot.runtime.ctx
+        ctx = bot.conveyor.ctx
         builder = ctx.builder
         assert builder is not None
         gh = await ctx.clients.installation(self.stage.demo.installation_id)
         runs, hits = builder.runs, builder.hits
         self.stage.emulator.reset_counters()
         started = time.perf_counter()
-        verdict = await bot.runtime.services.gates.verdict_for(gh, self.repo, facts)
+        verdict = await bot.conveyor.capabilities.gates.verdict_for(gh, self.repo, facts)
         elapsed = time.perf_counter() - started
         requests = tally(self.stage.emulator.requests.entries).total
         return elapsed, requests, builder.runs - runs, builder.hits - hits, verdict.title
@@ -143,7 +143,7 @@ async def run(quick: bool) -> Section:
     stage = await start_stage(files=repository(environments))
     try:
         bot = await start_bot(stage, forward=False)
-        gh = await bot.runtime.ctx.clients.installation(stage.demo.installation_id)
+        gh = await bot.conveyor.ctx.clients.installation(stage.demo.installation_id)
         await gh.getitem(f"/repos/{stage.repo}")  # the installation token, before counting
         bench = Bench(stage, environments)
         template = await bench.pull({f"{CHART}/templates/deployment.yaml": TEMPLATE.replace(

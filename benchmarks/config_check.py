@@ -124,7 +124,7 @@ class Bench:
     async def check(self, sha: str, paths: list[str]) -> tuple[float, Tally]:
         stage = self.stage
         assert stage.bot is not None
-        ctx = stage.bot.runtime.ctx
+        ctx = stage.bot.conveyor.ctx
         gh = await ctx.clients.installation(stage.demo.installation_id)
         stage.emulator.reset_counters()
         started = time.perf_counter()
@@ -139,7 +139,7 @@ class Bench:
     async def listings(self, sha: str, paths: list[str]) -> Tally:
         stage = self.stage
         assert stage.bot is not None
-        gh = await stage.bot.runtime.ctx.clients.installation(stage.demo.installation_id)
+        gh = await stage.bot.conveyor.ctx.clients.installation(stage.demo.installation_id)
         gh.shas = ShaStore()  # a cold read: nothing remembered from the runs before
         stage.emulator.reset_counters()
         report = await check_change(gh, stage.repo, self.policy, sha, paths, use_tree=False)
@@ -154,7 +154,7 @@ async def run(quick: bool) -> Section:
     stage = await start_stage(files=repository())
     try:
         bot = await start_bot(stage, forward=False)
-        gh = await bot.runtime.ctx.clients.installation(stage.demo.installation_id)
+        gh = await bot.conveyor.ctx.clients.installation(stage.demo.installation_id)
         await gh.getitem(f"/repos/{stage.repo}")  # the installation token, before counting
         bench = Bench(stage)
         schemas.catalogue.cache_clear()

@@ -66,7 +66,7 @@ async def time_release(stage: Stage, log: WatchedLog, version: str) -> tuple[flo
         await asyncio.sleep(0.01)
     elapsed = log.pr_created_at - started
     before = log.pr_index or 0
-    await stage.bot.runtime.pool.wait_idle()
+    await stage.bot.conveyor.pool.wait_idle()
     stage.emulator.faults.latency = 0.0
     await stage.replay_held(since)
     return elapsed, before

@@ -1,7 +1,7 @@
 """2. GitHub requests per promotion, counted by the emulator, 304s apart, beside the minimum.
 
 The bot runs in this process (`create_app`, like the behaviour tests) so that
-`runtime.pool.wait_idle()` says exactly when a delivery's work is done. While one delivery is
+`conveyor.pool.wait_idle()` says exactly when a delivery's work is done. While one delivery is
 measured, the webhooks its work causes (pull_request, push, check_run...) are held; they are
 replayed afterwards, so the bot sees the same stream GitHub would send and its caches are warm
 for the next measurement as they would be in production.
@@ -61,7 +61,7 @@ async def deliver_alone(stage: Stage, deliveries: Sequence[Delivery], *,
         status = await stage.post(delivery, guid=guid)
         if status >= 300:
             raise RuntimeError(f"the bot answered {status} to {delivery.event}")
-    await stage.bot.runtime.pool.wait_idle()
+    await stage.bot.conveyor.pool.wait_idle()
     return tally(stage.emulator.requests.entries)
 
 
@@ -108,20 +108,20 @@ async def idle_resync(stage: Stage, *, interval: float = 0.0) -> tuple[Tally, in
     run until one makes only `304`s (at least two, at most twenty) before the one measured.
     """
     assert stage.bot is not None
-    runtime = stage.bot.runtime
+    conveyor = stage.bot.conveyor
     installation_id = stage.demo.installation_id
-    gh = await runtime.ctx.clients.installation(installation_id)
+    gh = await conveyor.ctx.clients.installation(installation_id)
     for settling in range(20):
         stage.emulator.reset_counters()
         stage.clock.advance(interval)
-        await resync_installation(runtime.services, gh, installation_id)
+        await resync_installation(conveyor.capabilities.resync, gh, installation_id)
         if (await measure_quiet(stage)).full == 0 and settling >= 1:
             break
     stage.emulator.reset_counters()
     stage.clock.advance(interval)
-    await resync_installation(runtime.services, gh, installation_id)
+    await resync_installation(conveyor.capabilities.resync, gh, installation_id)
     idle = await measure_quiet(stage)
-    repos = await runtime.services.policies.load(gh, installation_id)
+    repos = await conveyor.capabilities.policies.load(gh, installation_id)
     services = sum(len(r.policy.services) for r in repos if r.policy is not None)
     return idle, services
 

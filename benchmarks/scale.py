@@ -202,15 +202,15 @@ async def installation_costs(count: int, installed: int = 3) -> dict[str, Tally]
         stage.clock.advance(RESYNC_INTERVAL)
         await start_bot(stage)
         assert stage.bot is not None
-        services = stage.bot.runtime.services
-        ctx = services.ctx
+        capabilities = stage.bot.conveyor.capabilities
+        ctx = capabilities.ctx
         stage.emulator.reset_counters()
-        await resync_all(services)  # what the periodic resync does first after a start
+        await resync_all(capabilities.resync)  # what the periodic resync does first after a start
         tallies["cold"] = await measure_quiet(stage)
         gh = await ctx.clients.installation(installation_id)
-        [repo] = [r for r in await services.policies.load(gh, installation_id) if r.policy]
+        [repo] = [r for r in await capabilities.policies.load(gh, installation_id) if r.policy]
         stage.emulator.reset_counters()
-        await refresh_dashboard(services, gh, repo)
+        await refresh_dashboard(capabilities.dashboards, gh, repo)
         tallies["dashboard_unchanged"] = installation_requests(stage)
         since = stage.hold()  # a person bumps one service by hand; its push is held
         path = "apps/svc-001/staging/kustomization.yaml" if count > 1 else \
@@ -220,7 +220,7 @@ async def installation_costs(count: int, installed: int = 3) -> dict[str, Tally]
         await stage.emulator.push_files(stage.repo, {path: text.replace('"0.9.0"', '"0.9.1"')},
                                         author="bob", message="One service by hand")
         stage.emulator.reset_counters()
-        await refresh_dashboard(services, gh, repo)
+        await refresh_dashboard(capabilities.dashboards, gh, repo)
         tallies["dashboard_one_change"] = installation_requests(stage)
         await stage.replay_held(since)
         tallies["idle"], _ = await idle_resync(stage, interval=RESYNC_INTERVAL)

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 
 from aiohttp import web
 
-from bot.handlers import build_router
 from bot.promotion.resync.reconcile import resync_all
-from bot.serving.server import Runtime, create_app, runtime_of
+from bot.serving.composition import Overrides
+from bot.serving.server import Conveyor, conveyor_of, create_app
 
 from .wiring import bot_settings, free_port, start_stage
 
@@ -43,21 +43,21 @@ async def _resync_by(files: Mapping[str, str], replicas: int, binary: str) -> in
          "--appendonly", "no", "--protected-mode", "no"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     stage = await start_stage(files=files)
-    runtimes: list[Runtime] = []
+    replicas: list[Conveyor] = []
     runners: list[web.AppRunner] = []
     try:
         await _listening(port)
         for _ in range(replicas):
             settings = bot_settings(stage, redis_url=f"redis://127.0.0.1:{port}/0", workers=2)
-            app = create_app(settings, build_router(), clock=stage.clock)
+            app = create_app(settings, Overrides(clock=stage.clock))
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
             runners.append(runner)
-            runtimes.append(runtime_of(app))
+            replicas.append(conveyor_of(app))
         stage.emulator.reset_counters()
-        await asyncio.gather(*(resync_all(r.services, keep_for=60) for r in runtimes))
-        for runtime in runtimes:
-            await runtime.pool.wait_idle()
+        await asyncio.gather(*(resync_all(r.capabilities.resync, keep_for=60) for r in replicas))
+        for replica in replicas:
+            await replica.pool.wait_idle()
         return sum(1 for e in stage.emulator.requests.entries if e.installation_id is not None)
     finally:
         for runner in runners:

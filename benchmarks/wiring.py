@@ -2,7 +2,7 @@
 
 Two ways to run the bot:
 - in this process (`bot.sandbox.stack.start_bot`, as the sandbox and the tests run it), for
-  request counting and timing, where `runtime.pool.wait_idle()` tells exactly when the bot's
+  request counting and timing, where `conveyor.pool.wait_idle()` tells exactly when the bot's
   work is done;
 - `BotProcess`: `python -m bot serve` as a child process, for acknowledgement latency and the
   burst, so that its memory and CPU are its own.
@@ -108,15 +108,15 @@ class Stage:
         """Settle, firing the timers due within a minute (dashboard debounce, merge retries)
         until none is left."""
         assert self.bot is not None
-        runtime = self.bot.runtime
+        conveyor = self.bot.conveyor
         for _ in range(rounds):
-            await stack.settle(self.emulator, runtime)
-            soon = [when for when in runtime.ctx.scheduler.pending().values()
+            await stack.settle(self.emulator, conveyor)
+            soon = [when for when in conveyor.ctx.scheduler.pending().values()
                     if when <= self.clock() + timedelta(seconds=60)]
             if not soon:
                 return
             self.clock.now = max(self.clock.now, max(soon))
-            runtime.ctx.scheduler.fire_due()
+            conveyor.ctx.scheduler.fire_due()
         raise RuntimeError("the benchmark world did not settle")
 
     # -- acting as CI ------------------------------------------------------------------------------

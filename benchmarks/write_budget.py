@@ -62,7 +62,7 @@ async def measure(*, train: bool, services: int) -> dict[str, float]:
         await world.settle(rounds=4000)
         writes = [e.at for e in world.emulator.requests.entries
                   if e.method in CONTENT and e.installation_id is not None]
-        waited = sum(s.value for family in world.runtime.ctx.metrics.github_wait_seconds.collect()
+        waited = sum(s.value for family in world.conveyor.ctx.metrics.github_wait_seconds.collect()
                      for s in family.samples
                      if s.name.endswith("_total") and s.labels["reason"] == "pacing")
         counted = [e for e in world.emulator.requests.entries if e.installation_id is not None]

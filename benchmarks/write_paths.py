@@ -161,12 +161,12 @@ async def quiesce(world: World) -> None:
     read after a merge) one time after the other, as they come due, until none is left."""
     for _ in range(100):
         await world.settle()
-        soon = [when for when in world.runtime.ctx.scheduler.pending().values()
+        soon = [when for when in world.conveyor.ctx.scheduler.pending().values()
                 if when <= world.clock.now + timedelta(seconds=60)]
         if not soon:
             return
         world.clock.now = max(world.clock.now, min(soon))
-        world.runtime.ctx.scheduler.fire_due()
+        world.conveyor.ctx.scheduler.fire_due()
     raise RuntimeError("the world did not settle")
 
 
@@ -198,7 +198,7 @@ async def through_approval_and_merge(world: World, title: str) -> None:
     """The soak ends, an SRE approves and merges."""
     pr = world.pull(title, state="open")
     world.clock.advance(minutes=31)
-    world.runtime.ctx.scheduler.fire_due()
+    world.conveyor.ctx.scheduler.fire_due()
     await quiesce(world)
     await world.emulator.review(world.repo, int(pr["number"]), SRE, "APPROVE")
     await quiesce(world)
@@ -296,12 +296,12 @@ async def idle_hour(world: World) -> Counter[Write]:
     await argo_reports(world, "web", staging["merge_commit_sha"])
     await command(world, int(staging["number"]), "/promote production")
     installation = world.demo.installation_id
-    gh = await world.runtime.ctx.clients.installation(installation)
+    gh = await world.conveyor.ctx.clients.installation(installation)
 
     async def resyncs(w: World) -> None:
         for _ in range(6):
             w.clock.now += RESYNC_INTERVAL
-            await resync_installation(w.runtime.services, gh, installation)
+            await resync_installation(w.conveyor.capabilities.resync, gh, installation)
             await quiesce(w)
     await resyncs(world)  # the first resyncs tidy up (merged promotions' branches)
     return await measured(world, resyncs)

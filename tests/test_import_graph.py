@@ -165,7 +165,7 @@ BOT_LAYERS: list[tuple[str, set[str]]] = [
     ("the dashboard", {"bot.promotion.dashboard"}),
     ("slash commands", {"bot.promotion.commands"}),
     ("the resync", {"bot.promotion.resync"}),
-    ("the services of one app", {"bot.services"}),
+    ("the capabilities of one app", {"bot.capabilities"}),
     ("webhook handlers", {"bot.handlers"}),
     ("serving; the offline commands", {"bot.serving", "bot.cli"}),
     ("the sandbox", {"bot.sandbox"}),
@@ -194,10 +194,6 @@ EMULATOR_LAYERS: list[tuple[str, set[str]]] = [
     ("the public names", {"conveyor_emulator"}),
 ]
 TYPE_ONLY: dict[str, set[str]] = {
-    # what runs a job takes the bundle of one app's services
-    "bot.promotion.commands": {"bot.services"},
-    "bot.promotion.dashboard": {"bot.services"},
-    "bot.promotion.resync": {"bot.services"},
     # a route's request carries the state changes
     "conveyor_emulator.routing": {"conveyor_emulator.ops"},
 }
@@ -251,11 +247,12 @@ def test_an_import_up_a_layer_is_a_break() -> None:
     edges = {"bot.promotion.gate.gatekeeper": {"bot.promotion.dashboard.status": False},
              "bot.domain.gate.verdict": {"bot.github.client": False},
              "bot.promotion.gate.hold": {"bot.promotion.trains.opener": False},
-             "bot.promotion.dashboard.issue": {"bot.services": True},
-             "bot.promotion.opening.opener": {"bot.services": True, "bot.metrics": False}}
+             "bot.promotion.dashboard.issue": {"bot.capabilities": True},
+             "bot.promotion.opening.opener": {"bot.capabilities": False, "bot.metrics": False}}
     assert direction_breaks(edges, BOT_LAYERS) == [
         "bot.domain.gate.verdict -> bot.github.client",
+        "bot.promotion.dashboard.issue -> bot.capabilities",
         "bot.promotion.gate.gatekeeper -> bot.promotion.dashboard.status",
         "bot.promotion.gate.hold -> bot.promotion.trains.opener",
-        "bot.promotion.opening.opener -> bot.services",
+        "bot.promotion.opening.opener -> bot.capabilities",
     ]

@@ -20,7 +20,7 @@ def messages(caplog: pytest.LogCaptureFixture) -> list[str]:
 async def test_a_round_resyncs_and_says_so(world: World,
                                            caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="bot.serving.tasks")
-    await reconcile_once(world.runtime, Redeliverer())
+    await reconcile_once(world.conveyor, Redeliverer())
     assert messages(caplog) == ["resync done"]
     done = next(r for r in caplog.records if r.name == "bot.serving.tasks")
     assert (done.deployment_repos, done.redeliveries) == (1, 0)  # type: ignore[attr-defined]
@@ -31,7 +31,7 @@ async def test_a_round_that_github_fails_waits_for_the_next(
     world.emulator.faults.update({"error_rate": 1.0})  # every API request answered 502
     caplog.set_level(logging.WARNING, logger="bot.serving.tasks")
     try:
-        await reconcile_once(world.runtime, Redeliverer())
+        await reconcile_once(world.conveyor, Redeliverer())
     finally:
         world.emulator.faults.reset()
     assert messages(caplog) == ["resync failed; next attempt at the next interval"]

@@ -277,6 +277,7 @@ class GitHubClients:
         retry: RetryPolicy | None = None,
         limits: RateLimiter | None = None,
         etag_cache_entries: int = 2000,
+        yield_to: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.api_url = api_url
         self.metrics = metrics
@@ -295,7 +296,7 @@ class GitHubClients:
         # Awaited before each request: the server lets background work wait while webhook
         # deliveries keep arriving (each step of a job between two requests runs on the loop
         # that answers them).
-        self.yield_to: Callable[[], Awaitable[None]] | None = None
+        self.yield_to = yield_to
 
     @property
     def session(self) -> aiohttp.ClientSession:

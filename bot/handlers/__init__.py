@@ -1,17 +1,17 @@
-"""Webhook handlers, one module per event family, composed into one router.
+"""Webhook handlers, one module per event family, bound to the capabilities they use.
 
-Thin: each handler reads the policy and calls `bot.promotion`; it may import every promotion
-capability, the services, the runtime and the edges, and nothing imports it but `bot.serving`
-and the sandbox.
+Thin: each handler reads the event and calls `bot.promotion`; it may import every promotion
+capability, the capabilities record, the runtime and the edges, and nothing imports it but
+`bot.serving` and the sandbox. A module declares its handlers (`routes.Declared`) as methods
+of a class that holds what they use; `handlers_for` builds each class once from the app's
+capabilities.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from types import ModuleType
-
 from gidgethub import routing
 
+from bot.capabilities import Capabilities
 from bot.handlers import (
     commands,
     configcheck,
@@ -24,29 +24,48 @@ from bot.handlers import (
     releases,
     trace,
 )
+from bot.handlers.routes import Handlers, bind, router_of
 
-# Of two handlers with the same name, the one whose module comes first here runs first (the
-# Router hands them over as a frozenset): `pushes` re-reads a changed policy before
-# `configcheck` checks the push with it.
-MODULES: tuple[ModuleType, ...] = (
-    pushes,
-    commands,
-    configcheck,
-    deployments,
-    installations,
-    internal,
-    packages,
-    pulls,
-    releases,
-    trace,
+# The order the handlers of one event run in, but that each runs after those it names in
+# `after`: on a push the dashboard is scheduled, the policy re-read, then the push checked;
+# on a pull request the dashboard is scheduled, the gate run, then the files checked.
+DECLARED = (
+    *trace.DECLARED,
+    *pushes.DECLARED,
+    *pulls.DECLARED,
+    *configcheck.DECLARED,
+    *commands.DECLARED,
+    *deployments.DECLARED,
+    *installations.DECLARED,
+    *internal.DECLARED,
+    *packages.DECLARED,
+    *releases.DECLARED,
 )
-_POSITION = {module.__name__: position for position, module in enumerate(MODULES)}
 
 
 def build_router() -> routing.Router:
-    return routing.Router(*(module.router for module in MODULES))
+    """Which events and actions some handler takes, without the capabilities: the intake's
+    routing."""
+    return router_of((_routing_only, handler.on) for handler in DECLARED)
 
 
-def run_order(handler: Callable[..., object]) -> tuple[str, int]:
-    """Sort key of an event's handlers: by name, then by the module order above."""
-    return handler.__qualname__, _POSITION.get(handler.__module__, len(MODULES))
+async def _routing_only(*_: object) -> None:
+    """Never run: the handlers run bound to their capabilities (`handlers_for`)."""
+
+
+def handlers_for(capabilities: Capabilities) -> Handlers:
+    """Every handler bound to what its module uses, in the order of `DECLARED`."""
+    c = capabilities
+    return Handlers([
+        *bind(trace.DECLARED, trace.Tracing(c.dashboards)),
+        *bind(pushes.DECLARED, pushes.Pushes(c.policies, c.gates)),
+        *bind(pulls.DECLARED, pulls.Pulls(c.policies, c.gates, c.promoter)),
+        *bind(configcheck.DECLARED, configcheck.ConfigChecks(c.ctx, c.policies)),
+        *bind(commands.DECLARED, commands.Comments(c.policies, c.commands)),
+        *bind(deployments.DECLARED, deployments.DeploymentReports(c.policies, c.commands)),
+        *bind(installations.DECLARED,
+              installations.Installations(c.policies, c.ctx.clients.auth)),
+        *bind(internal.DECLARED, internal.Timers(c.ctx, c.policies, c.gates)),
+        *bind(packages.DECLARED, packages.Packages(c.packages)),
+        *bind(releases.DECLARED, releases.Releases(c.policies, c.promoter)),
+    ])

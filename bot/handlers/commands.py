@@ -13,16 +13,18 @@ is tried again, and the retry replies.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import gidgethub
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from bot.domain.commands.parse import Command, CommandError, parse_commands
 from bot.github.client import ConveyorGitHubAPI
 from bot.github.repos import WRITE_PERMISSIONS, comment, is_bot, permission_of
 from bot.handlers.events import indexed_repo
-from bot.promotion.commands.command_run import Invocation
+from bot.handlers.routes import Declared
+from bot.promotion.commands.command_run import CommandCapabilities, Invocation
 from bot.promotion.commands.dispatch import reevaluate, run_commands
 from bot.promotion.commands.replies import (
     Reply,
@@ -31,11 +33,9 @@ from bot.promotion.commands.replies import (
     permission_unknown,
     policy_refusal,
 )
-from bot.promotion.policies import BrokenPolicy, DeploymentRepo, IndexedRepo
-from bot.services import Services
+from bot.promotion.policies import BrokenPolicy, DeploymentRepo, IndexedRepo, PolicyIndex
 
 log = logging.getLogger(__name__)
-router = routing.Router()
 
 
 def from_a_bot(user: dict[str, Any] | None, bot_login: str) -> bool:
@@ -43,37 +43,47 @@ def from_a_bot(user: dict[str, Any] | None, bot_login: str) -> bool:
     return is_bot(user) or (bool(bot_login) and login.lower() == bot_login.lower())
 
 
-@router.register("issue_comment", action="created")
-async def on_comment_created(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
-                             ) -> None:
-    posted: dict[str, Any] = event.data["comment"]
-    user = posted.get("user")
-    body = str(posted.get("body") or "")
-    if from_a_bot(user, services.ctx.bot_login) or "/" not in body:
-        return
-    repo = await indexed_repo(event, gh, services)
-    if repo is None:
-        return  # not a deployment repository
-    if isinstance(repo, DeploymentRepo):
-        parsed = parse_commands(body, services=list(repo.policy.services),
-                                environments=list(repo.policy.environments),
-                                groups=list(repo.policy.groups))
-    else:
-        parsed = parse_commands(body, services=[], environments=[])
-    if not parsed:
-        return
-    full_name = repo.full_name
-    if await already_answered(gh, full_name, int(event.data["issue"]["number"]), posted):
-        log.info("command comment already answered", extra={"repository": full_name,
-                                                             "comment": posted["id"]})
-        return
-    try:
-        answered = await _answer(services, gh, repo, event.data["issue"], posted, parsed)
-    except Exception:
-        await _received(gh, full_name, posted)
-        raise
-    if answered is not None:
-        await reevaluate(services, gh, *answered)
+@dataclass(frozen=True)
+class Comments:
+    policies: PolicyIndex
+    commands: CommandCapabilities
+
+    async def on_comment_created(self, event: sansio.Event, gh: ConveyorGitHubAPI) -> None:
+        posted: dict[str, Any] = event.data["comment"]
+        user = posted.get("user")
+        body = str(posted.get("body") or "")
+        if from_a_bot(user, self.commands.ctx.bot_login) or "/" not in body:
+            return
+        repo = await indexed_repo(event, gh, self.policies)
+        if repo is None:
+            return  # not a deployment repository
+        if isinstance(repo, DeploymentRepo):
+            parsed = parse_commands(body, services=list(repo.policy.services),
+                                    environments=list(repo.policy.environments),
+                                    groups=list(repo.policy.groups))
+        else:
+            parsed = parse_commands(body, services=[], environments=[])
+        if not parsed:
+            return
+        full_name = repo.full_name
+        if await already_answered(gh, full_name, int(event.data["issue"]["number"]), posted):
+            log.info("command comment already answered", extra={"repository": full_name,
+                                                                 "comment": posted["id"]})
+            return
+        try:
+            answered = await _answer(self.commands, gh, repo, event.data["issue"], posted,
+                                     parsed)
+        except Exception:
+            await _received(gh, full_name, posted)
+            raise
+        if answered is not None:
+            await reevaluate(self.commands.gates, gh, *answered)
+
+
+DECLARED = (
+    Declared("commands.comment", Comments.on_comment_created,
+             on=(("issue_comment", "created"),)),
+)
 
 
 async def _received(gh: ConveyorGitHubAPI, repo: str, posted: dict[str, Any]) -> None:
@@ -86,7 +96,7 @@ async def _received(gh: ConveyorGitHubAPI, repo: str, posted: dict[str, Any]) ->
                                                              "error": str(exc)})
 
 
-async def _answer(services: Services, gh: ConveyorGitHubAPI, repo: IndexedRepo,
+async def _answer(commands: CommandCapabilities, gh: ConveyorGitHubAPI, repo: IndexedRepo,
                   issue: dict[str, Any], posted: dict[str, Any],
                   parsed: list[Command | CommandError]) -> tuple[Invocation, Reply] | None:
     """Check the commenter's permission, run the commands and reply; what ran and its reply,
@@ -114,6 +124,6 @@ async def _answer(services: Services, gh: ConveyorGitHubAPI, repo: IndexedRepo,
                        commenter=commenter, comment_id=int(posted["id"]))
     log.info("running commands", extra={"repository": full_name, "number": number,
                                         "user": commenter, "commands": len(parsed)})
-    reply = await run_commands(services, gh, where, parsed)
+    reply = await run_commands(commands, gh, where, parsed)
     await reply.post(gh, full_name, number)
     return where, reply

@@ -4,10 +4,11 @@ statuses that may be the evidence (or take it away) for a gate downstream."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from bot.domain.deployed import (
     FINAL_STATES,
@@ -21,14 +22,15 @@ from bot.domain.deployed import (
 from bot.domain.policy import Policy
 from bot.github.client import ConveyorGitHubAPI
 from bot.handlers.events import deployment_repo
+from bot.handlers.routes import Declared
+from bot.promotion.commands.command_run import CommandCapabilities
 from bot.promotion.commands.rollback import watcher
 from bot.promotion.evidence.deployed import parse_time
+from bot.promotion.policies import PolicyIndex
 from bot.promotion.triggers.downstream import reevaluate_open_pulls
 from bot.promotion.watching.watch import FAILED_STATES, watched
-from bot.services import Services
 
 log = logging.getLogger(__name__)
-router = routing.Router()
 
 
 def report_of(event: sansio.Event) -> Report | None:
@@ -75,27 +77,35 @@ def concerns_a_gate(policy: Policy, report: Report, own_login: str, own_app_id: 
     return False
 
 
-@router.register("status")
-@router.register("check_run", action="completed")
-@router.register("deployment_status", action="created")
-async def on_deployment_report(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
-                               ) -> None:
-    """A final report (success, failure, error) by a trusted reporter re-evaluates the gates:
-    it may be the evidence one waits for, or a failure that takes evidence away."""
-    report = report_of(event)
-    if report is None:
-        return
-    repo = await deployment_repo(event, gh, services)
-    if repo is None:
-        return
-    marked = False
-    if report.state in FAILED_STATES and watched(repo.policy):
-        marked = await watcher(services, gh, repo).on_report(report)
-    # A digest marked failed fails the open gates of every environment after that one, now:
-    # a merge before their next evaluation would ship what just failed.
-    if not marked and not concerns_a_gate(repo.policy, report, services.ctx.bot_login,
-                                          services.ctx.app_id):
-        log.debug("a deployment report no gate reads", extra={
-            "repository": repo.full_name, "report": report.describe()})
-        return
-    await reevaluate_open_pulls(services.gates, gh, repo)
+@dataclass(frozen=True)
+class DeploymentReports:
+    policies: PolicyIndex
+    commands: CommandCapabilities
+
+    async def on_deployment_report(self, event: sansio.Event, gh: ConveyorGitHubAPI) -> None:
+        """A final report (success, failure, error) by a trusted reporter re-evaluates the
+        gates: it may be the evidence one waits for, or a failure that takes evidence away."""
+        report = report_of(event)
+        if report is None:
+            return
+        repo = await deployment_repo(event, gh, self.policies)
+        if repo is None:
+            return
+        marked = False
+        if report.state in FAILED_STATES and watched(repo.policy):
+            marked = await watcher(self.commands, gh, repo).on_report(report)
+        # A digest marked failed fails the open gates of every environment after that one,
+        # now: a merge before their next evaluation would ship what just failed.
+        ctx = self.commands.ctx
+        if not marked and not concerns_a_gate(repo.policy, report, ctx.bot_login, ctx.app_id):
+            log.debug("a deployment report no gate reads", extra={
+                "repository": repo.full_name, "report": report.describe()})
+            return
+        await reevaluate_open_pulls(self.commands.gates, gh, repo)
+
+
+DECLARED = (
+    Declared("deployments.report", DeploymentReports.on_deployment_report,
+             on=(("status", None), ("check_run", "completed"),
+                 ("deployment_status", "created"))),
+)

@@ -6,8 +6,7 @@ from __future__ import annotations
 from gidgethub import sansio
 
 from bot.github.client import ConveyorGitHubAPI
-from bot.promotion.policies import DeploymentRepo, IndexedRepo
-from bot.services import Services
+from bot.promotion.policies import DeploymentRepo, IndexedRepo, PolicyIndex
 
 
 def default_branch(event: sansio.Event) -> str | None:
@@ -31,16 +30,16 @@ def pushed_paths(event: sansio.Event) -> set[str]:
             for key in ("added", "modified", "removed") for path in commit.get(key) or []}
 
 
-async def indexed_repo(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
+async def indexed_repo(event: sansio.Event, gh: ConveyorGitHubAPI, policies: PolicyIndex
                        ) -> IndexedRepo | None:
     """The deployment repository the event comes from, its policy usable or broken; None for
     any other repository."""
-    return await services.policies.get(gh, event.data["installation"]["id"],
+    return await policies.get(gh, event.data["installation"]["id"],
                                        event.data["repository"]["full_name"], default_branch(event))
 
 
-async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services
+async def deployment_repo(event: sansio.Event, gh: ConveyorGitHubAPI, policies: PolicyIndex
                           ) -> DeploymentRepo | None:
     """The deployment repository the event comes from when its policy is usable."""
-    repo = await indexed_repo(event, gh, services)
+    repo = await indexed_repo(event, gh, policies)
     return repo if isinstance(repo, DeploymentRepo) else None

@@ -2,28 +2,43 @@
 
 from __future__ import annotations
 
-from gidgethub import routing, sansio
+from dataclasses import dataclass
+
+from gidgethub import sansio
 
 from bot.github.client import ConveyorGitHubAPI
 from bot.handlers.events import indexed_repo
+from bot.handlers.routes import Declared
+from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.opening.merger import merge_promotion
-from bot.runtime.scheduler import INTERNAL_PREFIX
-from bot.services import Services
-
-router = routing.Router()
-
-
-@router.register(INTERNAL_PREFIX + "recheck")
-async def on_recheck_timer(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
-    repo = await indexed_repo(event, gh, services)
-    if repo is not None:
-        await services.gates.evaluate(gh, repo, int(event.data["number"]))
+from bot.promotion.policies import PolicyIndex
+from bot.runtime.context import Context
+from bot.runtime.scheduler import internal_event
+from bot.runtime.timer_jobs import GateRecheck, MergeRetry
 
 
-@router.register(INTERNAL_PREFIX + "merge")
-async def on_merge_retry(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
-    await merge_promotion(services.ctx, gh, event.data["repository"]["full_name"],
-                          int(event.data["number"]), event.data["head"], event.data["method"],
-                          environment=str(event.data.get("environment") or "unknown"),
-                          attempt=int(event.data.get("attempt") or 1),
-                          gated=bool(event.data.get("gated")))
+@dataclass(frozen=True)
+class Timers:
+    ctx: Context
+    policies: PolicyIndex
+    gates: GateService
+
+    async def on_recheck_timer(self, event: sansio.Event, gh: ConveyorGitHubAPI) -> None:
+        recheck = GateRecheck.of(event.data)
+        repo = await indexed_repo(event, gh, self.policies)
+        if repo is not None:
+            await self.gates.evaluate(gh, repo, recheck.number)
+
+    async def on_merge_retry(self, event: sansio.Event, gh: ConveyorGitHubAPI) -> None:
+        retry = MergeRetry.of(event.data)
+        await merge_promotion(self.ctx, gh, retry.repo, retry.number, retry.head, retry.method,
+                              environment=retry.environment, attempt=retry.attempt,
+                              gated=retry.gated)
+
+
+DECLARED = (
+    Declared("internal.merge_retry", Timers.on_merge_retry,
+             on=((internal_event(MergeRetry), None),)),
+    Declared("internal.recheck", Timers.on_recheck_timer,
+             on=((internal_event(GateRecheck), None),)),
+)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from bot.github.client import ConveyorGitHubAPI
 from bot.handlers.events import (
@@ -13,25 +14,35 @@ from bot.handlers.events import (
     is_default_branch_push,
     pushed_paths,
 )
+from bot.handlers.routes import Declared
 from bot.names import POLICY_PATH
-from bot.promotion.policies import DeploymentRepo
+from bot.promotion.gate.gatekeeper import GateService
+from bot.promotion.policies import DeploymentRepo, PolicyIndex
 from bot.promotion.triggers.downstream import reevaluate_open_pulls
-from bot.services import Services
 
 log = logging.getLogger(__name__)
-router = routing.Router()
 
 
-@router.register("push")
-async def on_push(event: sansio.Event, gh: ConveyorGitHubAPI, services: Services) -> None:
-    if not is_default_branch_push(event):
-        return
-    if POLICY_PATH in pushed_paths(event) or not event.data.get("commits"):
-        repo = await services.policies.refresh(gh, event.data["installation"]["id"],
+@dataclass(frozen=True)
+class Pushes:
+    policies: PolicyIndex
+    gates: GateService
+
+    async def on_push(self, event: sansio.Event, gh: ConveyorGitHubAPI) -> None:
+        """A push that changes the policy re-reads it (before the config check reads it);
+        every push re-runs the open gates."""
+        if not is_default_branch_push(event):
+            return
+        if POLICY_PATH in pushed_paths(event) or not event.data.get("commits"):
+            repo = await self.policies.refresh(gh, event.data["installation"]["id"],
                                                event.data["repository"]["full_name"],
-                                          default_branch(event), force=True)
-    else:
-        repo = await deployment_repo(event, gh, services)
-    if not isinstance(repo, DeploymentRepo):
-        return
-    await reevaluate_open_pulls(services.gates, gh, repo)
+                                               default_branch(event), force=True)
+        else:
+            repo = await deployment_repo(event, gh, self.policies)
+        if not isinstance(repo, DeploymentRepo):
+            return
+        await reevaluate_open_pulls(self.gates, gh, repo)
+
+
+POLICY = "pushes.policy"
+DECLARED = (Declared(POLICY, Pushes.on_push, on=(("push", None),)),)

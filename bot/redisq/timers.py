@@ -20,7 +20,8 @@ from redis.asyncio import Redis
 from bot.redisq.client import REDIS_ERRORS, stop_requested, wait
 from bot.redisq.stream import RedisQueue, encode
 from bot.runtime.queue import Job
-from bot.runtime.scheduler import INTERNAL_PREFIX, Scheduler
+from bot.runtime.scheduler import Scheduler, internal_event
+from bot.runtime.timer_jobs import TimerJob
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +66,13 @@ class RedisScheduler(Scheduler):
             self._poller = None
         await asyncio.gather(*self._writes, return_exceptions=True)
 
-    def at(self, key: str, when: datetime, event: str, payload: dict[str, Any]) -> None:
+    def at(self, key: str, when: datetime, job: TimerJob) -> None:
         """Store the timer (a later call with the same key replaces it, on any replica)."""
         self._known[key] = when
-        self._spawn(self.store(key, when, event, payload))
+        self._spawn(self.store(key, when, job))
 
-    async def store(self, key: str, when: datetime, event: str, payload: dict[str, Any]) -> bool:
-        job = encode(Job.of("", INTERNAL_PREFIX + event, payload))
+    async def store(self, key: str, when: datetime, timer_job: TimerJob) -> bool:
+        job = encode(Job.of("", internal_event(timer_job), timer_job.payload()))
         try:
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.zadd(self.keys.timers, {key: when.timestamp()})
@@ -79,7 +80,7 @@ class RedisScheduler(Scheduler):
                 await pipe.execute()
         except REDIS_ERRORS as exc:
             log.warning("timer not stored; the resync sets it again",
-                        extra={"event": event, "error": str(exc)})
+                        extra={"event": timer_job.EVENT, "error": str(exc)})
             return False
         return True
 

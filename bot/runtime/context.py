@@ -29,6 +29,14 @@ def utc_now() -> datetime:
 
 
 @dataclass
+class AppIdentity:
+    """The app's own login ("<slug>[bot]"), the one thing of the app learned after start:
+    GitHub says it (GET /app) once the server runs."""
+
+    login: str = ""
+
+
+@dataclass
 class Context:
     clients: GitHubClients
     metrics: Metrics
@@ -52,12 +60,17 @@ class Context:
     locks: RepoLocks = field(default_factory=KeyedLocks)
     leases: Leases = field(default_factory=LocalLeases)
     clock: Callable[[], datetime] = utc_now
-    # The app's own login ("<slug>[bot]"), learned from GET /app at start-up.
-    bot_login: str = ""
+    # Who the app is on GitHub, learned from GET /app at start-up.
+    identity: AppIdentity = field(default_factory=lambda: AppIdentity())
     # The app's numeric id (GITHUB_APP_ID): how its own check runs and deployments are known.
     app_id: int | None = None
     # The trusted Sigstore roots and the verifier of attestation bundles built on them.
     attestations: SigstoreTrust = field(default_factory=SigstoreTrust)
+
+    @property
+    def bot_login(self) -> str:
+        """The app's own login ("<slug>[bot]"); empty until GitHub has said it."""
+        return self.identity.login
 
     @property
     def web_url(self) -> str:

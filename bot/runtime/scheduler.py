@@ -10,25 +10,31 @@ import logging
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from bot.runtime.queue import DeliveryQueue, Job
+from bot.runtime.timer_jobs import TimerJob
 
 log = logging.getLogger(__name__)
 
 INTERNAL_PREFIX = "conveyor."
 
 
+def internal_event(job: TimerJob | type[TimerJob]) -> str:
+    """The queue's event of a timer's job: `conveyor.<EVENT>`."""
+    return INTERNAL_PREFIX + job.EVENT
+
+
 class Scheduler:
     def __init__(self, queue: DeliveryQueue, clock: Callable[[], datetime]) -> None:
         self._queue = queue
         self._clock = clock
-        self._timers: dict[str, tuple[datetime, asyncio.TimerHandle, str, dict[str, Any]]] = {}
+        self._timers: dict[str, tuple[datetime, asyncio.TimerHandle, TimerJob]] = {}
         self._offers: set[asyncio.Task[None]] = set()
 
-    def enqueue(self, event: str, payload: dict[str, Any]) -> None:
+    def enqueue(self, timer_job: TimerJob) -> None:
         """Offer an internal job to the queue (from a timer callback, so in a task)."""
-        job = Job.of(f"internal-{uuid.uuid4()}", INTERNAL_PREFIX + event, payload)
+        job = Job.of(f"internal-{uuid.uuid4()}", internal_event(timer_job),
+                     timer_job.payload())
         task = asyncio.get_running_loop().create_task(self._offer(job))
         self._offers.add(task)
         task.add_done_callback(self._offers.discard)
@@ -43,8 +49,8 @@ class Scheduler:
             log.warning("queue full, internal job dropped until the next resync",
                         extra={"event": job.event})
 
-    def at(self, key: str, when: datetime, event: str, payload: dict[str, Any]) -> None:
-        """Enqueue `event` at `when`; a later call with the same key replaces the timer."""
+    def at(self, key: str, when: datetime, job: TimerJob) -> None:
+        """Enqueue ``job`` at `when`; a later call with the same key replaces the timer."""
         delay = max(0.0, (when - self._clock()).total_seconds())
         loop = asyncio.get_running_loop()
         previous = self._timers.pop(key, None)
@@ -53,9 +59,9 @@ class Scheduler:
 
         def fire() -> None:
             self._timers.pop(key, None)
-            self.enqueue(event, payload)
+            self.enqueue(job)
 
-        self._timers[key] = (when, loop.call_later(delay, fire), event, payload)
+        self._timers[key] = (when, loop.call_later(delay, fire), job)
 
     def pending(self) -> dict[str, datetime]:
         return {key: timer[0] for key, timer in sorted(self._timers.items())}
@@ -65,9 +71,9 @@ class Scheduler:
         now = self._clock()
         due = [key for key, timer in self._timers.items() if timer[0] <= now]
         for key in due:
-            _when, handle, event, payload = self._timers.pop(key)
+            _when, handle, job = self._timers.pop(key)
             handle.cancel()
-            self.enqueue(event, payload)
+            self.enqueue(job)
         return len(due)
 
     def cancel_all(self) -> None:

@@ -221,7 +221,7 @@ class Story:
             run = gate_of(self.sandbox, self.repo, pr)
             if gate_state(run) != "in_progress" or self.merged(pr):
                 return
-            due = [when for key, when in self.sandbox.runtime.ctx.scheduler.pending().items()
+            due = [when for key, when in self.sandbox.conveyor.ctx.scheduler.pending().items()
                    if key.endswith(f"#{pr['number']}")]
             if not due:
                 return
@@ -332,7 +332,7 @@ class Story:
         say, em = self.narrator, self.sandbox.emulator
         # the refresh after a merge waits for the delivery figures: each timer as it comes due
         for _ in range(4):
-            due = [when for key, when in self.sandbox.runtime.ctx.scheduler.pending().items()
+            due = [when for key, when in self.sandbox.conveyor.ctx.scheduler.pending().items()
                    if key.startswith(("dashboard:", "delivery:"))]
             if not due:
                 break

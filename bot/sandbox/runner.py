@@ -63,7 +63,7 @@ class Sandbox(Stack):
     async def pass_time(self, delta: timedelta) -> int:
         """Move the shared clock and fire the bot's timers that came due; returns how many."""
         self.clock.advance(delta)
-        fired = self.runtime.ctx.scheduler.fire_due()
+        fired = self.conveyor.ctx.scheduler.fire_due()
         await self.settle()
         return fired
 

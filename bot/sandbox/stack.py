@@ -22,12 +22,12 @@ from aiohttp import web
 from bot.attestations.trust import TrustFile
 from bot.github.client import RetryPolicy
 from bot.github.ratelimit import Timer
-from bot.handlers import build_router
 from bot.registry.client import RegistryPolicy
 from bot.registry.names import repository_of
 from bot.runtime.settings import Settings
 from bot.serving.acknowledge import WEBHOOK_PATH
-from bot.serving.server import Runtime, create_app, runtime_of
+from bot.serving.composition import Overrides
+from bot.serving.server import Conveyor, conveyor_of, create_app
 from conveyor_emulator import Emulator
 
 GHCR = "ghcr.io"
@@ -112,7 +112,7 @@ async def wait_healthy(base_url: str, running: Callable[[], bool], within: float
 class BotServer:
     """The bot's app (`create_app`) served on loopback."""
 
-    runtime: Runtime
+    conveyor: Conveyor
     runner: web.AppRunner
     port: int
 
@@ -132,22 +132,22 @@ async def start_bot(settings: Settings, *, clock: Callable[[], datetime], retry:
                     timer: Timer | None = None,
                     registry_policy: RegistryPolicy | None = None) -> BotServer:
     """The bot with every handler, serving on an ephemeral loopback port."""
-    app = create_app(settings, build_router(), clock=clock, retry=retry, timer=timer,
-                     registry_policy=registry_policy)
+    app = create_app(settings, Overrides(clock=clock, retry=retry, timer=timer,
+                                         registry_policy=registry_policy))
     runner, port = await serve(app)
-    return BotServer(runtime_of(app), runner, port)
+    return BotServer(conveyor_of(app), runner, port)
 
 
-async def settle(emulator: Emulator, runtime: Runtime, *, rounds: int = 500,
+async def settle(emulator: Emulator, conveyor: Conveyor, *, rounds: int = 500,
                  pause: float = 0.005) -> None:
     """Until no webhook is in flight, the bot's queue is drained and no timer is being handed
     to it, twice in a row `pause` seconds apart; at most `rounds` checks."""
     quiet = 0
     for _ in range(rounds):
         await emulator.settle()
-        await runtime.pool.wait_idle()
+        await conveyor.pool.wait_idle()
         await asyncio.sleep(pause)
-        busy = (not runtime.pool.idle or runtime.ctx.scheduler.offering
+        busy = (not conveyor.pool.idle or conveyor.ctx.scheduler.offering
                 or emulator.pending_deliveries())
         quiet = 0 if busy else quiet + 1
         if quiet >= 2:
@@ -166,15 +166,15 @@ class Stack:
     SETTLE_PAUSE: ClassVar[float] = 0.005
 
     @property
-    def runtime(self) -> Runtime:
-        return self.bot.runtime
+    def conveyor(self) -> Conveyor:
+        return self.bot.conveyor
 
     @property
     def webhook_url(self) -> str:
         return self.bot.webhook_url
 
     async def settle(self, rounds: int = 500) -> None:
-        await settle(self.emulator, self.bot.runtime, rounds=rounds, pause=self.SETTLE_PAUSE)
+        await settle(self.emulator, self.bot.conveyor, rounds=rounds, pause=self.SETTLE_PAUSE)
 
     async def close(self) -> None:
         await self.bot.stop()

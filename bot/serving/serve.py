@@ -88,12 +88,10 @@ def run_server() -> int:
 
 def one_process_app(settings: Settings) -> web.Application:
     # imported here: the intake process of memory mode loads no handler and no client
-    from bot.handlers import build_router
     from bot.runtime import offload
     from bot.serving.server import create_app
     from bot.serving.tasks import background_tasks
 
     worker = offload.start()
     log.debug("offload process started", extra={"pid": worker})
-    return create_app(settings, build_router(), background=background_tasks,
-                      serve_while_starting=True)
+    return create_app(settings, background=background_tasks, serve_while_starting=True)

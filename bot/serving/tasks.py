@@ -12,28 +12,28 @@ from bot.github.deliveries import Redeliverer
 from bot.promotion.dashboard.issue import refresh_delivery
 from bot.promotion.resync.reconcile import resync_all
 from bot.runtime.logs import delivery_id_var
-from bot.serving.server import Runtime
+from bot.serving.server import Conveyor
 
 log = logging.getLogger(__name__)
 
 
-def background_tasks(runtime: Runtime) -> list[asyncio.Task[None]]:
-    interval = runtime.settings.resync_interval
+def background_tasks(conveyor: Conveyor) -> list[asyncio.Task[None]]:
+    interval = conveyor.settings.resync_interval
     if interval <= 0:
         return []
-    return [asyncio.create_task(reconcile_forever(runtime, interval), name="conveyor-resync")]
+    return [asyncio.create_task(reconcile_forever(conveyor, interval), name="conveyor-resync")]
 
 
-async def reconcile_once(runtime: Runtime, redeliverer: Redeliverer) -> None:
-    services = runtime.services
-    ctx = services.ctx
+async def reconcile_once(conveyor: Conveyor, redeliverer: Redeliverer) -> None:
+    capabilities = conveyor.capabilities
+    ctx = capabilities.ctx
     # Replicas on Redis share the work: one resyncs an installation, one asks for redeliveries
     # (a delivery asked for twice would arrive twice), each holding on to it for the interval.
-    keep_for = max(0.0, runtime.settings.resync_interval - 1.0)
+    keep_for = max(0.0, conveyor.settings.resync_interval - 1.0)
     token = delivery_id_var.set("resync")
     try:
-        repos = await resync_all(services, keep_for=keep_for)
-        await refresh_delivery(services)  # hourly: the figures move slowly
+        repos = await resync_all(capabilities.resync, keep_for=keep_for)
+        await refresh_delivery(capabilities.dashboards)  # hourly: the figures move slowly
         asked = 0
         async with ctx.leases.lease("redeliver", keep_for=keep_for) as mine:
             if mine:
@@ -46,8 +46,8 @@ async def reconcile_once(runtime: Runtime, redeliverer: Redeliverer) -> None:
         delivery_id_var.reset(token)
 
 
-async def reconcile_forever(runtime: Runtime, interval: float) -> None:
+async def reconcile_forever(conveyor: Conveyor, interval: float) -> None:
     redeliverer = Redeliverer()
     while True:
-        await reconcile_once(runtime, redeliverer)
+        await reconcile_once(conveyor, redeliverer)
         await asyncio.sleep(interval)

@@ -24,11 +24,11 @@ from collections.abc import Callable, Sequence
 from aiohttp import web
 from prometheus_client import generate_latest
 
-from bot.handlers import build_router
 from bot.runtime import offload
 from bot.runtime.logs import configure_logging
 from bot.runtime.queue import Job, MemoryQueue
 from bot.runtime.settings import Settings, SettingsError, load_settings
+from bot.serving.composition import Overrides
 from bot.serving.link import (
     ANSWER,
     ASK,
@@ -45,7 +45,7 @@ from bot.serving.link import (
     routing_table,
 )
 from bot.serving.serve import keep_secrets_out_of_logs
-from bot.serving.server import Runtime, create_app, runtime_of
+from bot.serving.server import Conveyor, conveyor_of, create_app
 from bot.serving.tasks import background_tasks
 
 log = logging.getLogger("bot.serving.workers")  # run as __main__
@@ -98,9 +98,9 @@ class TakenCount:
         self._taken = 0
 
 
-async def answer_intake(link: Link, runtime: Runtime, queue: FedQueue) -> None:
+async def answer_intake(link: Link, conveyor: Conveyor, queue: FedQueue) -> None:
     """Queue what the intake sends and answer its questions, until it closes its end."""
-    metrics = runtime.ctx.metrics
+    metrics = conveyor.ctx.metrics
     while True:
         try:
             frame = await link.receive()
@@ -111,9 +111,9 @@ async def answer_intake(link: Link, runtime: Runtime, queue: FedQueue) -> None:
         elif frame.kind == ASK:
             number, what = numbered(frame.content)
             if what.decode() == HEALTH:
-                answer = json.dumps({"ready": runtime.ready, "queue_depth": queue.depth(),
+                answer = json.dumps({"ready": conveyor.ready, "queue_depth": queue.depth(),
                                      "received": queue.received,
-                                     "sigstore": runtime.ctx.attestations.health()}).encode()
+                                     "sigstore": conveyor.ctx.attestations.health()}).encode()
             elif what.decode() == METRICS:
                 metrics.queue_depth.set(queue.depth())
                 answer = generate_latest(metrics.registry)
@@ -129,19 +129,19 @@ async def serve_intake(settings: Settings, sock: socket.socket) -> None:
     link = await Link.over(sock, max_body=settings.max_body_bytes)
     taken = TakenCount(link)
     queue = FedQueue(settings.queue_size, taken.took)
-    app = create_app(settings, build_router(), queue=queue, background=background_tasks,
+    app = create_app(settings, Overrides(queue=queue), background=background_tasks,
                      serve_while_starting=True)
-    runtime = runtime_of(app)
-    metrics = runtime.ctx.metrics
+    conveyor = conveyor_of(app)
+    metrics = conveyor.ctx.metrics
     metrics.registry.unregister(metrics.deliveries)  # counted by the intake, which answers
-    link.send(ROUTES, routing_table(runtime.router))
+    link.send(ROUTES, routing_table(conveyor.composed.handlers.router))
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()  # starts the pool; the first GitHub call runs meanwhile
     gc.collect()
     gc.freeze()  # as in the intake (`bot.serving.serve.freeze_startup_heap`)
     log.info("workers started", extra={"pid": os.getpid()})
     try:
-        await answer_intake(link, runtime, queue)
+        await answer_intake(link, conveyor, queue)
     finally:
         await runner.cleanup()  # the pool drains within the shutdown grace
         await link.close()

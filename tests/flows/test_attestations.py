@@ -134,7 +134,7 @@ async def test_a_bundle_is_verified_once_however_often_the_gate_reads_it(
     _, sha = await merged_source_change(world)
     await built_release(world, "1.4.2", sha)
     production = world.pull("Promote web 1.4.2 to production", state="open")
-    trust = world.runtime.ctx.attestations
+    trust = world.conveyor.ctx.attestations
     kept = len(trust.verifier._verdicts)
     for _ in range(3):
         await world.emulator.comment(world.repo, production["number"], "bob", "/recheck")
@@ -172,15 +172,15 @@ async def test_attestations_github_does_not_list_are_unavailable_to_the_gate(
         world: World) -> None:
     """A 5xx while listing: the gate's condition fails closed with GitHub's answer; a
     promotion's job fails, to be retried."""
-    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+    gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
     world.emulator.faults.update({"error_rate": 1.0})
-    check = await check_attestation(gh, world.runtime.ctx.attestations,
+    check = await check_attestation(gh, world.conveyor.ctx.attestations,
                                     web_url=world.emulator.web_url, source=SOURCE,
                                     digest=digest_of("web:9.9.9"), signer=None, lenient=True)
     assert check.state == "unavailable"
     assert check.reasons[0].startswith("GitHub did not list them: ")
     with pytest.raises(gidgethub.GitHubException):
-        await check_attestation(gh, world.runtime.ctx.attestations,
+        await check_attestation(gh, world.conveyor.ctx.attestations,
                                 web_url=world.emulator.web_url, source=SOURCE,
                                 digest=digest_of("web:9.9.8"), signer=None)
     world.emulator.faults.update({"error_rate": 0.0})

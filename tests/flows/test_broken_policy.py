@@ -15,10 +15,10 @@ STAGING = "apps/web/overlays/staging/kustomization.yaml"
 
 
 async def indexed(world: World) -> DeploymentRepo | BrokenPolicy | None:
-    services = world.runtime.services
-    ctx = services.ctx
+    capabilities = world.conveyor.capabilities
+    ctx = capabilities.ctx
     gh = await ctx.clients.installation(world.demo.installation_id)
-    return await services.policies.get(gh, world.demo.installation_id, DEPLOY_REPO)
+    return await capabilities.policies.get(gh, world.demo.installation_id, DEPLOY_REPO)
 
 
 async def test_a_policy_never_valid_fails_the_gate_and_promotes_nothing() -> None:

@@ -279,7 +279,7 @@ async def test_edited_comments_are_not_rerun(world: World) -> None:
 async def test_comment_redelivered_after_a_restart_is_answered_once(world: World) -> None:
     number = await issue(world)
     posted = await say(world, number, "/help")
-    world.runtime.door.seen.clear()  # a restarted bot no longer knows the delivery id
+    world.conveyor.door.seen.clear()  # a restarted bot no longer knows the delivery id
     delivery = next(d for d in reversed(world.emulator.deliveries)
                     if d.event == "issue_comment" and d.payload["comment"]["id"] == posted["id"])
     assert await world.emulator.redeliver(delivery.id) == 202
@@ -391,7 +391,7 @@ async def test_a_failing_command_says_so_and_the_next_one_runs(world: World,
     async def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("registry exploded")
 
-    monkeypatch.setattr(world.runtime.ctx.images, "find_by_tags", broken)
+    monkeypatch.setattr(world.conveyor.ctx.images, "find_by_tags", broken)
     number = await issue(world)
     posted = await say(world, number, "/promote web 1.0.0 production\n/status api")
     body = reply_to(world, number, posted)
@@ -533,7 +533,7 @@ async def test_a_github_error_is_reported(world: World, monkeypatch: Any) -> Non
     async def refused(*args: Any, **kwargs: Any) -> None:
         raise gidgethub.BadRequest(HTTPStatus.UNPROCESSABLE_ENTITY, "Validation Failed")
 
-    monkeypatch.setattr(world.runtime.ctx.images, "find_by_tags", refused)
+    monkeypatch.setattr(world.conveyor.ctx.images, "find_by_tags", refused)
     number = await issue(world)
     posted = await say(world, number, "/promote web 1.0.0 staging")
     body = reply_to(world, number, posted)
@@ -557,7 +557,7 @@ async def test_recheck_while_an_evaluation_runs(world: World, monkeypatch: Any) 
     async def coalesced(*args: Any, **kwargs: Any) -> None:
         return None  # another evaluation of this PR is in flight
 
-    monkeypatch.setattr(world.runtime.services.gates, "evaluate", coalesced)
+    monkeypatch.setattr(world.conveyor.capabilities.gates, "evaluate", coalesced)
     posted = await say(world, pr["number"], "/recheck")
     assert "re-evaluated `conveyor/promotion-gate`: ❌ **failure**" in reply_to(
         world, pr["number"], posted)

@@ -218,7 +218,7 @@ async def test_without_the_tree_directory_listings_find_the_same(world: World) -
     sha = await world.emulator.push_files(DEPLOY_REPO, {path: text, "kustomization.yaml": root},
                                           branch="hand/listings", author="alice",
                                           message="Listings")
-    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+    gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
     found = {}
     for use_tree in (True, False):
         gh.shas = ShaStore()  # nothing remembered from the other run
@@ -246,7 +246,7 @@ async def test_a_promotion_merged_as_it_was_opened_is_checked_once_at_its_merge(
 
     # the opened event again (a replica or a restarted process that did not open the PR):
     # the PR's own branch says it merges as it opens
-    world.runtime.door.seen.clear()
+    world.conveyor.door.seen.clear()
     opened = next(d for d in world.emulator.deliveries if d.event == "pull_request"
                   and d.payload["action"] == "opened"
                   and d.payload["pull_request"]["number"] == staging["number"])
@@ -283,7 +283,7 @@ async def test_a_job_run_again_posts_no_second_check_run(world: World) -> None:
 
     pr = await pr_with(world, {"apps/web/base/deployment.yaml": BROKEN_DEPLOYMENT}, "Twice")
     first = await check_of(world, pr)
-    ctx = world.runtime.ctx
+    ctx = world.conveyor.ctx
     gh = await ctx.clients.installation(world.demo.installation_id)
     await run_config_check(ctx, gh, DEPLOY_REPO, None, pr["head"]["sha"],
                            ["apps/web/base/deployment.yaml"])

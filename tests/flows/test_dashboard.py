@@ -26,12 +26,12 @@ async def fire_timers(world: World) -> None:
     """The dashboard's refresh and, after a merge, the delivery read it waits for (20 s after
     the merge, the refresh 5 s later), each as it comes due."""
     for _ in range(10):
-        due = sorted(when for when in world.runtime.ctx.scheduler.pending().values()
+        due = sorted(when for when in world.conveyor.ctx.scheduler.pending().values()
                      if when <= world.clock.now + timedelta(seconds=30))
         if not due:
             return
         world.clock.now = max(world.clock.now, due[0])
-        world.runtime.ctx.scheduler.fire_due()
+        world.conveyor.ctx.scheduler.fire_due()
         await world.settle()
 
 
@@ -45,7 +45,7 @@ async def test_dashboard_is_created_once_and_edited_in_place(world: World) -> No
     digest = await world.release("web", "1.4.2")
     staging = world.pull("Promote web 1.4.2 to staging")
     assert staging["merged"]
-    assert "dashboard:acme/deploy" in world.runtime.ctx.scheduler.pending()
+    assert "dashboard:acme/deploy" in world.conveyor.ctx.scheduler.pending()
     await fire_timers(world)
 
     [issue] = dashboards(world)
@@ -72,13 +72,13 @@ async def test_dashboard_is_created_once_and_edited_in_place(world: World) -> No
 async def test_nothing_changed_means_no_edit(world: World) -> None:
     await world.release("web", "1.4.2")
     await fire_timers(world)
-    services = world.runtime.services
-    ctx = services.ctx
+    capabilities = world.conveyor.capabilities
+    ctx = capabilities.ctx
     gh = await ctx.clients.installation(world.demo.installation_id)
-    repo = await services.policies.get(gh, world.demo.installation_id, world.repo)
+    repo = await capabilities.policies.get(gh, world.demo.installation_id, world.repo)
     assert repo is not None
     before = world.emulator.requests.count("PATCH", ISSUE)
-    refreshed = await refresh_dashboard(services, gh, repo)  # what the resync calls
+    refreshed = await refresh_dashboard(capabilities.dashboards, gh, repo)  # what the resync calls
     assert refreshed is not None and refreshed["number"] == dashboards(world)[0]["number"]
     assert world.emulator.requests.count("PATCH", ISSUE) == before
     assert world.emulator.requests.count("POST", ISSUES) == 1
@@ -89,7 +89,7 @@ async def test_a_burst_of_changes_makes_one_update(world: World) -> None:
     await world.release("api", "2.0.0")
     # two PRs opened and merged, two pushes: one pending refresh of the dashboard, after the
     # one read of the delivery figures the merges changed
-    pending = world.runtime.ctx.scheduler.pending()
+    pending = world.conveyor.ctx.scheduler.pending()
     assert list(pending) == ["dashboard:acme/deploy", "delivery:acme/deploy"]
     assert pending["dashboard:acme/deploy"] == pending["delivery:acme/deploy"] + \
         timedelta(seconds=5)
@@ -124,19 +124,19 @@ async def test_a_replica_that_knows_less_leaves_the_dashboard_as_it_is(world: Wo
     instead of writing its poorer view (and the other one writing its own back, every
     resync)."""
     await world.release("web", "1.4.2")
-    services = world.runtime.services
-    ctx = services.ctx
+    capabilities = world.conveyor.capabilities
+    ctx = capabilities.ctx
     gh = await ctx.clients.installation(world.demo.installation_id)
-    [repo] = await services.policies.load(gh, world.demo.installation_id)
-    await refresh_delivery(services)
-    await refresh_dashboard(services, gh, repo)
+    [repo] = await capabilities.policies.load(gh, world.demo.installation_id)
+    await refresh_delivery(capabilities.dashboards)
+    await refresh_dashboard(capabilities.dashboards, gh, repo)
     [issue] = dashboards(world)
     assert "/pkgs/container/web/" in issue["body"] and "### Delivery, last 30 days" in issue["body"]
 
     # Another replica: it never saw the package event, nor read the figures.
     ctx.images._package_pages.clear()
-    services.delivery._snapshots.clear()
+    capabilities.delivery._snapshots.clear()
     world.emulator.reset_counters()
-    await refresh_dashboard(services, gh, repo)
+    await refresh_dashboard(capabilities.dashboards, gh, repo)
     assert world.emulator.requests.count("PATCH", ISSUE) == 0
     assert dashboards(world)[0]["body"] == issue["body"]

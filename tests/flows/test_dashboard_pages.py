@@ -102,12 +102,12 @@ def big_files(services: int) -> dict[str, str]:
 async def test_the_dashboard_continues_in_comments_and_empties_them_when_it_shrinks() -> None:
     world = await make_world(files=big_files(160))
     try:
-        services = world.runtime.services
-        ctx = services.ctx
+        capabilities = world.conveyor.capabilities
+        ctx = capabilities.ctx
         gh = await ctx.clients.installation(world.demo.installation_id)
-        repo = await services.policies.get(gh, world.demo.installation_id, DEPLOY_REPO)
+        repo = await capabilities.policies.get(gh, world.demo.installation_id, DEPLOY_REPO)
         assert repo is not None and repo.policy is not None, repo
-        await refresh_dashboard(services, gh, repo)
+        await refresh_dashboard(capabilities.dashboards, gh, repo)
         [issue] = dashboards(world)
         parts = world.emulator.comments(DEPLOY_REPO, issue["number"])
         assert parts and all(PART_MARKER_PREFIX in c["body"] for c in parts)
@@ -118,7 +118,7 @@ async def test_the_dashboard_continues_in_comments_and_empties_them_when_it_shri
 
         # nothing changed: nothing is written
         writes = world.emulator.requests.count("PATCH") + world.emulator.requests.count("POST")
-        await refresh_dashboard(services, gh, repo)
+        await refresh_dashboard(capabilities.dashboards, gh, repo)
         assert world.emulator.requests.count("PATCH") + world.emulator.requests.count(
             "POST") == writes
 
@@ -126,9 +126,9 @@ async def test_the_dashboard_continues_in_comments_and_empties_them_when_it_shri
         await world.emulator.push_files(DEPLOY_REPO, {".github/conveyor.yml": big_files(10)[
             ".github/conveyor.yml"]}, message="Fewer services")
         await world.settle()
-        repo = await services.policies.get(gh, world.demo.installation_id, DEPLOY_REPO)
+        repo = await capabilities.policies.get(gh, world.demo.installation_id, DEPLOY_REPO)
         assert repo is not None
-        await refresh_dashboard(services, gh, repo)
+        await refresh_dashboard(capabilities.dashboards, gh, repo)
         [issue] = dashboards(world)
         after = world.emulator.comments(DEPLOY_REPO, issue["number"])
         assert [c["id"] for c in after] == [c["id"] for c in parts]

@@ -33,7 +33,7 @@ async def world() -> AsyncIterator[World]:
 def settings_of(world: World) -> Settings:
     return Settings(app_id=str(world.emulator.app_id),
                     private_key=world.emulator.app_private_key_pem, webhook_secret=SECRET,
-                    api_url=world.runtime.ctx.clients.api_url)
+                    api_url=world.conveyor.ctx.clients.api_url)
 
 
 async def release_at(world: World, version: str, *, to_merge: timedelta) -> dict[str, Any]:
@@ -108,10 +108,10 @@ async def test_metrics_and_the_dashboard_show_the_figures_of_report(world: World
     await scripted_month(world)
     found, _, _ = await collect(settings_of(world), world.repo, timedelta(days=30),
                                 now=world.clock)
-    services = world.runtime.services
-    ctx = services.ctx
-    assert await refresh_delivery(services) == 1
-    assert await refresh_delivery(services) == 0  # read at most once an hour
+    capabilities = world.conveyor.capabilities
+    ctx = capabilities.ctx
+    assert await refresh_delivery(capabilities.dashboards) == 1
+    assert await refresh_delivery(capabilities.dashboards) == 0  # read at most once an hour
     samples = await scrape(world)
     web = (("environment", "staging"), ("repository", world.repo), ("service", "web"))
     staging = next(f for f in found if (f.service, f.environment) == ("web", "staging"))
@@ -132,8 +132,8 @@ async def test_metrics_and_the_dashboard_show_the_figures_of_report(world: World
     assert {dict(labels)["service"] for _, labels in samples} == {"web", "api"}
 
     gh = await ctx.clients.installation(world.demo.installation_id)
-    [repo] = await services.policies.load(gh, world.demo.installation_id)
-    await refresh_dashboard(services, gh, repo)
+    [repo] = await capabilities.policies.load(gh, world.demo.installation_id)
+    await refresh_dashboard(capabilities.dashboards, gh, repo)
     issue = await find_dashboard(ctx, gh, world.repo)
     assert issue is not None
     body = str(issue["body"])
@@ -145,14 +145,15 @@ async def test_metrics_and_the_dashboard_show_the_figures_of_report(world: World
 
 async def test_a_merge_shows_on_metrics_within_a_minute_and_the_count_is_a_gauge(
         world: World) -> None:
-    services = world.runtime.services
-    assert await refresh_delivery(services) == 1  # the hourly read: nothing merged yet
+    capabilities = world.conveyor.capabilities
+    # the hourly read: nothing merged yet
+    assert await refresh_delivery(capabilities.dashboards) == 1
     web = (("environment", "staging"), ("repository", world.repo), ("service", "web"))
     assert (await scrape(world))["conveyor_promotions_merged", web] == 0.0
     await world.release("web", "1.0.0")
     assert world.pull("Promote web 1.0.0 to staging")["merged"]
     world.clock.advance(seconds=21)  # the read after a merge is debounced by 20 s
-    world.runtime.ctx.scheduler.fire_due()
+    world.conveyor.ctx.scheduler.fire_due()
     await world.settle()
     assert (await scrape(world))["conveyor_promotions_merged", web] == 1.0
     url = world.webhook_url.replace("/api/github/webhooks", "/metrics")

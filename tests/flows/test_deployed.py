@@ -62,7 +62,7 @@ def head(world: World) -> str:
 async def approve_and_soak(world: World, pr: dict[str, Any]) -> dict[str, Any]:
     await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")
     world.clock.advance(minutes=31)
-    world.runtime.ctx.scheduler.fire_due()
+    world.conveyor.ctx.scheduler.fire_due()
     await world.settle()
     return world.gate(pr)
 
@@ -268,7 +268,7 @@ async def test_a_failure_in_the_same_second_as_the_success_wins(argo_world: Worl
     else:
         await argo.deployment("web-staging", head(world), "staging")
         await argo.deployment("web-staging", head(world), "staging", state="failure")
-    world.runtime.ctx.scheduler.fire_due()
+    world.conveyor.ctx.scheduler.fire_due()
     await world.settle()
     run = world.gate(pr)
     assert run["conclusion"] == "failure", summary(run)

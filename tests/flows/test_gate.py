@@ -20,7 +20,7 @@ async def deploy_staging(world: World) -> None:
 
 
 async def recheck_timers(world: World) -> None:
-    world.runtime.ctx.scheduler.fire_due()
+    world.conveyor.ctx.scheduler.fire_due()
     await world.settle()
 
 

@@ -102,11 +102,11 @@ async def test_where_the_gate_is_not_required_from_conveyor_every_place_says_so(
         pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", DIGEST))
         summary = unescaped(world.gate(pr)["output"]["summary"])
         reply = unescaped(await status_reply(world))
-        services = world.runtime.services
-        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
-        [repo] = [r for r in await services.policies.load(gh, world.demo.installation_id)
+        capabilities = world.conveyor.capabilities
+        gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
+        [repo] = [r for r in await capabilities.policies.load(gh, world.demo.installation_id)
                   if r.full_name == world.repo]
-        await refresh_dashboard(services, gh, repo)
+        await refresh_dashboard(capabilities.dashboards, gh, repo)
         [dashboard] = world.emulator.issues(world.repo, labels=["conveyor-dashboard"])
         body = unescaped(dashboard["body"])
         if finding is None:
@@ -163,7 +163,7 @@ async def test_the_resync_reads_protection_again() -> None:
         pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", DIGEST))
         assert "is not a required check" in unescaped(world.gate(pr)["output"]["summary"])
         this_app(world)
-        await resync_all(world.runtime.services)
+        await resync_all(world.conveyor.capabilities.resync)
         await world.settle()
         run: dict[str, Any] = world.gate(pr)
         assert "⚠️" not in run["output"]["summary"]

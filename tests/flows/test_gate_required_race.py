@@ -24,7 +24,7 @@ async def test_a_promotion_merged_as_it_opens_merges_on_the_running_gate_verdict
         assert staging["merged"]
         assert world.gate(staging)["conclusion"] == "success"
         assert world.emulator.requests.count("PUT", MERGE) == 1  # merged at the first try
-        assert not any(key.startswith("merge:") for key in world.runtime.ctx.scheduler.pending())
+        assert not any(key.startswith("merge:") for key in world.conveyor.ctx.scheduler.pending())
         assert world.emulator.violations == []
     finally:
         await close_world(world)

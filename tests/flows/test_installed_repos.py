@@ -30,7 +30,7 @@ async def quiet_resyncs(world: World) -> None:
     """Two resyncs ten minutes apart (the default interval): everything listed has settled."""
     for _ in range(2):
         world.clock.advance(minutes=10)
-        await resync_all(world.runtime.services)
+        await resync_all(world.conveyor.capabilities.resync)
         await world.settle()
 
 
@@ -39,7 +39,7 @@ async def test_an_idle_resync_reads_no_head_of_a_repository_without_a_policy(wor
     await quiet_resyncs(world)
     world.emulator.requests.reset()
     world.clock.advance(minutes=10)
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     idle = counted(world.emulator.requests.entries)
     assert {status for _, _, status in idle} == {304}, idle
@@ -61,7 +61,7 @@ async def test_a_policy_pushed_to_a_settled_repository_is_found_by_the_next_resy
     await world.emulator.push_files("acme/web", {".github/conveyor.yml": policy}, author="bob")
     world.emulator.webhook_url = world.webhook_url
     world.emulator.requests.reset()
-    assert await resync_all(world.runtime.services) == 2
+    assert await resync_all(world.conveyor.capabilities.resync) == 2
     reads = [e.url_path for e in world.emulator.requests.entries
              if e.path == R + "/contents/{path}" and e.status == 200]
     assert any(path.endswith("/repos/acme/web/contents/.github/conveyor.yml")
@@ -80,7 +80,7 @@ async def test_a_repository_added_to_the_installation_is_read_alone(world: World
         ("POST", "/graphql", 200): 1}, world.emulator.requests.entries
     world.emulator.requests.reset()
     world.clock.advance(minutes=10)
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     docs = [(e.path, e.status) for e in world.emulator.requests.entries
             if "/repos/acme/docs/" in e.url_path]
@@ -91,7 +91,7 @@ async def test_a_repository_added_to_the_installation_is_read_alone(world: World
             if e.resource == "graphql"] == [("/graphql", 200)]
     world.emulator.requests.reset()
     world.clock.advance(minutes=10)
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     assert not [e for e in world.emulator.requests.entries
                 if "/repos/acme/docs/" in e.url_path]
 
@@ -112,7 +112,7 @@ async def test_150_repositories_added_at_once_cost_two_graphql_queries(world: Wo
     assert made[("POST", "/graphql", 200)] == 2, made
     assert made[("GET", R + "/contents/{path}", 200)] == 1, made
     assert not any(status == 404 for _, _, status in made), made
-    indexed = world.runtime.services.policies.installed(world.demo.installation_id)
+    indexed = world.conveyor.capabilities.policies.installed(world.demo.installation_id)
     assert set(names) <= set(indexed)
 
 
@@ -123,14 +123,15 @@ async def test_a_repository_removed_from_the_installation_is_forgotten_without_a
     await world.emulator.remove_installation_repos(world.demo.installation_id, ["acme/api"])
     await world.settle()
     assert counted(world.emulator.requests.entries) == {}
-    assert "acme/api" not in world.runtime.services.policies.installed(world.demo.installation_id)
+    policies = world.conveyor.capabilities.policies
+    assert "acme/api" not in policies.installed(world.demo.installation_id)
 
 
 async def discover(world: World) -> list[RequestEntry]:
     """A fresh index's discovery ten minutes after the repositories were last pushed (their
     `pushed_at` stands for their heads): the requests it made."""
     world.clock.advance(minutes=10)
-    gh = await world.runtime.services.ctx.clients.installation(world.demo.installation_id)
+    gh = await world.conveyor.capabilities.ctx.clients.installation(world.demo.installation_id)
     world.emulator.requests.reset()
     repos = await PolicyIndex().load(gh, world.demo.installation_id, now=world.clock.now)
     assert [repo.full_name for repo in repos] == [world.repo]
@@ -176,7 +177,7 @@ async def test_a_repository_whose_policy_read_fails_fails_discovery_once_the_oth
     index = PolicyIndex()
     world = await make_world()
     try:
-        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
         reading = policies.get_file
 
         async def flaky(client: Any, repo: str, path: str, *args: Any) -> Any:

@@ -10,9 +10,9 @@ from tests.harness import World
 
 
 async def test_a_request_waits_until_deliveries_pause(world: World) -> None:
-    intake = world.runtime.pool.intake
+    intake = world.conveyor.pool.intake
     intake.gap, intake.patience = 0.3, 30.0
-    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+    gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
     before = len(world.emulator.requests.entries)
     with intake.answering():  # a delivery arrives
         pass
@@ -25,8 +25,8 @@ async def test_a_request_waits_until_deliveries_pause(world: World) -> None:
 
 
 async def test_without_deliveries_a_request_goes_at_once(world: World) -> None:
-    intake = world.runtime.pool.intake
+    intake = world.conveyor.pool.intake
     intake.gap, intake.patience = 30.0, 30.0
-    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+    gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
     repo = await asyncio.wait_for(gh.getitem(f"/repos/{DEPLOY_REPO}"), 10)
     assert repo["full_name"] == DEPLOY_REPO

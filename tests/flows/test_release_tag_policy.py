@@ -27,7 +27,7 @@ async def test_a_release_the_tag_policy_refuses_opens_nothing(
 
 async def test_an_image_the_tag_policy_refuses_opens_nothing(
         world: World, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="bot.handlers.packages")
+    caplog.set_level(logging.INFO, logger="bot.promotion.triggers.packages")
     await world.emulator.publish_container("acme", "web", digest_of("web:0.9.2"), ["0.9.2"],
                                            source_repo="acme/web")
     await world.settle()

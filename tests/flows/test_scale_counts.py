@@ -49,10 +49,10 @@ R = "/repos/{owner}/{repo}"
 async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resyncs(
         scale: World) -> None:
     world = scale
-    services = world.runtime.services
-    ctx = services.ctx
+    capabilities = world.conveyor.capabilities
+    ctx = capabilities.ctx
     world.emulator.requests.reset()
-    await resync_all(services)  # the first thing the periodic resync does after a start
+    await resync_all(capabilities.resync)  # the first thing the periodic resync does after a start
     await world.settle()
     cold = counted(world.emulator.requests.entries)
     rate_limited = sum(n for (_, _, status), n in cold.items() if status != 304)
@@ -81,9 +81,10 @@ async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resy
     assert len(world.emulator.issues(world.repo, labels=["conveyor-dashboard"])) == 1
 
     gh = await ctx.clients.installation(world.demo.installation_id)
-    [repo] = [r for r in await services.policies.load(gh, world.demo.installation_id) if r.policy]
+    [repo] = [r for r in await capabilities.policies.load(gh, world.demo.installation_id)
+              if r.policy]
     world.emulator.requests.reset()
-    await refresh_dashboard(services, gh, repo)
+    await refresh_dashboard(capabilities.dashboards, gh, repo)
     warm = counted(world.emulator.requests.entries)
     # The branch head, the open and the closed pull requests: 304s. The dashboard issue list
     # and its comments changed since they were last read (created after).
@@ -101,7 +102,7 @@ async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resy
     await world.emulator.push_files(world.repo, {path: text.replace('"0.9.0"', '"0.9.1"')},
                                     author="bob", message="svc-001 0.9.1 by hand")
     world.emulator.requests.reset()
-    await refresh_dashboard(services, gh, repo)
+    await refresh_dashboard(capabilities.dashboards, gh, repo)
     world.emulator.webhook_url = world.webhook_url
     changed = counted(world.emulator.requests.entries)
     assert sum(changed.values()) <= 10, changed
@@ -114,10 +115,10 @@ async def test_cold_start_dashboard_and_resync_then_warm_refreshes_and_idle_resy
     assert any("svc-001" in body and "`0.9.1`" in body for body in shown)
 
     for _ in range(2):  # settle: the first resyncs may still tidy up
-        await resync_all(services)
+        await resync_all(capabilities.resync)
         await world.settle()
     world.emulator.requests.reset()
-    await resync_all(services)
+    await resync_all(capabilities.resync)
     await world.settle()
     idle = counted(world.emulator.requests.entries)
     assert {status for _, _, status in idle} == {304}, idle
@@ -137,13 +138,13 @@ async def test_two_hundred_installed_repositories_cost_one_policy_read_each_once
     services and 50 repositories that feed none, all last pushed ten minutes before the bot
     starts; resyncs ten minutes apart (the default interval)."""
     world = scale
-    services = world.runtime.services
+    capabilities = world.conveyor.capabilities
     others = other_repositories(INSTALLED, SERVICES)
     assert len(others) == INSTALLED - 3
     await install_repositories(world.emulator, world.demo.installation_id, others)
     world.clock.advance(minutes=10)
     world.emulator.requests.reset()
-    await resync_all(services)
+    await resync_all(capabilities.resync)
     await world.settle()
     cold = counted(world.emulator.requests.entries)
     # Discovery: the list (two pages of 100) and two GraphQL queries of 100 repositories,
@@ -167,14 +168,14 @@ async def test_two_hundred_installed_repositories_cost_one_policy_read_each_once
         passes += 1
         world.clock.advance(minutes=10)
         world.emulator.requests.reset()
-        await resync_all(services)
+        await resync_all(capabilities.resync)
         await world.settle()
         if all(e.status == 304 for e in world.emulator.requests.entries if e.installation_id):
             break
     assert passes == 5
     world.clock.advance(minutes=10)
     world.emulator.requests.reset()
-    await resync_all(services)
+    await resync_all(capabilities.resync)
     await world.settle()
     idle = counted(world.emulator.requests.entries)
     assert {status for _, _, status in idle} == {304}, idle
@@ -194,7 +195,7 @@ async def test_two_hundred_installed_repositories_cost_one_policy_read_each_once
     world.emulator.webhook_url = world.webhook_url
     world.clock.advance(minutes=10)
     world.emulator.requests.reset()
-    await resync_all(services)
+    await resync_all(capabilities.resync)
     await world.settle()
     releases = [e for e in world.emulator.requests.entries if e.path == R + "/releases"]
     assert len(releases) == 6

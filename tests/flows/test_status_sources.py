@@ -82,12 +82,12 @@ async def test_a_service_nobody_promoted_keeps_its_own_since_in_a_shared_file(
             'newTag: "0.9.0"', 'newTag: "0.9.1"')}, author="bob", message="api 0.9.1 by hand")
     by_hand = world.emulator.commit(world.repo, "main")["sha"]
     await world.settle()
-    services = world.runtime.services
-    ctx = services.ctx
+    capabilities = world.conveyor.capabilities
+    ctx = capabilities.ctx
     gh = await ctx.clients.installation(world.demo.installation_id)
-    repo = await services.policies.get(gh, world.demo.installation_id, world.repo)
+    repo = await capabilities.policies.get(gh, world.demo.installation_id, world.repo)
     assert repo is not None
-    rows = {(r.service, r.environment): r for r in await services.status.collect(gh, repo)}
+    rows = {(r.service, r.environment): r for r in await capabilities.status.collect(gh, repo)}
     assert rows[("api", "staging")].version == "0.9.1"
     assert rows[("api", "staging")].since_commit == by_hand
     assert rows[("api", "staging")].pull_number is None
@@ -109,14 +109,14 @@ async def test_many_new_blobs_come_in_one_archive_and_a_change_in_one_blob(
     requests.reset()
     await world.emulator.push_files(world.repo, {".github/conveyor.yml": policy, **files})
     await world.settle()
-    runtime = world.runtime
+    runtime = world.conveyor
     gh = await runtime.ctx.clients.installation(world.demo.installation_id)
-    repo = await runtime.services.policies.get(gh, world.demo.installation_id, world.repo)
+    repo = await runtime.capabilities.policies.get(gh, world.demo.installation_id, world.repo)
     assert repo is not None and repo.policy is not None and "svc-11" in repo.policy.services
 
     # The push's config check builds the new overlays and the status reads the same files:
     # one archive for both, kept by blob sha.
-    rows = await runtime.services.status.collect(gh, repo)
+    rows = await runtime.capabilities.status.collect(gh, repo)
     assert requests.count("GET", TARBALL) == 1
     assert requests.count("GET", BLOB) == 0
     found = {(r.service, r.environment): r for r in rows}
@@ -127,7 +127,7 @@ async def test_many_new_blobs_come_in_one_archive_and_a_change_in_one_blob(
         "apps/svc-03/overlays/staging/kustomization.yaml":
             files["apps/svc-03/overlays/staging/kustomization.yaml"].replace("0.9.3", "1.0.0")})
     await world.settle()
-    rows = await runtime.services.status.collect(gh, repo)
+    rows = await runtime.capabilities.status.collect(gh, repo)
     assert requests.count("GET", TARBALL) == 0
     assert requests.count("GET", BLOB) == 1
     assert {(r.service, r.environment): r for r in rows}[("svc-03", "staging")].version == \

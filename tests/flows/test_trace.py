@@ -64,7 +64,7 @@ async def pass_production_gate(world: World, pr: dict[str, Any]) -> None:
     await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")
     await world.settle()
     world.clock.advance(minutes=31)
-    world.runtime.ctx.scheduler.fire_due()
+    world.conveyor.ctx.scheduler.fire_due()
     await world.settle()
     assert world.gate(pr)["conclusion"] == "success", world.gate(pr)["output"]
 
@@ -154,7 +154,7 @@ async def pass_production_gate_attempt(world: World, pr: dict[str, Any]) -> None
     await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")
     world.clock.advance(minutes=31)
     await world.settle()
-    world.runtime.ctx.scheduler.fire_due()
+    world.conveyor.ctx.scheduler.fire_due()
     await world.settle()
 
 

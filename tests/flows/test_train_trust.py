@@ -124,7 +124,7 @@ async def test_the_resync_merges_no_train_whose_body_claims_a_pushed_head() -> N
                                        body=rewrite_marker(staging["body"], {"commit": pushed}))
         world.emulator.set_required_checks(world.repo, [])
         await world.settle()
-        await resync_all(world.runtime.services)
+        await resync_all(world.conveyor.capabilities.resync)
         await world.settle()
         assert world.pull("Promote storefront to staging", state="open")["head"]["sha"] == pushed
         assert world.emulator.violations == []
@@ -157,7 +157,7 @@ async def test_the_resync_opens_the_next_promotion_with_the_commits_requester() 
         webhook, world.emulator.webhook_url = world.emulator.webhook_url, None
         await world.emulator.merge_pull(world.repo, staging["number"], user="bob")
         world.emulator.webhook_url = webhook  # the merge event never reached Conveyor
-        await resync_all(world.runtime.services)
+        await resync_all(world.conveyor.capabilities.resync)
         await world.settle()
         production = world.pull("Promote web 2.0.0 to production", state="open")
         head = world.emulator.commit(world.repo, production["head"]["sha"])

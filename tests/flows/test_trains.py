@@ -413,7 +413,7 @@ async def test_together_waits_for_the_third_image_then_opens_one_staging_train()
 
         # the resync asks again for every service's newest release: the train is merged and
         # every file already pins its digest, so nothing new opens
-        await resync_all(world.runtime.services)
+        await resync_all(world.conveyor.capabilities.resync)
         await world.settle()
         assert len(world.emulator.pulls(world.repo, state="all")) == 1
         assert world.emulator.violations == []
@@ -434,7 +434,7 @@ async def test_together_is_completed_by_the_resync_when_the_last_event_was_lost(
                                                    ["2.0.0"], source_repo="acme/api", emit=False)
         assert world.emulator.pulls(world.repo, state="all") == []
 
-        await resync_all(world.runtime.services)
+        await resync_all(world.conveyor.capabilities.resync)
         await world.settle()
         [pr] = world.emulator.pulls(world.repo, state="all")
         assert pr["title"] == "Promote storefront to staging (3 services)" and pr["merged"]
@@ -514,7 +514,7 @@ async def test_the_resync_closes_an_older_train_left_open_beside_a_newer_one(
         await world.settle()
     [newer] = [pr for pr in trains_open(world) if pr["number"] != older["number"]]
 
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     assert [pr["number"] for pr in world.open_pulls()] == [newer["number"]]
     assert [c["body"] for c in world.emulator.comments(world.repo, older["number"])
@@ -590,13 +590,13 @@ async def test_the_resync_follows_a_merged_train_whose_event_was_lost_but_never_
         world.emulator.webhook_url = webhook  # the merge event never reached Conveyor
         assert [pr["number"] for pr in world.open_pulls()] == []
 
-        await resync_all(world.runtime.services)
+        await resync_all(world.conveyor.capabilities.resync)
         await world.settle()
         production = world.pull("Promote storefront to production (3 services)", state="open")
 
         await world.emulator.close_pull(world.repo, production["number"], user="bob")
         await world.settle()
-        await resync_all(world.runtime.services)
+        await resync_all(world.conveyor.capabilities.resync)
         await world.settle()
         assert world.open_pulls() == []  # a train someone closed is not opened again
         assert world.emulator.violations == []

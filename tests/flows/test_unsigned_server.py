@@ -68,8 +68,8 @@ async def test_a_commit_that_only_claims_to_be_the_bots_is_not_conveyors(
     await world.settle()
     pushed = world.pull("Promote web 1.0.0 to production", state="open")
     assert world.emulator.commit(world.repo, pushed["head"]["sha"])["author"]["login"] == BOT
-    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
-    trusted = await trusted_pull(gh, world.repo, pushed, world.runtime.ctx.bot_login)
+    gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
+    trusted = await trusted_pull(gh, world.repo, pushed, world.conveyor.ctx.bot_login)
     assert trusted is not None
     assert (trusted.sha, trusted.head) == (made, False)  # Conveyor's own commit, not the push
     assert trusted.digest != forged
@@ -95,9 +95,9 @@ async def test_each_commit_gets_a_receipt_only_when_github_did_not_sign_it() -> 
                                          "/promote production")
             await world.settle()
             assert world.pull(f"Promote web {version} to production", state="all")
-        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
         for staging in (signed, unsigned):
-            trusted = await trusted_pull(gh, world.repo, staging, world.runtime.ctx.bot_login)
+            trusted = await trusted_pull(gh, world.repo, staging, world.conveyor.ctx.bot_login)
             assert trusted is not None and trusted.sha == staging["head"]["sha"]
         assert world.emulator.violations == []
     finally:

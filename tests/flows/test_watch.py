@@ -62,7 +62,7 @@ async def two_releases(world: World) -> tuple[str, str, dict[str, Any]]:
 
 
 def bot_comments(world: World, number: int) -> list[dict[str, Any]]:
-    login = world.runtime.ctx.bot_login
+    login = world.conveyor.ctx.bot_login
     return [c for c in world.emulator.comments(world.repo, number)
             if c["user"]["login"] == login and "conveyor:watch-comment" in c["body"]]
 
@@ -108,7 +108,7 @@ async def test_a_failure_ten_minutes_after_the_merge_rolls_back_once_and_blocks_
 
     # A second failure report, a redelivery of the first, and a success afterwards: nothing new.
     await argo_reports(world, staging["merge_commit_sha"], "error")
-    world.runtime.door.seen.clear()
+    world.conveyor.door.seen.clear()
     delivery = next(d for d in reversed(world.emulator.deliveries) if d.event == "status"
                     and d.payload["state"] == "failure")
     assert await world.emulator.redeliver(delivery.id) == 202
@@ -165,11 +165,11 @@ async def test_a_report_the_bot_missed_is_found_by_the_resync(world: World) -> N
     assert rollbacks(world) == []
     world.emulator.webhook_url = world.webhook_url
     world.clock.advance(hours=2)  # back after watch: the report's own time counts
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     assert len(rollbacks(world)) == 1 and rollbacks(world)[0]["merged"]
     assert len(marks(world, staging)) == 1
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     assert len(rollbacks(world)) == 1
     assert len(bot_comments(world, staging["number"])) == 1
@@ -193,7 +193,7 @@ async def test_a_run_interrupted_after_the_mark_is_finished_by_the_resync(
     assert world.gate(world.pull("Promote web 1.1.0 to production", state="open"))[
         "conclusion"] == "failure"
 
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     [rollback] = rollbacks(world)
     [mark] = marks(world, staging)
@@ -214,10 +214,10 @@ async def test_unhold_on_the_blocked_promotion_clears_the_mark(world: World) -> 
     gate = world.gate(world.pull("Promote web 1.1.0 to production", state="open"))
     assert "reported failing" not in gate["output"]["summary"]
     replies = [c["body"] for c in world.emulator.comments(world.repo, production["number"])
-               if c["user"]["login"] == world.runtime.ctx.bot_login]
+               if c["user"]["login"] == world.conveyor.ctx.bot_login]
     assert any("the failure mark is cleared" in body for body in replies)
     # A redelivered failure report does not mark it again.
-    world.runtime.door.seen.clear()
+    world.conveyor.door.seen.clear()
     delivery = next(d for d in reversed(world.emulator.deliveries) if d.event == "status")
     assert await world.emulator.redeliver(delivery.id) == 202
     await world.settle()
@@ -232,6 +232,6 @@ async def test_the_resync_leaves_a_report_missed_long_ago(world: World) -> None:
     await argo_reports(world, staging["merge_commit_sha"], "failure")
     world.emulator.webhook_url = world.webhook_url
     world.clock.advance(days=2)  # watch ended more than a day ago
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     assert rollbacks(world) == [] and marks(world, staging) == []

@@ -15,6 +15,7 @@ from bot.metrics import Metrics
 from bot.redisq import RedisLocks, RedisQueue, RedisScheduler
 from bot.redisq.client import connect
 from bot.runtime.queue import Job, cancel_until_done
+from bot.runtime.timer_jobs import GateRecheck, MergeRetry
 from tests.harness import Clock
 from tests.redis.support import RedisServer
 from tests.reliability.support import metric_samples
@@ -154,9 +155,11 @@ async def test_timers_fire_once_across_replicas(redis_client: Any) -> None:
     schedulers = [RedisScheduler(q, clock, poll=0.02) for q in queues]
     for index, scheduler in enumerate(schedulers):
         # Every replica sets the same soak timer (a later call replaces it) and one of its own.
-        scheduler.at("soak:acme/deploy#7", clock() + timedelta(minutes=30), "gate",
-                     {"pull": 7})
-        scheduler.at(f"merge:{index}", clock() + timedelta(minutes=1), "merge", {"n": index})
+        scheduler.at("soak:acme/deploy#7", clock() + timedelta(minutes=30),
+                     GateRecheck("acme/deploy", 7, 1))
+        scheduler.at(f"merge:{index}", clock() + timedelta(minutes=1),
+                     MergeRetry("acme/deploy", index, "abc", "merge", environment="staging",
+                                attempt=1, gated=False, installation=1))
     expected = {"soak:acme/deploy#7", "merge:0", "merge:1", "merge:2"}
     for _ in range(100):  # `at` does not wait for Redis: its writes may still be in flight
         if set(await schedulers[0].timers()) == expected:
@@ -174,9 +177,10 @@ async def test_timers_fire_once_across_replicas(redis_client: Any) -> None:
             fired.append(await asyncio.wait_for(queues[len(fired) % 3].take(), 5))
         await asyncio.sleep(0.3)  # every poller had its chance to fire again
         assert await redis_client.xlen(queues[0].keys.stream) == 4
-        assert sorted(j.event for j in fired) == ["conveyor.gate", "conveyor.merge",
-                                                  "conveyor.merge", "conveyor.merge"]
-        assert sorted(j.payload().get("n", -1) for j in fired) == [-1, 0, 1, 2]
+        assert sorted(j.event for j in fired) == ["conveyor.merge", "conveyor.merge",
+                                                  "conveyor.merge", "conveyor.recheck"]
+        assert sorted(MergeRetry.of(j.payload()).number for j in fired
+                      if j.event == "conveyor.merge") == [0, 1, 2]
         assert all(j.delivery_id.startswith("internal-") for j in fired)
         assert await schedulers[1].timers() == {}
     finally:

@@ -30,7 +30,7 @@ async def test_a_transient_failure_is_retried_through_redis_by_any_replica(
     async def flaky(job: Job) -> None:
         runs.append((job.delivery_id, job.attempt, job.only))
         if job.attempt < 3:
-            raise RetryJob(("bot.handlers.x.on_y",))
+            raise RetryJob(("pulls.gate",))
 
     pools = [WorkerPool(queue, flaky, workers=1, metrics=metrics,
                         retry=JobRetry(attempts=4, base_delay=0.05, max_delay=0.1))
@@ -45,8 +45,8 @@ async def test_a_transient_failure_is_retried_through_redis_by_any_replica(
             if len(runs) >= 3:
                 break
             await asyncio.sleep(0.05)
-        assert runs == [("d-7", 1, ()), ("d-7", 2, ("bot.handlers.x.on_y",)),
-                        ("d-7", 3, ("bot.handlers.x.on_y",))]
+        assert runs == [("d-7", 1, ()), ("d-7", 2, ("pulls.gate",)),
+                        ("d-7", 3, ("pulls.gate",))]
         await asyncio.sleep(0.2)
         assert await redis_client.zcard(keys.retries) == 0
         assert await redis_client.xlen(keys.stream) == 0  # every attempt acknowledged

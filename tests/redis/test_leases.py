@@ -42,14 +42,15 @@ async def emulator() -> AsyncIterator[Emulator]:
 async def resync_requests(emulator: Emulator, replicas: list[BotServer]) -> int:
     """Installation requests made while every replica runs its periodic resync at once."""
     emulator.requests.reset()
-    await asyncio.gather(*(resync_all(r.runtime.services, keep_for=KEEP_FOR) for r in replicas))
+    await asyncio.gather(*(resync_all(r.conveyor.capabilities.resync, keep_for=KEEP_FOR)
+                           for r in replicas))
     for replica in replicas:
-        await replica.runtime.pool.wait_idle()
+        await replica.conveyor.pool.wait_idle()
     return sum(1 for e in emulator.requests.entries if e.installation_id is not None)
 
 
 def requests_made(replica: BotServer) -> float:
-    return sum(sample.value for metric in replica.runtime.ctx.metrics.github_requests.collect()
+    return sum(sample.value for metric in replica.conveyor.ctx.metrics.github_requests.collect()
                for sample in metric.samples if sample.name.endswith("_total"))
 
 
@@ -89,7 +90,7 @@ async def test_the_lease_moves_to_another_replica_when_its_holder_dies(
     first = await start_replica(emulator, redis_server.url, claim_timeout=1)
     second = await start_replica(emulator, redis_server.url, claim_timeout=1)
     try:
-        holder = first.runtime.ctx.leases.lease(f"resync:{emulator_installation(emulator)}",
+        holder = first.conveyor.ctx.leases.lease(f"resync:{emulator_installation(emulator)}",
                                                 keep_for=0)
         assert await holder.__aenter__() is True
         # The holder stops renewing (its process is gone): the keeper task dies with it.

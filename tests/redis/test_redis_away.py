@@ -18,6 +18,7 @@ from bot.redisq import RedisLocks, RedisQueue, RedisScheduler
 from bot.redisq.client import Keys
 from bot.redisq.locks import LockUnavailable
 from bot.redisq.ratelimit import RedisLimitStore
+from bot.runtime.timer_jobs import DashboardDue, GateRecheck
 from tests.redis.support import RedisServer
 
 
@@ -94,15 +95,18 @@ async def test_without_redis_a_timer_is_not_stored_and_says_so(
     queue = RedisQueue(redis_client, Metrics(), maxsize=100, consumer="a",
                        keys=Keys("{conveyor-test-away-timers}"))
     scheduler = RedisScheduler(queue, lambda: now, poll=0.02)
-    scheduler.at("soak:acme/deploy#1", now - timedelta(minutes=1), "gate", {"pull": 1})
-    scheduler.at("soak:acme/deploy#2", now + timedelta(minutes=30), "gate", {"pull": 2})
+    scheduler.at("soak:acme/deploy#1", now - timedelta(minutes=1),
+                 GateRecheck("acme/deploy", 1, 1))
+    scheduler.at("soak:acme/deploy#2", now + timedelta(minutes=30),
+                 GateRecheck("acme/deploy", 2, 1))
     await asyncio.sleep(0.1)
     assert set(await scheduler.timers()) == {"soak:acme/deploy#1", "soak:acme/deploy#2"}
     # the past one is no longer pending here; the future one is
     assert scheduler.pending() == {"soak:acme/deploy#2": now + timedelta(minutes=30)}
     redis_server.stop()
     caplog.set_level(logging.WARNING, logger="bot.redisq.timers")
-    scheduler.at("merge:acme/deploy#3", now + timedelta(minutes=1), "merge", {"n": 3})
+    scheduler.at("merge:acme/deploy#3", now + timedelta(minutes=1),
+                 DashboardDue("acme/deploy", 1))
     scheduler.start()
     await scheduler.close()  # waits for the write that failed
     assert [r.getMessage() for r in caplog.records] == [

@@ -32,11 +32,11 @@ def test_entries_that_are_no_job(fields: dict[str, str] | None) -> None:
 
 def test_a_job_survives_the_stream_and_an_entry_without_id_gets_one() -> None:
     job = Job("d-1", "push", b'{"ref":"refs/heads/main"}', attempt=3,
-              only=("bot.handlers.x.y",))
+              only=("pulls.gate",))
     back = decode("5-1", {"job": encode(job)})
     assert back is not None
     assert (back.delivery_id, back.event, back.body, back.attempt, back.only, back.receipt) \
-        == ("d-1", "push", job.body, 3, ("bot.handlers.x.y",), "5-1")
+        == ("d-1", "push", job.body, 3, ("pulls.gate",), "5-1")
     internal = decode("6-0", {"job": encode(Job.of("", "conveyor.resync", {}))})
     assert internal is not None and internal.delivery_id == "internal-6-0"
 

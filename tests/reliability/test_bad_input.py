@@ -52,7 +52,7 @@ async def test_every_documented_example_payload_gets_2xx_or_4xx(rworld: World) -
                                            "id": world.demo.installation_id}
             statuses[f"{event}.{payload.get('action')}"] = await post_signed(
                 session, world.webhook_url, event, payload, f"example-ours-{index}")
-        await world.runtime.pool.wait_idle()
+        await world.conveyor.pool.wait_idle()
         await world.settle()
         errors = metric_samples(await metrics_text(session, world),
                                 "conveyor_handler_errors_total")
@@ -64,7 +64,7 @@ async def test_every_documented_example_payload_gets_2xx_or_4xx(rworld: World) -
                                        f"example-{index}")
             key = f"{event}.{payload.get('action')}"
             statuses[key] = max(statuses[key], status)
-        await world.runtime.pool.wait_idle()
+        await world.conveyor.pool.wait_idle()
         async with session.get(world.webhook_url.replace("/api/github/webhooks",
                                                          "/healthz")) as response:
             assert response.status == 200
@@ -179,14 +179,14 @@ def test_fuzzed_deliveries_never_5xx_and_unsigned_ones_do_nothing(
     world = server.world
 
     async def send() -> tuple[int, int, float]:
-        await world.runtime.pool.wait_idle()
+        await world.conveyor.pool.wait_idle()
         before = len(world.emulator.requests.entries)
         accepted_before = _accepted(world)
         async with server.session.post(world.webhook_url, data=body,
                                        headers=headers) as response:
             await response.read()
             status = response.status
-        await world.runtime.pool.wait_idle()
+        await world.conveyor.pool.wait_idle()
         accepted = _accepted(world) - accepted_before
         return status, len(world.emulator.requests.entries) - before, accepted
 
@@ -201,7 +201,7 @@ def test_fuzzed_deliveries_never_5xx_and_unsigned_ones_do_nothing(
 
 
 def _accepted(world: World) -> float:
-    return sum(sample.value for family in world.runtime.ctx.metrics.deliveries.collect()
+    return sum(sample.value for family in world.conveyor.ctx.metrics.deliveries.collect()
                for sample in family.samples
                if sample.name == "conveyor_deliveries_total"
                and sample.labels.get("outcome") == "accepted")
@@ -283,7 +283,7 @@ async def test_a_broken_policy_fails_the_config_check_and_the_last_valid_one_ser
     await world.settle()
     runs = world.emulator.check_runs(DEPLOY_REPO, sha, "conveyor/config-check")
     assert len(runs) == 1 and runs[0]["conclusion"] == "failure"
-    assert world.runtime.ctx.metrics.handler_errors._metrics == {}
+    assert world.conveyor.ctx.metrics.handler_errors._metrics == {}
 
 
 async def test_a_broken_manifest_is_refused_clearly_without_a_crash(rworld: World) -> None:
@@ -303,7 +303,7 @@ async def test_a_broken_manifest_is_refused_clearly_without_a_crash(rworld: Worl
     assert len(refusals) == 1 and refusals[0]["conclusion"] == "failure"
     summary = refusals[0]["output"]["summary"]
     assert "apps/web/overlays/staging/kustomization.yaml" in summary, summary
-    assert world.runtime.ctx.metrics.handler_errors._metrics == {}
+    assert world.conveyor.ctx.metrics.handler_errors._metrics == {}
     assert world.emulator.file(DEPLOY_REPO, "apps/web/overlays/staging/kustomization.yaml") \
         == broken
 
@@ -319,7 +319,7 @@ async def test_a_signed_body_that_is_not_json_after_its_action_is_dropped_by_the
         async with session.post(world.webhook_url, data=body,
                                 headers=signed_headers("release", body, "cut-1")) as response:
             assert response.status == 202
-        await world.runtime.pool.wait_idle()
+        await world.conveyor.pool.wait_idle()
         errors = metric_samples(await metrics_text(session, world),
                                 "conveyor_handler_errors_total")
     assert errors == {(("event", "release"),): 1.0}

@@ -64,7 +64,7 @@ async def test_a_burst_of_releases_under_faults_ends_with_one_pr_per_promotion(
         statuses = Counter(e.status for e in emulator.requests.entries)
         assert statuses[502] > 10 and statuses[403] > 0, statuses  # the faults were exercised
         timed_out = sum(sample.value
-                        for family in world.runtime.ctx.metrics.github_requests.collect()
+                        for family in world.conveyor.ctx.metrics.github_requests.collect()
                         for sample in family.samples
                         if sample.name.endswith("_total") and sample.labels["status"] == "error")
         assert timed_out > 0, "no request timed out"
@@ -73,9 +73,9 @@ async def test_a_burst_of_releases_under_faults_ends_with_one_pr_per_promotion(
         assert_one_pr_per_promotion(emulator)
 
         emulator.faults.reset()
-        services = world.runtime.services
+        capabilities = world.conveyor.capabilities
         for _ in range(2):
-            await resync_all(services)
+            await resync_all(capabilities.resync)
             await world.settle(rounds=2000)
 
         assert_one_pr_per_promotion(emulator)

@@ -105,9 +105,9 @@ async def test_the_resync_finishes_a_downstream_promotion_killed_midway(
     assert fired, f"the kill point {point!r} was never reached"
     monkeypatch.undo()
 
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
-    await resync_all(world.runtime.services)  # a second pass changes nothing
+    await resync_all(world.conveyor.capabilities.resync)  # a second pass changes nothing
     await world.settle()
 
     staging = emulator.file(world.repo, "apps/web/overlays/staging/kustomization.yaml")
@@ -143,9 +143,9 @@ async def test_a_late_merge_event_of_an_older_digest_opens_nothing_downstream(
     PR alone, and no PR for 1.0.0 that would be superseded a moment later."""
     world = auto_world
     emulator = world.emulator
-    ctx, services = world.runtime.ctx, world.runtime.services
+    ctx, capabilities = world.conveyor.ctx, world.conveyor.capabilities
     gh = await ctx.clients.installation(world.demo.installation_id)
-    [repo] = await services.policies.load(gh, world.demo.installation_id)
+    [repo] = await capabilities.policies.load(gh, world.demo.installation_id)
     emulator.webhook_url = None  # nothing reaches the bot while staging moves twice
     digests = {}
     for version in (OLD, NEW):
@@ -154,7 +154,7 @@ async def test_a_late_merge_event_of_an_older_digest_opens_nothing_downstream(
                        if r["tag_name"] == f"v{version}")
         candidate = await release_candidate(ctx, gh, repo, "web", release, "acme/web")
         assert candidate is not None
-        await promote_to_entry_environments(services.promoter, gh, repo, candidate, "release")
+        await promote_to_entry_environments(capabilities.promoter, gh, repo, candidate, "release")
     merges = {version: next(d for d in emulator.deliveries if d.event == "pull_request"
                             and d.action == "closed" and version in d.payload[
                                 "pull_request"]["title"]) for version in (OLD, NEW)}

@@ -64,7 +64,7 @@ async def test_a_burst_of_1000_deliveries_is_answered_in_time_and_fully_accounte
             await asyncio.gather(*(deliver(i, event, payload)
                                    for i, (event, payload) in enumerate(payloads)))
             elapsed = time.monotonic() - started
-            await world.runtime.pool.wait_idle()
+            await world.conveyor.pool.wait_idle()
             async with session.get(world.webhook_url.replace("/api/github/webhooks",
                                                              "/metrics")) as response:
                 metrics = await response.text()
@@ -107,11 +107,11 @@ async def test_a_full_queue_answers_503_and_never_drops_silently() -> None:
             async def deliver(index: int) -> int:
                 status = await post_signed(session, world.webhook_url, "push", payload,
                                            f"full-{index}")
-                depths.append(world.runtime.queue.depth())
+                depths.append(world.conveyor.queue.depth())
                 return status
 
             statuses = await asyncio.gather(*(deliver(i) for i in range(40)))
-            await world.runtime.pool.wait_idle()
+            await world.conveyor.pool.wait_idle()
             async with session.get(world.webhook_url.replace("/api/github/webhooks",
                                                              "/metrics")) as response:
                 metrics = await response.text()
@@ -131,6 +131,6 @@ async def test_a_full_queue_answers_503_and_never_drops_silently() -> None:
             again = await post_signed(session, world.webhook_url, "push", payload,
                                       f"full-{refused_ids[0]}")
         assert again == 202
-        await world.runtime.pool.wait_idle()
+        await world.conveyor.pool.wait_idle()
     finally:
         await close_world(world)

@@ -13,7 +13,7 @@ MERGE = "/repos/{owner}/{repo}/pulls/{pull_number}/merge"
 async def run_timers(world: World, rounds: int) -> None:
     for _ in range(rounds):
         world.clock.advance(seconds=16)
-        world.runtime.ctx.scheduler.fire_due()
+        world.conveyor.ctx.scheduler.fire_due()
         await world.settle()
 
 
@@ -31,7 +31,7 @@ async def test_a_lasting_refusal_stops_with_one_comment_and_recheck_retries(
     await run_timers(world, MAX_ATTEMPTS + 3)
 
     assert emulator.requests.count("PUT", MERGE) == MAX_ATTEMPTS
-    assert not world.runtime.ctx.scheduler.pending().get(f"merge:{world.repo}#{pr['number']}")
+    assert not world.conveyor.ctx.scheduler.pending().get(f"merge:{world.repo}#{pr['number']}")
     [comment] = stopped_comments(world, pr["number"])
     text = str(comment["body"])
     assert "after 5 attempts" in text and '"ci/lint" is expected' in text
@@ -39,7 +39,7 @@ async def test_a_lasting_refusal_stops_with_one_comment_and_recheck_retries(
     assert "`/recheck`" in text
 
     # the resync tries the ungated auto-merge again: the comment is edited, not repeated
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     await run_timers(world, MAX_ATTEMPTS + 1)
     assert emulator.requests.count("PUT", MERGE) == 2 * MAX_ATTEMPTS

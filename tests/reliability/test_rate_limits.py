@@ -68,7 +68,7 @@ async def test_a_wait_holds_every_request_of_the_installation(
         assert sorted(key[:2] for key in counts) == sorted(
             (service, env) for service in SERVICES for env in ("staging", "production"))
         assert_one_pr_per_promotion(emulator)
-        metrics = world.runtime.ctx.metrics
+        metrics = world.conveyor.ctx.metrics
         waited = metric_samples(_metrics_text(metrics), "conveyor_github_wait_seconds_total")
         assert waited[(("reason", "rate_limited"),)] >= 60
     finally:
@@ -86,7 +86,7 @@ async def test_a_wait_told_to_the_app_holds_the_apps_own_requests(rworld: Any) -
     emulator.faults.update({"secondary_rate_limit_rate": 1.0, "retry_after": 30})
     started = world.time.now()
     with pytest.raises(gidgethub.GitHubException):
-        await world.runtime.ctx.clients.app().getitem("/app/installations")
+        await world.conveyor.ctx.clients.app().getitem("/app/installations")
     assert [(hit.method, hit.path) for hit in emulator.secondary.inside] == []
     windows = [(key, round(end - start)) for key, start, end in emulator.secondary.opened]
     assert windows == [("app", 30)] * 5  # each attempt waited for the window before it
@@ -98,7 +98,7 @@ async def test_a_wait_told_to_an_installation_does_not_hold_its_token_request(
     """The installation's window binds the requests made with its token; minting the token is
     the app's own request (a JWT), counted against the app: it goes out at once."""
     world = rworld
-    clients = world.runtime.ctx.clients
+    clients = world.conveyor.ctx.clients
     installation = world.demo.installation_id
     await clients.limits.hold(installation, 60)
     clients.auth.forget(installation)
@@ -120,7 +120,7 @@ async def test_writes_are_paced_inside_githubs_content_budget(
     emulator = world.emulator
     try:
         issue = await emulator.open_issue(DEPLOY_REPO, "Pacing", author="alice")
-        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
         started = world.time.now()
         url = f"/repos/{DEPLOY_REPO}/issues/{issue['number']}/comments"
         results = await asyncio.gather(
@@ -139,7 +139,7 @@ async def test_writes_are_paced_inside_githubs_content_budget(
             assert sum(1 for at in sends[i:] if at < sends[i] + 60) <= 80
         # 500 writes at 80 a minute: six full minutes of waiting
         assert world.time.now() - started >= 6 * 60
-        waited = metric_samples(_metrics_text(world.runtime.ctx.metrics),
+        waited = metric_samples(_metrics_text(world.conveyor.ctx.metrics),
                                 "conveyor_github_wait_seconds_total")
         assert waited[(("reason", "pacing"),)] >= 6 * 60
     finally:
@@ -156,7 +156,7 @@ async def test_a_server_without_content_limits_takes_writes_unpaced(
     try:
         emulator = world.emulator
         issue = await emulator.open_issue(DEPLOY_REPO, "Unpaced", author="alice")
-        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
         started = world.time.now()
         url = f"/repos/{DEPLOY_REPO}/issues/{issue['number']}/comments"
         await asyncio.gather(*(gh.post(url, data={"body": f"comment {i}"}) for i in range(600)))
@@ -178,7 +178,7 @@ async def test_content_limits_of_a_server_set_lower_are_kept(
         emulator = world.emulator
         emulator.faults.update({"content_per_minute": 20, "content_per_hour": 0})
         issue = await emulator.open_issue(DEPLOY_REPO, "Paced", author="alice")
-        gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+        gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
         started = world.time.now()
         url = f"/repos/{DEPLOY_REPO}/issues/{issue['number']}/comments"
         await asyncio.gather(*(gh.post(url, data={"body": f"comment {i}"}) for i in range(100)))
@@ -204,7 +204,7 @@ async def test_a_text_over_githubs_limit_is_never_sent(rworld: Any) -> None:
 
     world = rworld
     issue = await world.emulator.open_issue(DEPLOY_REPO, "Limits", author="alice")
-    gh = await world.runtime.ctx.clients.installation(world.demo.installation_id)
+    gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
     before = len(world.emulator.requests.entries)
     with pytest.raises(TextTooLong, match="body has 65,537 characters"):
         await gh.post(f"/repos/{DEPLOY_REPO}/issues/{issue['number']}/comments",

@@ -53,7 +53,7 @@ async def test_failed_deliveries_are_redelivered_once_and_processed(rworld: Worl
 
     emulator.webhook_url = world.webhook_url
     redeliverer = Redeliverer(window=timedelta(hours=3), per_run=100)
-    asked = await redeliverer.run(world.runtime.ctx.clients.app(), world.clock())
+    asked = await redeliverer.run(world.conveyor.ctx.clients.app(), world.clock())
     await world.settle()
 
     assert asked == len(failed)
@@ -67,8 +67,8 @@ async def test_failed_deliveries_are_redelivered_once_and_processed(rworld: Worl
 
     # Nothing is asked for twice: not by the same loop, nor by a new process (its memory is
     # empty, but every failed delivery now has a successful attempt).
-    assert await redeliverer.run(world.runtime.ctx.clients.app(), world.clock()) == 0
-    assert await Redeliverer(per_run=100).run(world.runtime.ctx.clients.app(),
+    assert await redeliverer.run(world.conveyor.ctx.clients.app(), world.clock()) == 0
+    assert await Redeliverer(per_run=100).run(world.conveyor.ctx.clients.app(),
                                               world.clock()) == 0
     await world.settle()
     assert sum(1 for d in emulator.deliveries if d.redelivery) == len(failed)
@@ -86,7 +86,7 @@ async def test_redelivery_is_bounded_per_run_and_by_age(rworld: World) -> None:
     assert len(recent) > 2
     emulator.webhook_url = world.webhook_url
     redeliverer = Redeliverer(window=timedelta(hours=3), per_run=2)
-    app = world.runtime.ctx.clients.app()
+    app = world.conveyor.ctx.clients.app()
 
     assert await redeliverer.run(app, world.clock()) == 2
     rounds = 1

@@ -11,8 +11,9 @@ import pytest
 
 from bot.names import GATE_CHECK
 from bot.promotion.gate.gatekeeper import GateService
-from bot.promotion.opening import merger, opener
+from bot.promotion.opening import opener
 from bot.promotion.resync.reconcile import resync_all
+from bot.promotion.triggers import merging
 from bot.sandbox.demo import digest_of
 from tests.harness import World, close_world, hand_pr, pinned_kustomization
 from tests.reliability.support import (
@@ -34,7 +35,7 @@ async def test_resync_opens_the_promotion_of_a_release_whose_events_were_lost(
     assert {d.status_code for d in world.emulator.deliveries} == {0}
 
     world.emulator.webhook_url = world.webhook_url
-    assert await resync_all(world.runtime.services) == 1
+    assert await resync_all(world.conveyor.capabilities.resync) == 1
     await world.settle()
 
     staging = world.pull("Promote web 1.0.0 to staging")
@@ -55,7 +56,7 @@ async def test_resync_finds_an_image_published_without_any_event(rworld: World) 
     world.emulator.webhook_url = world.webhook_url
     assert world.open_pulls() == []
 
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     assert promotion_counts(world.emulator) == {("api", "staging", digest): 1}
     values = world.emulator.file(world.repo, "charts/api/values-staging.yaml")
@@ -67,16 +68,16 @@ async def test_a_second_idle_resync_makes_only_304_requests(rworld: World) -> No
     world.emulator.webhook_url = None
     await world.release("web", "1.0.0")
     world.emulator.webhook_url = world.webhook_url
-    services = world.runtime.services
-    await resync_all(services)  # opens and merges the lost promotion
+    capabilities = world.conveyor.capabilities
+    await resync_all(capabilities.resync)  # opens and merges the lost promotion
     await world.settle()
-    await resync_all(services)  # reads what that changed
+    await resync_all(capabilities.resync)  # reads what that changed
     await world.settle()
     before = {(pr["number"], pr["state"], pr["head"]["sha"])
               for pr in world.emulator.pulls(world.repo, state="all")}
 
     world.emulator.reset_counters()
-    await resync_all(services)
+    await resync_all(capabilities.resync)
     await world.settle()
 
     entries = world.emulator.requests.entries
@@ -101,8 +102,8 @@ async def test_a_policy_added_to_a_repository_is_found_by_the_next_resync(rworld
     """Skipping repositories without a policy while their head is unchanged must not hide a
     policy that arrives with a push whose event was lost."""
     world = rworld
-    services = world.runtime.services
-    await resync_all(services)
+    capabilities = world.conveyor.capabilities
+    await resync_all(capabilities.resync)
     await world.settle()
     world.emulator.webhook_url = None
     policy = world.emulator.file(world.repo, ".github/conveyor.yml")
@@ -113,7 +114,7 @@ async def test_a_policy_added_to_a_repository_is_found_by_the_next_resync(rworld
             world.emulator.file(world.repo, "apps/web/overlays/staging/kustomization.yaml"),
     })
     world.emulator.webhook_url = world.webhook_url
-    assert await resync_all(services) == 2
+    assert await resync_all(capabilities.resync) == 2
 
 
 async def test_resync_merges_an_auto_merge_promotion_whose_merge_failed(
@@ -125,12 +126,12 @@ async def test_resync_merges_an_auto_merge_promotion_whose_merge_failed(
         raise gidgethub.BadRequest(http.HTTPStatus.BAD_GATEWAY)
 
     with monkeypatch.context() as patch:
-        patch.setattr(merger, "merge_promotion", merge_fails)
+        patch.setattr(merging, "merge_promotion", merge_fails)
         digest = await world.release("web", "1.0.0")
     staging = world.pull("Promote web 1.0.0 to staging")
     assert staging["state"] == "open" and not staging["merged"]
 
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     assert world.pull("Promote web 1.0.0 to staging")["merged"] is True
     text = world.emulator.file(world.repo, "apps/web/overlays/staging/kustomization.yaml")
@@ -149,13 +150,13 @@ async def test_resync_closes_an_older_promotion_left_open_beside_a_newer_one(
         raise gidgethub.BadRequest(http.HTTPStatus.BAD_GATEWAY)
 
     with monkeypatch.context() as patch:
-        patch.setattr(merger, "merge_promotion", merge_never)
+        patch.setattr(merging, "merge_promotion", merge_never)
         patch.setattr(opener, "close_superseded", close_fails)
         await world.release("web", "1.0.0")
         newer = await world.release("web", "1.1.0")
     assert len(world.open_pulls()) == 2
 
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     old = world.pull("Promote web 1.0.0 to staging")
     new = world.pull("Promote web 1.1.0 to staging")
@@ -177,16 +178,16 @@ async def test_resync_deletes_promotion_branches_without_an_open_pr(rworld: Worl
     await emulator.create_branch(world.repo, "conveyor/notes")  # not Conveyor's naming
     assert f"conveyor/staging/web-{merged_digest[7:19]}" in emulator.branches(world.repo)
 
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     branches = emulator.branches(world.repo)
     assert half_made not in branches
     assert f"conveyor/staging/web-{merged_digest[7:19]}" not in branches
     assert "conveyor/notes" in branches
     # once the deletions are read back, an idle resync is `304`s only again
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     emulator.reset_counters()
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     assert {e.status for e in emulator.requests.entries} == {304}
 
 
@@ -197,18 +198,18 @@ async def test_an_idle_resync_rewrites_no_gate_of_an_open_pr() -> None:
     replica or a restarted process that never saw it."""
     world = await build_world(files=auto_files(), source_repos=("acme/worker",))
     try:
-        services = world.runtime.services
+        capabilities = world.conveyor.capabilities
         await world.release("web", "1.0.0")
         [production] = [pr for pr in world.open_pulls() if "production" in pr["title"]]
         assert world.gate(production)["conclusion"] == "action_required"
-        await resync_all(services)
+        await resync_all(capabilities.resync)
         await world.settle()
         for forget in (False, True):
             if forget:
-                services.gates.runs._posted.clear()  # as a process that never saw it
+                capabilities.gates.runs._posted.clear()  # as a process that never saw it
             world.clock.advance(minutes=10)
             world.emulator.reset_counters()
-            await resync_all(services)
+            await resync_all(capabilities.resync)
             await world.settle()
             written = [(e.method, e.path) for e in world.emulator.requests.entries
                        if e.method != "GET"]
@@ -226,10 +227,10 @@ async def test_two_replicas_gating_one_new_pr_at_once_post_one_gate_run(rworld: 
     world.emulator.webhook_url = None  # the PR's own events do not gate it first
     pinned = pinned_kustomization("1.0.0", digest_of("web:1.0.0"))
     pr = await hand_pr(world, "apps/web/overlays/prod/kustomization.yaml", pinned)
-    ctx = world.runtime.ctx
+    ctx = world.conveyor.ctx
     gh = await ctx.clients.installation(world.demo.installation_id)
-    [repo] = await world.runtime.services.policies.load(gh, world.demo.installation_id)
-    replicas = (world.runtime.services.gates, GateService(ctx))
+    [repo] = await world.conveyor.capabilities.policies.load(gh, world.demo.installation_id)
+    replicas = (world.conveyor.capabilities.gates, GateService(ctx))
     await asyncio.gather(*(gates.evaluate(gh, repo, int(pr["number"])) for gates in replicas))
     runs = world.emulator.check_runs(world.repo, pr["head"]["sha"], GATE_CHECK)
     assert len(runs) == 1, runs

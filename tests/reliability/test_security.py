@@ -72,9 +72,9 @@ async def test_nothing_is_processed_before_the_signature_is_verified(rworld: Wor
         for headers, data in cases:
             async with session.post(world.webhook_url, data=data, headers=headers) as response:
                 assert response.status == 401, (headers, await response.text())
-        await world.runtime.pool.wait_idle()
+        await world.conveyor.pool.wait_idle()
         assert len(world.emulator.requests.entries) == at_start
-        assert world.runtime.queue.depth() == 0
+        assert world.conveyor.queue.depth() == 0
         # A forged delivery id is not remembered: the genuine delivery with that id is accepted.
         status = await post_signed(session, world.webhook_url, "release",
                                    release_payload(world), "forged-1")
@@ -110,8 +110,8 @@ async def test_a_pr_that_relaxes_its_own_gate_is_judged_by_the_default_branch_po
     await world.emulator.comment(DEPLOY_REPO, pr["number"], "alice", "/recheck")
     await world.settle()
     assert world.gate(pr)["conclusion"] == "failure"
-    policy = world.runtime.services.policies
-    repo = await policy.get(await world.runtime.ctx.clients.installation(
+    policy = world.conveyor.capabilities.policies
+    repo = await policy.get(await world.conveyor.ctx.clients.installation(
         world.demo.installation_id), world.demo.installation_id, DEPLOY_REPO)
     assert repo is not None and repo.policy is not None
     assert repo.policy.environments["production"].after == ("staging",)
@@ -237,7 +237,7 @@ async def test_tokens_private_key_and_secret_never_reach_the_logs(
     production = world.pull("Promote web 1.0.0 to production", state="open")
     await emulator.review(DEPLOY_REPO, production["number"], "bob", "APPROVE")
     await world.settle()
-    world.runtime.ctx.clients.auth.forget(world.demo.installation_id)
+    world.conveyor.ctx.clients.auth.forget(world.demo.installation_id)
     await world.release("api", "1.0.0")
     async with aiohttp.ClientSession() as session:
         body = b'{"zen": "x"}'
@@ -261,7 +261,7 @@ async def test_tokens_private_key_and_secret_never_reach_the_logs(
     for line in pem.splitlines():
         if len(line) >= 16 and not line.startswith("-----"):
             assert line not in logs
-    jwt = world.runtime.ctx.clients.auth.jwt()
+    jwt = world.conveyor.ctx.clients.auth.jwt()
     assert jwt not in logs and jwt.split(".")[2] not in logs
     assert not re.search(r"\bghs_[A-Za-z0-9]{10,}", logs)
 
@@ -272,7 +272,7 @@ async def test_a_token_scoped_to_the_deployment_repository_cannot_touch_another(
     rworld: World,
 ) -> None:
     world = rworld
-    clients = world.runtime.ctx.clients
+    clients = world.conveyor.ctx.clients
     installation_id = world.demo.installation_id
     minted = clients.auth.tokens_minted
     scoped = await clients.installation(installation_id, repositories=(DEPLOY_REPO,))
@@ -303,7 +303,7 @@ async def test_a_forged_marker_on_a_conveyor_named_branch_is_never_merged_by_the
     await world.emulator.open_pull(DEPLOY_REPO, branch, title="Promote web 6.6.6 to staging",
                                    body=f"Looks legit\n\n{marker.render()}", author="carol")
     await world.settle()
-    await resync_all(world.runtime.services)
+    await resync_all(world.conveyor.capabilities.resync)
     await world.settle()
     forged = world.pull("Promote web 6.6.6 to staging")
     assert forged["state"] == "open" and not forged["merged"]
@@ -315,8 +315,8 @@ async def test_only_prs_opened_by_conveyor_auto_merge_when_their_gate_passes(
     rworld: World, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     world = rworld
-    services = world.runtime.services
-    ctx = services.ctx
+    capabilities = world.conveyor.capabilities
+    ctx = capabilities.ctx
     assert ctx.bot_login  # learned from GET /app at start-up
     merged: list[int] = []
 
@@ -347,5 +347,5 @@ async def test_only_prs_opened_by_conveyor_auto_merge_when_their_gate_passes(
     for number, trusted in ((1, None), (2, conveyors(True)), (3, conveyors(False))):
         facts = PullFacts(number=number, head_sha="a" * 40, base_sha="b" * 40, author="carol",
                           labels=(), marker=marker, html_url="", state="open", trusted=trusted)
-        await services.gates._auto_merge(gh, repo, facts, passed)
+        await capabilities.gates._auto_merge(gh, repo, facts, passed)
     assert merged == [2]

@@ -55,7 +55,7 @@ async def test_transient_answers_lose_no_promotion(caplog: pytest.LogCaptureFixt
         merged = [pr for pr in emulator.pulls(world.repo, state="all") if pr.get("merged")]
         assert len(merged) == len(SERVICES)
 
-        text = _metrics_text(world.runtime.ctx.metrics)
+        text = _metrics_text(world.conveyor.ctx.metrics)
         retried = sum(metric_samples(text, "conveyor_job_retries_total").values())
         assert retried > 0  # the 409s: the job re-reads the file
         assert sum(metric_samples(text, "conveyor_jobs_given_up_total").values()) == 0
@@ -78,7 +78,7 @@ async def test_a_job_that_keeps_failing_is_given_up_to_the_resync(
         emulator.faults.update({"stale_sha_409_rate": 1.0})
         await release(world.emulator, "web", "1.0.0")
         await world.settle(rounds=2000)
-        text = _metrics_text(world.runtime.ctx.metrics)
+        text = _metrics_text(world.conveyor.ctx.metrics)
         given_up = metric_samples(text, "conveyor_jobs_given_up_total")
         assert sum(given_up.values()) >= 1, given_up
         retries = metric_samples(text, "conveyor_job_retries_total")
@@ -88,7 +88,7 @@ async def test_a_job_that_keeps_failing_is_given_up_to_the_resync(
         assert promotion_counts(emulator) == Counter()
 
         emulator.faults.reset()
-        await resync_all(world.runtime.services)
+        await resync_all(world.conveyor.capabilities.resync)
         await world.settle(rounds=2000)
         counts = promotion_counts(emulator)
         assert counts[("web", "staging", digest_of("web:1.0.0"))] == 1

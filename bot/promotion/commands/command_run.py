@@ -15,16 +15,18 @@ from bot.github.repos import commit_for_ref
 from bot.promotion.authorship.marker import PromotionMarker, branch_name
 from bot.promotion.authorship.trust import trusted_marker
 from bot.promotion.commands.replies import Reply
+from bot.promotion.dashboard.status import StatusSources
+from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.gate.hold import HOLD_LABEL
 from bot.promotion.opening.attestations import check_attestation
 from bot.promotion.opening.candidates import Candidate, Trigger
 from bot.promotion.opening.opener import Opener, find_pull_for_branch
 from bot.promotion.policies import DeploymentRepo
-from bot.promotion.triggers.flows import find_release
+from bot.promotion.triggers.flows import Promoter, find_release
 from bot.text import short_digest
 
 if TYPE_CHECKING:
-    from bot.services import Services
+    from bot.runtime.context import Context
 
 
 @dataclass(frozen=True)
@@ -42,14 +44,25 @@ class Invocation:
         return self.repo.policy
 
 
+@dataclass(frozen=True)
+class CommandCapabilities:
+    """What commands run with: the infrastructure, the gate, the promoter (how promotions
+    open and merge) and what runs where."""
+
+    ctx: Context
+    gates: GateService
+    promoter: Promoter
+    status: StatusSources
+
+
 class CommandRun:
     """One command comment being run: where it was written, the reply it gets, and what its
     commands read once and share (the PR it is on, earlier promotions' markers, the hold)."""
 
-    def __init__(self, services: Services, gh: GitHubAPI, where: Invocation, reply: Reply
-                 ) -> None:
-        self.services = services
-        self.ctx = services.ctx
+    def __init__(self, capabilities: CommandCapabilities, gh: GitHubAPI, where: Invocation,
+                 reply: Reply) -> None:
+        self.capabilities = capabilities
+        self.ctx = capabilities.ctx
         self.gh = gh
         self.where = where
         self.reply = reply
@@ -63,7 +76,7 @@ class CommandRun:
 
     def opener(self) -> Opener:
         """The promotion opener of the repository, merging as the app's promoter does."""
-        return Opener(self.ctx, self.gh, self.where.repo, self.services.promoter.merge)
+        return Opener(self.ctx, self.gh, self.where.repo, self.capabilities.promoter.merge)
 
     async def pull(self) -> dict[str, Any]:
         if self._pr is None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
@@ -33,7 +32,7 @@ from bot.domain.commands.parse import (
     Unhold,
 )
 from bot.names import POLICY_PATH
-from bot.promotion.commands.command_run import CommandRun, Invocation
+from bot.promotion.commands.command_run import CommandCapabilities, CommandRun, Invocation
 from bot.promotion.commands.gate import hold, recheck, unhold
 from bot.promotion.commands.promote import (
     promote_explicit,
@@ -45,19 +44,17 @@ from bot.promotion.commands.replies import Reply
 from bot.promotion.commands.rollback import rollback, rollback_train
 from bot.promotion.dashboard.graph_chart import flowchart, policy_edges
 from bot.promotion.dashboard.status import attestation_lines, render_status
+from bot.promotion.gate.gatekeeper import GateService
 from bot.registry.errors import RegistryError
 from bot.text import error_text, escape_markdown
-
-if TYPE_CHECKING:
-    from bot.services import Services
 
 log = logging.getLogger(__name__)
 
 
-async def run_commands(services: Services, gh: GitHubAPI, where: Invocation,
+async def run_commands(capabilities: CommandCapabilities, gh: GitHubAPI, where: Invocation,
                        parsed: Sequence[Command | CommandError]) -> Reply:
     """Run every command in order; return the reply (posted by the caller)."""
-    run = CommandRun(services, gh, where, Reply(where.comment_id))
+    run = CommandRun(capabilities, gh, where, Reply(where.comment_id))
     if where.repo.issues:
         run.reply.add(None, f"⚠️ `{POLICY_PATH}` on `{where.repo.default_branch}` is "
                             "invalid; the last valid policy is used until it is fixed.")
@@ -66,12 +63,12 @@ async def run_commands(services: Services, gh: GitHubAPI, where: Invocation,
     return run.reply
 
 
-async def reevaluate(services: Services, gh: GitHubAPI, where: Invocation, reply: Reply
+async def reevaluate(gates: GateService, gh: GitHubAPI, where: Invocation, reply: Reply
                      ) -> None:
     """Once the reply is posted, re-evaluate what the commands changed (a hold's reason is
     read from the reply, so the gate runs after it exists)."""
     if reply.reevaluate and where.is_pull:
-        await services.gates.evaluate(gh, where.repo, where.number)
+        await gates.evaluate(gh, where.repo, where.number)
 
 
 async def _run(run: CommandRun, command: Command | CommandError) -> None:
@@ -130,12 +127,12 @@ async def _dispatch(run: CommandRun, command: Command) -> str:
 
 
 async def show_status(run: CommandRun, command: Status) -> str:
-    rows = await run.services.status.collect(run.gh, run.where.repo)
+    rows = await run.capabilities.status.collect(run.gh, run.where.repo)
     if command.group is not None:
         members = run.where.policy.groups[command.group].services
         rows = [row for row in rows if row.service in members]
     table = render_status(rows, command.service)
-    enforcement = await run.services.gates.enforcement.of(run.gh, run.where.repo)
+    enforcement = await run.capabilities.gates.enforcement.of(run.gh, run.where.repo)
     warnings = "".join(f"> ⚠️ {escape_markdown(finding)}\n\n"
                        for finding in enforcement.findings)
     shown = [row for row in rows

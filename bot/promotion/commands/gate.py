@@ -70,7 +70,7 @@ async def clear_failure_mark(run: CommandRun) -> str | None:
     policy = run.where.policy
     if marker.environment not in policy.environments or marker.service not in policy.services:
         return None
-    watching = watcher(run.services, run.gh, run.where.repo)
+    watching = watcher(run.capabilities, run.gh, run.where.repo)
     cleared = [mark for name in policy.ancestors(marker.environment)
                if (mark := await watching.clear(marker.service, name, marker.digest,
                                                 run.where.commenter)) is not None]
@@ -85,7 +85,7 @@ async def recheck(run: CommandRun) -> str:
     refusal = await open_pull_or_refusal(run, "recheck")
     if refusal:
         return refusal
-    gates = run.services.gates
+    gates = run.capabilities.gates
     verdict = await gates.evaluate(run.gh, run.where.repo, run.where.number)
     if await retry_stopped_merge(run.ctx, run.gh, run.repo, run.where.number):
         return "Merged."

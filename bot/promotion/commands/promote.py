@@ -50,7 +50,7 @@ async def promote_same_digest(run: CommandRun, command: Promote) -> str:
     if target not in reachable:
         return "❌ " + unreachable(marker, target, reachable)
     results = await promote_downstream(
-        run.services.promoter, run.gh, run.where.repo, marker, run.where.number,
+        run.capabilities.promoter, run.gh, run.where.repo, marker, run.where.number,
         environments=[target], requester=run.where.commenter,
     )
     if not results:
@@ -137,7 +137,7 @@ async def promote_train(run: CommandRun, command: PromoteTrain) -> str:
     result = await promote_group(run.ctx, run.gh, run.where.repo, group,
                                  command.environment, requester=run.where.commenter,
                                  candidate_for=candidate_for,
-                                 merge=run.services.promoter.merge)
+                                 merge=run.capabilities.promoter.merge)
     return describe_train(result, group, command.environment)
 
 

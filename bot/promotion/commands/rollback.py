@@ -3,14 +3,13 @@ person or by Conveyor itself when a watched deployment fails."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
 from bot.domain.commands.parse import Rollback, RollbackTrain
 from bot.domain.trains import Period, previous_combination
-from bot.promotion.commands.command_run import CommandRun, Invocation
+from bot.promotion.commands.command_run import CommandCapabilities, CommandRun, Invocation
 from bot.promotion.commands.replies import Reply, describe_result, describe_train
 from bot.promotion.opening.candidates import release_tag_variants
 from bot.promotion.opening.opener import OpenResult
@@ -24,9 +23,6 @@ from bot.promotion.watching.rollback import (
     rollback_note,
 )
 from bot.promotion.watching.watch import Watcher
-
-if TYPE_CHECKING:
-    from bot.services import Services
 
 
 async def rollback(run: CommandRun, command: Rollback) -> str:
@@ -93,7 +89,7 @@ async def rollback_train(run: CommandRun, command: RollbackTrain) -> str:
             f"before [`{sha[:7]}`]({url}), the group's most recent change there: each digest "
             f"ran in {command.environment} before, and that history is its evidence; the "
             f"approvals of {command.environment} still apply.")
-    result = await TrainOpener(run.ctx, run.gh, repo, run.services.promoter.merge).open(
+    result = await TrainOpener(run.ctx, run.gh, repo, run.capabilities.promoter.merge).open(
         command.group, command.environment, candidates, requester=run.where.commenter,
         rollback_note=note)
     text = describe_train(result, command.group, command.environment, rollback=True)
@@ -103,23 +99,25 @@ async def rollback_train(run: CommandRun, command: RollbackTrain) -> str:
     return text
 
 
-async def open_rollback_for(services: Services, gh: GitHubAPI, repo: DeploymentRepo,
-                            service: str, environment: str, number: int
+async def open_rollback_for(capabilities: CommandCapabilities, gh: GitHubAPI,
+                            repo: DeploymentRepo, service: str, environment: str, number: int
                             ) -> tuple[OpenResult | None, str]:
     """What `/rollback <service> <environment>` on PR ``number`` does, asked by Conveyor
     itself (an automatic rollback): the PR, or None and why not."""
-    where = Invocation(repo, number, True, services.ctx.bot_login, 0)
+    where = Invocation(repo, number, True, capabilities.ctx.bot_login, 0)
     command = Rollback(name="rollback", args=(service, environment), line=1,
                        raw=f"/rollback {service} {environment}", service=service,
                        environment=environment, ref=None)
-    return await open_rollback(CommandRun(services, gh, where, Reply(0)), command)
+    return await open_rollback(CommandRun(capabilities, gh, where, Reply(0)), command)
 
 
-def watcher(services: Services, gh: GitHubAPI, repo: DeploymentRepo) -> Watcher:
+def watcher(capabilities: CommandCapabilities, gh: GitHubAPI, repo: DeploymentRepo
+            ) -> Watcher:
     """The watch of one repository, rolling back through `/rollback` as Conveyor itself."""
 
     async def roll_back(service: str, environment: str, number: int
                         ) -> tuple[OpenResult | None, str]:
-        return await open_rollback_for(services, gh, repo, service, environment, number)
+        return await open_rollback_for(capabilities, gh, repo, service, environment,
+                                       number)
 
-    return Watcher(services.ctx, gh, repo, roll_back)
+    return Watcher(capabilities.ctx, gh, repo, roll_back)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -29,14 +29,20 @@ from gidgethub.abc import GitHubAPI
 from bot.github.limits import BODY_LIMIT, fit
 from bot.github.repos import write_comment
 from bot.promotion.dashboard.graph_chart import flowchart, policy_edges
-from bot.promotion.dashboard.status import StatusRow, render_status
-from bot.promotion.policies import DeploymentRepo
-from bot.promotion.watching.delivery_board import Snapshot, read_snapshot, render_section
+from bot.promotion.dashboard.status import StatusRow, StatusSources, render_status
+from bot.promotion.gate.enforcement import GateEnforcement
+from bot.promotion.policies import DeploymentRepo, PolicyIndex
+from bot.promotion.watching.delivery_board import (
+    DeliveryBoard,
+    Snapshot,
+    read_snapshot,
+    render_section,
+)
+from bot.runtime.timer_jobs import DashboardDue, DeliveryDue
 from bot.text import escape_markdown
 
 if TYPE_CHECKING:
     from bot.runtime.context import Context
-    from bot.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +50,6 @@ DASHBOARD_LABEL = "conveyor-dashboard"
 DASHBOARD_MARKER = "<!-- conveyor:dashboard -->"
 DASHBOARD_TITLE = "Conveyor dashboard"
 DEBOUNCE = timedelta(seconds=5)
-DASHBOARD_EVENT = "dashboard"
 PART_MARKER_PREFIX = "<!-- conveyor:dashboard-part "
 PAGE_LIMIT = BODY_LIMIT
 PART_MARKER_ROOM = 200  # the part line, the "continued" note and the marker
@@ -164,17 +169,29 @@ async def find_dashboard(ctx: Context, gh: GitHubAPI, repo: str) -> dict[str, An
     return min(found, key=lambda issue: int(issue["number"])) if found else None
 
 
-async def refresh_dashboard(services: Services, gh: GitHubAPI, repo: DeploymentRepo
-                            ) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DashboardCapabilities:
+    """What the dashboard issue and the delivery figures are made from."""
+
+    ctx: Context
+    policies: PolicyIndex
+    status: StatusSources
+    enforcement: GateEnforcement
+    delivery: DeliveryBoard
+
+
+async def refresh_dashboard(dashboards: DashboardCapabilities, gh: GitHubAPI,
+                            repo: DeploymentRepo) -> dict[str, Any]:
     """Create or edit the dashboard issue and its continuation comments."""
-    ctx = services.ctx
+    ctx = dashboards.ctx
     async with ctx.locks.hold(f"dashboard:{repo.full_name}"):
         issue = await find_dashboard(ctx, gh, repo.full_name)
         shown = str((issue or {}).get("body") or "").replace("\r\n", "\n")
-        rows = kept_package_pages(await services.status.collect(gh, repo), shown, ctx.web_url)
-        enforcement = await services.gates.enforcement.of(gh, repo)
+        rows = kept_package_pages(await dashboards.status.collect(gh, repo), shown,
+                                  ctx.web_url)
+        enforcement = await dashboards.enforcement.of(gh, repo)
         pages = render_pages(repo.full_name, rows,
-                             newest_delivery(services.delivery.get(repo.full_name), shown,
+                             newest_delivery(dashboards.delivery.get(repo.full_name), shown,
                                              ctx.clock()),
                              edges=policy_edges(repo.policy), warnings=enforcement.findings)
         body = pages[0]
@@ -260,12 +277,9 @@ def _delivery_key(repo: str) -> str:
 
 
 def _dashboard_at(ctx: Context, installation_id: int, repo: str, when: datetime) -> None:
-    ctx.scheduler.at(_dashboard_key(repo), when, DASHBOARD_EVENT, {
-        "installation": {"id": installation_id}, "repository": {"full_name": repo},
-    })
+    ctx.scheduler.at(_dashboard_key(repo), when, DashboardDue(repo, installation_id))
 
 
-DELIVERY_EVENT = "delivery"
 # After a merge, the repository's delivery figures are read again this much later: a train of
 # merges makes one read, and /metrics shows the merge well within a minute.
 DELIVERY_DEBOUNCE = timedelta(seconds=20)
@@ -278,26 +292,24 @@ def schedule_delivery(ctx: Context, installation_id: int, repo: str) -> None:
     if _delivery_key(repo) in ctx.scheduler.pending():
         return
     when = ctx.clock() + DELIVERY_DEBOUNCE
-    ctx.scheduler.at(_delivery_key(repo), when, DELIVERY_EVENT, {
-        "installation": {"id": installation_id}, "repository": {"full_name": repo},
-    })
+    ctx.scheduler.at(_delivery_key(repo), when, DeliveryDue(repo, installation_id))
     _dashboard_at(ctx, installation_id, repo, when + DEBOUNCE)
 
 
-async def refresh_repo_delivery(services: Services, gh: GitHubAPI, repo: DeploymentRepo
-                                ) -> None:
+async def refresh_repo_delivery(dashboards: DashboardCapabilities, gh: GitHubAPI,
+                                repo: DeploymentRepo) -> None:
     """One repository's figures read now (after a merge), and its dashboard scheduled."""
-    ctx = services.ctx
-    services.delivery.store(await read_snapshot(ctx, gh, repo, ctx.clock()))
+    ctx = dashboards.ctx
+    dashboards.delivery.store(await read_snapshot(ctx, gh, repo, ctx.clock()))
     installation = getattr(gh, "installation_id", None)
     if installation is not None:
         schedule_dashboard(ctx, int(installation), repo.full_name)
 
 
-async def refresh_delivery(services: Services) -> int:
+async def refresh_delivery(dashboards: DashboardCapabilities) -> int:
     """Read every deployment repository's figures when due, and schedule its dashboard;
     returns how many were read."""
-    ctx, board = services.ctx, services.delivery
+    ctx, board = dashboards.ctx, dashboards.delivery
     now = ctx.clock()
     if not board.due(now):
         return 0
@@ -307,7 +319,7 @@ async def refresh_delivery(services: Services) -> int:
         installation_id = int(installation["id"])
         try:
             gh = await ctx.clients.installation(installation_id)
-            for repo in await services.policies.load(gh, installation_id):
+            for repo in await dashboards.policies.load(gh, installation_id):
                 board.store(await read_snapshot(ctx, gh, repo, now))
                 schedule_dashboard(ctx, installation_id, repo.full_name)
                 read += 1

@@ -30,6 +30,7 @@ from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.opening.merger import merge_promotion
 from bot.promotion.policies import BrokenPolicy, DeploymentRepo, IndexedRepo
 from bot.render.diff import diff_lines
+from bot.runtime.timer_jobs import GateRecheck
 
 if TYPE_CHECKING:
     from bot.runtime.context import Context
@@ -144,10 +145,8 @@ class GateService:
         self.ctx.metrics.gate_verdicts.labels(verdict.conclusion or verdict.status).inc()
         if verdict.recheck_at is not None:
             self.ctx.scheduler.at(
-                f"gate:{repo.full_name}#{number}", verdict.recheck_at, "recheck",
-                {"repository": {"full_name": repo.full_name}, "number": number,
-                 "installation": {"id": getattr(gh, "installation_id", None)}},
-            )
+                f"gate:{repo.full_name}#{number}", verdict.recheck_at,
+                GateRecheck(repo.full_name, number, getattr(gh, "installation_id", None)))
         if isinstance(repo, DeploymentRepo):
             await self._auto_merge(gh, repo, facts, verdict)
         return verdict

@@ -27,6 +27,7 @@ from bot.github.limits import fit
 from bot.github.repos import write_comment
 from bot.promotion.authorship.marker import branch_environment
 from bot.promotion.authorship.trust import opened_by_conveyor
+from bot.runtime.timer_jobs import MergeRetry
 from bot.text import escape_markdown
 
 if TYPE_CHECKING:
@@ -99,10 +100,10 @@ async def _refused(ctx: Context, gh: GitHubAPI, repo: str, number: int, retry: d
         await say_stopped(ctx, gh, repo, number, stopped_text(answer, state, attempt), retry)
         return False
     log.info("not mergeable yet, retrying later", extra={**fields, "state": state})
-    installation = getattr(gh, "installation_id", None)
-    ctx.scheduler.at(f"merge:{repo}#{number}", ctx.clock() + RETRY_AFTER, "merge",
-                     {"repository": {"full_name": repo}, "number": number, **retry,
-                      "attempt": attempt + 1, "installation": {"id": installation}})
+    ctx.scheduler.at(f"merge:{repo}#{number}", ctx.clock() + RETRY_AFTER, MergeRetry(
+        repo, number, str(retry["head"]), str(retry["method"]),
+        environment=str(retry["environment"]), attempt=attempt + 1,
+        gated=bool(retry["gated"]), installation=getattr(gh, "installation_id", None)))
     return False
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -29,13 +30,17 @@ from bot.github.repos import get_file
 from bot.manifests import ManifestError, find_images
 from bot.promotion.authorship.marker import PromotionMarker, branch_prefix, parse_marker
 from bot.promotion.authorship.trust import ConveyorCommit, trusted_marker, trusted_promotion
+from bot.promotion.commands.command_run import CommandCapabilities
 from bot.promotion.commands.rollback import watcher
-from bot.promotion.dashboard.issue import refresh_dashboard
+from bot.promotion.dashboard.issue import DashboardCapabilities, refresh_dashboard
+from bot.promotion.dashboard.status import StatusSources
+from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.opening.candidates import Candidate
 from bot.promotion.opening.merger import merge_promotion
 from bot.promotion.opening.opener import find_pull_for_branch, open_pulls
 from bot.promotion.opening.superseding import close_superseded
-from bot.promotion.policies import DeploymentRepo, settled
+from bot.promotion.policies import DeploymentRepo, PolicyIndex, settled
+from bot.promotion.resync.release_polls import ReleasePolls
 from bot.promotion.trains.flows import finish_interrupted_trains, promote_train_downstream
 from bot.promotion.triggers.downstream import promote_downstream, reevaluate_open_pulls
 from bot.promotion.triggers.flows import (
@@ -49,7 +54,6 @@ from bot.registry.lookup import kind_problem
 
 if TYPE_CHECKING:
     from bot.runtime.context import Context
-    from bot.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +61,28 @@ RECENT_RELEASES = 10
 _PROMOTION_BRANCH = re.compile(r"conveyor/(?:rollback/)?[^/]+/[^/]+-[0-9a-f]{12}")
 
 
-async def resync_all(services: Services, *, keep_for: float = 0.0) -> int:
+@dataclass(frozen=True)
+class ResyncCapabilities:
+    """What the reconcile reads and repairs with: every promotion capability."""
+
+    ctx: Context
+    policies: PolicyIndex
+    release_polls: ReleasePolls
+    gates: GateService
+    promoter: Promoter
+    status: StatusSources
+    dashboards: DashboardCapabilities
+    commands: CommandCapabilities
+
+
+async def resync_all(resync: ResyncCapabilities, *, keep_for: float = 0.0) -> int:
     """Reconcile every installation; returns the number of deployment repositories seen.
 
     Each installation is reconciled under its lease (`ctx.leases`): with several replicas on
     Redis, one of them does it and keeps the lease `keep_for` seconds more (the rest of the
     interval), so that the others skip it and three replicas cost GitHub what one does.
     """
-    ctx = services.ctx
+    ctx = resync.ctx
     app = ctx.clients.app()
     seen = 0
     async for installation in app.getiter("/app/installations?per_page=100"):
@@ -74,28 +92,29 @@ async def resync_all(services: Services, *, keep_for: float = 0.0) -> int:
                 continue
             try:
                 gh = await ctx.clients.installation(installation_id)
-                seen += await resync_installation(services, gh, installation_id)
+                seen += await resync_installation(resync, gh, installation_id)
             except gidgethub.GitHubException as exc:
                 log.warning("resync of an installation failed",
                             extra={"installation": installation_id, "error": str(exc)})
     return seen
 
 
-async def resync_installation(services: Services, gh: GitHubAPI, installation_id: int) -> int:
-    policies = services.policies
-    repos = await policies.load(gh, installation_id, force=True, now=services.ctx.clock())
-    size_caches(services, installation_id, repos)
+async def resync_installation(resync: ResyncCapabilities, gh: GitHubAPI, installation_id: int
+                              ) -> int:
+    policies = resync.policies
+    repos = await policies.load(gh, installation_id, force=True, now=resync.ctx.clock())
+    size_caches(resync, installation_id, repos)
     installed = policies.installed(installation_id)
     for repo in repos:
         try:
-            await resync_repo(services, gh, repo, installed)
+            await resync_repo(resync, gh, repo, installed)
         except gidgethub.GitHubException as exc:
             log.warning("resync of a repository failed",
                         extra={"repository": repo.full_name, "error": str(exc)})
     return len(repos)
 
 
-def size_caches(services: Services, installation_id: int, repos: list[DeploymentRepo]
+def size_caches(resync: ResyncCapabilities, installation_id: int, repos: list[DeploymentRepo]
                 ) -> None:
     """Conditional reads only save requests while their ETags are remembered: room for what
     one resync of these policies reads (per service its release list, package versions,
@@ -104,17 +123,17 @@ def size_caches(services: Services, installation_id: int, repos: list[Deployment
     for repo in repos:
         served += len(repo.policy.services)
         rows += len(repo.policy.services) * len(repo.policy.environments)
-    services.ctx.clients.ensure_etag_capacity(installation_id, 4 * served + 2 * rows + 256)
-    services.status.size_for(rows)
+    resync.ctx.clients.ensure_etag_capacity(installation_id, 4 * served + 2 * rows + 256)
+    resync.status.size_for(rows)
 
 
-async def resync_repo(services: Services, gh: GitHubAPI, repo: DeploymentRepo,
+async def resync_repo(resync: ResyncCapabilities, gh: GitHubAPI, repo: DeploymentRepo,
                       installed: Mapping[str, str] | None = None) -> None:
     """`installed`: the installation's repositories (lower-case name → `pushed_at`), when
     known. A source outside them cannot be read with the installation's token (`404`, which
     is never conditional) and sends no events, so its releases are not asked for; of the
-    others, `services.release_polls` chooses whose releases this pass reads."""
-    ctx, polls = services.ctx, services.release_polls
+    others, `resync.release_polls` chooses whose releases this pass reads."""
+    ctx, polls = resync.ctx, resync.release_polls
     takes_packages = bool(repo.policy.entry_environments("package"))
     takes_releases = bool(repo.policy.entry_environments("release"))
     by_source: dict[str, list[str]] = {}
@@ -134,21 +153,21 @@ async def resync_repo(services: Services, gh: GitHubAPI, repo: DeploymentRepo,
             release = next((r for r in releases if service.tags.admits(r["tag_name"])), None)
             try:
                 if release is not None:
-                    await _promote_release(services.promoter, gh, repo, name, release,
+                    await _promote_release(resync.promoter, gh, repo, name, release,
                                            source)
                 if takes_packages:
-                    await _promote_newest_image(services.promoter, gh, repo, service)
+                    await _promote_newest_image(resync.promoter, gh, repo, service)
             except RegistryError as exc:
                 # one unreadable image never stops the pass: the next resync tries again
                 log.warning("resync: image lookup failed: %s", exc.message,
                             extra={"repository": repo.full_name, "service": name})
-    await services.gates.enforcement.refresh(gh, repo)
+    await resync.gates.enforcement.refresh(gh, repo)
     await finish_interrupted_promotions(ctx, gh, repo)
-    await resume_auto_promotions(services.promoter, gh, repo)
+    await resume_auto_promotions(resync.promoter, gh, repo)
     if watched(repo.policy):
-        await watcher(services, gh, repo).resync()
-    await reevaluate_open_pulls(services.gates, gh, repo)
-    await refresh_dashboard(services, gh, repo)
+        await watcher(resync.commands, gh, repo).resync()
+    await reevaluate_open_pulls(resync.gates, gh, repo)
+    await refresh_dashboard(resync.dashboards, gh, repo)
 
 
 async def _promote_release(promoter: Promoter, gh: GitHubAPI, repo: DeploymentRepo,
