@@ -59,12 +59,6 @@ class Conveyor:
     def door(self) -> Door:
         return self.composed.door
 
-    async def store_problem(self) -> str | None:
-        """Whether the shared delivery store (Redis) takes writes now: None = yes (or there
-        is none), else why not."""
-        scaleout = self.composed.scaleout
-        return await scaleout.queue.writable() if scaleout is not None else None
-
 
 _CONVEYOR: web.AppKey[Conveyor] = web.AppKey("conveyor")
 
@@ -164,8 +158,9 @@ async def healthz(request: web.Request) -> web.Response:
                             "chart_rendering": chart_rendering_text(conveyor.settings.helm),
                             "sigstore": conveyor.ctx.attestations.health()}
     healthy = conveyor.ready
-    if conveyor.composed.scaleout is not None:
-        problem = await conveyor.store_problem()
+    scaleout = conveyor.composed.scaleout
+    if scaleout is not None:  # whether the shared delivery store takes writes now
+        problem = await scaleout.queue.writable()
         body["redis"] = "ok" if problem is None else f"unavailable ({problem})"
         if problem is not None:
             healthy = False
