@@ -9,8 +9,6 @@ capabilities.
 
 from __future__ import annotations
 
-from gidgethub import routing
-
 from bot.capabilities import Capabilities
 from bot.handlers import (
     commands,
@@ -24,7 +22,7 @@ from bot.handlers import (
     releases,
     trace,
 )
-from bot.handlers.routes import Handlers, bind, router_of
+from bot.handlers.routes import Handlers, bind
 
 # The order the handlers of one event run in, but that each runs after those it names in
 # `after`: on a push the dashboard is scheduled, the policy re-read, then the push checked;
@@ -41,16 +39,6 @@ DECLARED = (
     *packages.DECLARED,
     *releases.DECLARED,
 )
-
-
-def build_router() -> routing.Router:
-    """Which events and actions some handler takes, without the capabilities: the intake's
-    routing."""
-    return router_of((_routing_only, handler.on) for handler in DECLARED)
-
-
-async def _routing_only(*_: object) -> None:
-    """Never run: the handlers run bound to their capabilities (`handlers_for`)."""
 
 
 def handlers_for(capabilities: Capabilities) -> Handlers:

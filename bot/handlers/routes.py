@@ -53,19 +53,6 @@ def bind(declared: Iterable[Declared[Owner]], owner: Owner) -> list[Handler]:
     return [handler.bind(owner) for handler in declared]
 
 
-def router_of(routes: Iterable[tuple[Callable[..., Awaitable[None]], Sequence[Route]]]
-              ) -> routing.Router:
-    """A router that finds each callable on its routes."""
-    router = routing.Router()
-    for handler, on in routes:
-        for event, action in on:
-            if action is None:
-                router.add(handler, event)
-            else:
-                router.add(handler, event, action=action)
-    return router
-
-
 def in_run_order(handlers: Sequence[Handler]) -> tuple[Handler, ...]:
     """The handlers in declaration order, each moved after those it names in `after`; two
     handlers of one name, a name nobody declares, or a cycle is a ValueError."""
@@ -102,7 +89,13 @@ class Handlers:
 
     def __init__(self, handlers: Sequence[Handler]) -> None:
         self.ordered = in_run_order(handlers)
-        self.router = router_of((handler, handler.on) for handler in self.ordered)
+        self.router = routing.Router()
+        for handler in self.ordered:
+            for event, action in handler.on:
+                if action is None:
+                    self.router.add(handler, event)
+                else:
+                    self.router.add(handler, event, action=action)
 
     def for_event(self, event: sansio.Event) -> list[Handler]:
         """The handlers of ``event``, in their run order."""
