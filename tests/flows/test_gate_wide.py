@@ -102,7 +102,7 @@ async def gate_of_the_sidecar() -> tuple[dict[str, Any], World]:
 async def test_the_gate_of_a_wide_change_is_what_single_builds_make_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     shared, world = await gate_of_the_sidecar()
-    builder = world.runtime.ctx.builder
+    builder = world.conveyor.ctx.builder
     assert builder is not None
     # three overlays at two commits in shared runs; ledger alone at both
     assert (builder.batched, builder.runs - builder.shared_runs) == (6, 2)
@@ -113,7 +113,7 @@ async def test_the_gate_of_a_wide_change_is_what_single_builds_make_it(
 
     monkeypatch.setattr(batching, "alone_reason", lambda files, seen=None: "alone")
     alone, world = await gate_of_the_sidecar()
-    builder = world.runtime.ctx.builder
+    builder = world.conveyor.ctx.builder
     assert builder is not None and builder.shared_runs == 0 and builder.runs == 8
     assert verdict(alone) == verdict(shared)
 
