@@ -74,3 +74,18 @@ def test_every_declared_handler_is_routed_on_each_of_its_events() -> None:
             probe = sansio.Event({"action": action} if action else {}, event=event,
                                  delivery_id="d")
             assert handler in handlers.for_event(probe), (event, action)
+
+
+def test_a_retried_job_runs_the_handlers_it_names_and_all_where_it_names_an_unknown_one() -> None:
+    handlers = Handlers(bound(DECLARED))
+
+    def names(only: tuple[str, ...]) -> list[str]:
+        return [handler.name for handler in handlers.to_run(PUSH, only)]
+
+    assert names(()) == ["trace.push", pushes.POLICY, "configcheck.push"]
+    assert names(("configcheck.push",)) == ["configcheck.push"]
+    # stored by an earlier version under the names it gave its handlers then
+    assert names(("bot.handlers.configcheck.on_push",)) == [
+        "trace.push", pushes.POLICY, "configcheck.push"]
+    assert names(("configcheck.push", "bot.handlers.pushes.on_push")) == [
+        "trace.push", pushes.POLICY, "configcheck.push"]

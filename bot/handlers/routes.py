@@ -101,3 +101,14 @@ class Handlers:
         """The handlers of ``event``, in their run order."""
         found = self.router.fetch(event)
         return [handler for handler in self.ordered if handler in found]
+
+    def to_run(self, event: sansio.Event, only: Sequence[str] = ()) -> list[Handler]:
+        """The handlers a job of ``event`` runs: all of them, or those ``only`` names when it
+        is retried. A retry naming a handler this version does not declare (stored by an
+        earlier version, whose names differed) runs them all: handlers are safe to run
+        again, and a retry that runs nothing would lose the event."""
+        handlers = self.for_event(event)
+        wanted = set(only)
+        if not wanted or not wanted <= {handler.name for handler in handlers}:
+            return handlers
+        return [handler for handler in handlers if handler.name in wanted]

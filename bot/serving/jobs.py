@@ -46,7 +46,7 @@ class JobRunner:
                       extra={"event": job.event})
             return
         event = sansio.Event(payload, event=job.event, delivery_id=job.delivery_id)
-        handlers = self.handlers.for_event(event)
+        handlers = self.handlers.to_run(event, job.only)
         installation = payload.get("installation")
         installation_id = installation.get("id") if isinstance(installation, dict) else None
         if not isinstance(installation_id, int):
@@ -63,8 +63,6 @@ class JobRunner:
             return
         transient: list[str] = []
         for handler in handlers:
-            if job.only and handler.name not in job.only:
-                continue
             try:
                 await handler(event, gh)
             except Exception as exc:
