@@ -9,12 +9,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-import cachetools
 from aiohttp import web
 from gidgethub import sansio
 from prometheus_client import Counter
 
 from bot.runtime.queue import Job, Offered
+from bot.runtime.recent import RecentKeys
 from bot.serving.intake import TOO_LARGE, Answer, Delivery, admit, answer_offer
 
 log = logging.getLogger(__name__)
@@ -29,15 +29,18 @@ class Door:
     max_body_bytes: int
     secret: str
     handled: Callable[[sansio.Event], bool]
-    seen: cachetools.TTLCache[str, bool]
+    seen: RecentKeys
     offer: Callable[[Job], Awaitable[Offered]]
     deliveries: Counter  # by event and outcome
     accepted: Callable[[], None] = lambda: None  # after a job was queued
 
 
-def seen_deliveries() -> cachetools.TTLCache[str, bool]:
+SEEN_BYTES = 16 * 1024 * 1024  # about 130,000 of GitHub's 36-character delivery ids
+
+
+def seen_deliveries() -> RecentKeys:
     """Delivery ids accepted in the last day: GitHub's redelivery of one is answered 202."""
-    return cachetools.TTLCache(maxsize=100_000, ttl=24 * 3600)
+    return RecentKeys(ttl=24 * 3600, max_bytes=SEEN_BYTES)
 
 
 async def acknowledge(door: Door, request: web.Request) -> web.Response:
@@ -64,7 +67,7 @@ async def _enqueue(door: Door, delivery: Delivery) -> Answer:
     if answer.warning:
         log.warning(answer.warning, extra={"delivery_id": delivery.delivery_id})
         return answer
-    door.seen[delivery.delivery_id] = True
+    door.seen.add(delivery.delivery_id)
     if answer.outcome == "accepted":
         door.accepted()
     return answer

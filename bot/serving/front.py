@@ -2,10 +2,12 @@
 could keep an answer waiting.
 
 It verifies, routes and dedupes each delivery and answers; the job goes to the workers
-process over a socket pair (`bot.serving.link`), written once the answer is on its way (the
-jobs accepted in one turn of the event loop in one write). The answer never waits for the
-workers, and the workers run at the lowest CPU priority (`bot.serving.workers`), so that where
-the cores are busy the answers go first and the work runs in what is left.
+process over a socket pair (`bot.serving.link`), written once the answer is on its way: the
+jobs accepted within `HANDOFF_EVERY` in one write, so that deliveries arriving one by one (as
+GitHub sends them) do not each cost a write here and a wake-up of the workers on the same CPU.
+The answer never waits for the workers, and the workers run at the lowest CPU priority
+(`bot.serving.workers`), so that where the cores are busy the answers go first and the work
+runs in what is left.
 The queue's bound holds across the two: the workers say how many of the jobs sent a worker
 has taken, and once `CONVEYOR_QUEUE_SIZE` accepted jobs wait, deliveries are answered 503.
 `/healthz` and `/metrics` ask the workers, and add what the intake knows (the jobs on their
@@ -58,6 +60,7 @@ log = logging.getLogger(__name__)
 ANSWER_WAIT = 5.0  # seconds the workers have to answer a /healthz or /metrics question
 ROUTES_WAIT = 30.0  # seconds a delivery waits, at start, for the workers' routing table
 UNAVAILABLE = "delivery store unavailable, retry later"
+HANDOFF_EVERY = 0.005  # seconds: the jobs accepted meanwhile go to the workers in one write
 
 
 class Workers:
@@ -73,7 +76,7 @@ class Workers:
         self._routed = asyncio.Event()
         self._answers: dict[int, asyncio.Future[bytes]] = {}
         self._numbers = itertools.count(1)
-        self._pending: list[Job] = []  # accepted in this turn of the loop, not sent yet
+        self._pending: list[Job] = []  # accepted, not sent yet
         self.sent = 0  # accepted, pending included
         self.taken = 0
         self.stopping = False
@@ -156,7 +159,7 @@ class Workers:
         if self.waiting >= self.settings.queue_size:
             return "full"
         if not self._pending:
-            asyncio.get_running_loop().call_soon(self._send_pending)
+            asyncio.get_running_loop().call_later(HANDOFF_EVERY, self._send_pending)
         self._pending.append(job)
         self.sent += 1
         return "accepted"

@@ -80,8 +80,12 @@ class FedQueue(MemoryQueue):
         return job
 
 
+TOOK_EVERY = 0.005  # seconds: how often, at most, the intake is told how many jobs were taken
+
+
 class TakenCount:
-    """Jobs taken since the intake was last told, sent once per turn of the loop."""
+    """Jobs taken since the intake was last told, sent at most every `TOOK_EVERY` (each frame
+    is a wake-up of the intake, on the CPU that answers GitHub)."""
 
     def __init__(self, link: Link) -> None:
         self._link = link
@@ -90,7 +94,7 @@ class TakenCount:
     def took(self) -> None:
         self._taken += 1
         if self._taken == 1:
-            asyncio.get_running_loop().call_soon(self._flush)
+            asyncio.get_running_loop().call_later(TOOK_EVERY, self._flush)
 
     def _flush(self) -> None:
         if self._taken and not self._link.closing:
