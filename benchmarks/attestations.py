@@ -18,7 +18,8 @@ import time
 from datetime import UTC, datetime
 
 from bot.attestations.roots import load_roots_text
-from bot.attestations.trust import SigstoreTrust, TrustFile
+from bot.attestations.trust import SigstoreTrust
+from bot.attestations.trustfile import TrustFile
 from bot.attestations.verify import BundleVerifier
 from bot.promotion.opening.attestations import verify_bundles
 from conveyor_emulator.sigstore.authority import RunIdentity

@@ -176,6 +176,18 @@ def test_serve_with_a_host_that_is_no_address(tmp_path: Path) -> None:
     assert "listening" not in done.stderr
 
 
+def test_serve_on_redis_checks_the_trusted_roots_before_it_listens(tmp_path: Path) -> None:
+    roots = tmp_path / "roots.jsonl"
+    roots.write_text('{"mediaType": "not a trusted root"}\n')
+    done = conveyor("serve", cwd=tmp_path, env=serve_env(
+        generate_private_key()[0], CONVEYOR_REDIS_URL="redis://127.0.0.1:1/0",
+        CONVEYOR_SIGSTORE_TRUST=str(roots)))
+    assert done.returncode == 2
+    line = one_line(done)
+    assert line.startswith(f"conveyor: CONVEYOR_SIGSTORE_TRUST {roots}: line 1: "), line
+    assert "listening" not in done.stderr
+
+
 def test_serve_on_a_port_in_use(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -212,5 +212,25 @@ def test_the_intake_process_loads_no_handler_and_no_client() -> None:
         capture_output=True, text=True, timeout=60, check=True).stdout.split()
     assert "bot.serving.front" in loaded
     heavy = ("bot.handlers", "bot.serving.server", "bot.promotion", "bot.github", "bot.manifests",
-             "ruamel")
-    assert [name for name in loaded if name.startswith(heavy)] == []
+             "ruamel", "bot.attestations.roots", "bot.attestations.trust.", "sigstore", "tuf",
+             "cryptography", "pydantic", "requests")
+    assert [name for name in loaded if name.startswith(heavy) or name == "bot.attestations.trust"] \
+        == []
+
+
+async def test_serve_exits_2_naming_a_trust_file_whose_roots_cannot_be_used(
+        emulator: tuple[Emulator, int], tmp_path: Path) -> None:
+    """The intake reads CONVEYOR_SIGSTORE_TRUST without checking its roots (that would load the
+    Sigstore libraries into it); the workers process checks them at start and refuses."""
+    em, _installation = emulator
+    roots = tmp_path / "roots.jsonl"
+    roots.write_text('{"mediaType": "not a trusted root"}\n')
+    bot = BotProcess(em, tmp_path, "untrusted", extra_env={"CONVEYOR_SIGSTORE_TRUST": str(roots)})
+    try:
+        code = await asyncio.to_thread(bot.process.wait, 60)
+    finally:
+        await bot.stop_async()
+    assert code == 2, bot.log()
+    refusals = [line for line in bot.log().splitlines() if line.startswith("conveyor workers:")]
+    assert len(refusals) == 1
+    assert refusals[0].startswith(f"conveyor workers: CONVEYOR_SIGSTORE_TRUST {roots}: line 1: ")

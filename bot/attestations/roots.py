@@ -13,12 +13,10 @@ from sigstore.models import TrustedRoot
 from sigstore.verify import Verifier
 from sigstore_models.trustroot.v1 import TrustedRoot as TrustedRootMessage
 
+from bot.attestations.trustfile import RootError
+
 MAX_ROOTS = 32
 MAX_ROOT_BYTES = 1024 * 1024
-
-
-class RootError(Exception):
-    """A trusted root that cannot be used; the message says why, on one line."""
 
 
 @dataclass

@@ -22,7 +22,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bot.attestations.roots import NamedRoot, RootError, load_root, load_roots_text
+from bot.attestations.roots import NamedRoot, load_root, load_roots_text
+from bot.attestations.trustfile import SETTING, RootError, TrustFile, read_trust_text
 from bot.attestations.tuf import TufError, TufRepository
 from bot.attestations.verify import BundleVerifier
 
@@ -31,31 +32,23 @@ log = logging.getLogger(__name__)
 REFRESH_EVERY = timedelta(days=1)
 RETRY_AFTER = timedelta(minutes=15)
 STALE_AFTER = timedelta(days=7)
-SETTING = "CONVEYOR_SIGSTORE_TRUST"
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class TrustFile:
-    """`CONVEYOR_SIGSTORE_TRUST`: where the roots were read, and their text."""
-
-    origin: str
-    text: str
 
 
 def read_trust_file(path: str) -> TrustFile:
     """The file named by `CONVEYOR_SIGSTORE_TRUST`, its roots checked; `RootError` naming the
     file and the line otherwise."""
+    trust = read_trust_text(path)
+    check_roots(trust)
+    return trust
+
+
+def check_roots(trust: TrustFile) -> None:
+    """`RootError` naming the file and the line when a root in it cannot be used."""
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise RootError(f"{path}: cannot be read: {reason}") from None
-    try:
-        load_roots_text(text)
+        load_roots_text(trust.text)
     except RootError as exc:
-        raise RootError(f"{path}: {exc}") from None
-    return TrustFile(path, text)
+        raise RootError(f"{trust.origin}: {exc}") from None
 
 
 @dataclass

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bot.attestations.roots import RootError
-from bot.attestations.trust import SETTING as SIGSTORE_TRUST_SETTING
-from bot.attestations.trust import TrustFile, read_trust_file
+from bot.attestations.trustfile import SETTING as SIGSTORE_TRUST_SETTING
+from bot.attestations.trustfile import RootError, TrustFile, read_trust_text
 from bot.domain.write_budget import GITHUB_COM_BUDGET, WriteBudget, parse_content_limits
 from bot.registry.credentials import AuthFileError, Credential, load_auth_file
 from bot.registry.names import parse_endpoints
@@ -233,12 +232,27 @@ def _kustomize(env: Mapping[str, str]) -> Kustomize | None:
         raise SettingsError(f"{KUSTOMIZE_SETTING}: {exc}") from None
 
 
-def _sigstore_trust(env: Mapping[str, str]) -> TrustFile | None:
+def _sigstore_trust(env: Mapping[str, str], check_roots: bool) -> TrustFile | None:
     path = env.get(SIGSTORE_TRUST_SETTING, "").strip()
     if not path:
         return None
     try:
-        return read_trust_file(path)
+        trust = read_trust_text(path)
+    except RootError as exc:
+        raise SettingsError(f"{SIGSTORE_TRUST_SETTING} {exc}") from None
+    if check_roots:
+        check_trust_roots(trust)
+    return trust
+
+
+def check_trust_roots(trust: TrustFile) -> None:
+    """SettingsError when a root of `CONVEYOR_SIGSTORE_TRUST` cannot be used."""
+    # imported here: the Sigstore libraries take ~30 MB, which the intake process of
+    # `python -m bot serve` does without (its workers process checks the roots at start)
+    from bot.attestations.trust import check_roots
+
+    try:
+        check_roots(trust)
     except RootError as exc:
         raise SettingsError(f"{SIGSTORE_TRUST_SETTING} {exc}") from None
 
@@ -250,8 +264,11 @@ def _helm(env: Mapping[str, str]) -> Helm | None:
         raise SettingsError(f"{HELM_SETTING}: {exc}") from None
 
 
-def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None = None) -> Settings:
-    """Build Settings; raises SettingsError naming the first bad variable."""
+def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None = None, *,
+                  check_roots: bool = True) -> Settings:
+    """Build Settings; raises SettingsError naming the first bad variable. Without
+    `check_roots`, the file of `CONVEYOR_SIGSTORE_TRUST` is read but its roots are not checked
+    (`check_trust_roots` does)."""
     env = merged_environment(environ, dotenv)
     app_id = _required(env, "GITHUB_APP_ID")
     if not app_id.isdigit():
@@ -283,6 +300,6 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         registry_endpoints=_registry_endpoints(env),
         content_limits=_content_limits(env),
         kustomize=_kustomize(env),
-        sigstore_trust=_sigstore_trust(env),
+        sigstore_trust=_sigstore_trust(env, check_roots),
         helm=_helm(env),
     )

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import aiohttp
 from aiohttp import web
 
-from bot.attestations.trust import TrustFile
+from bot.attestations.trustfile import TrustFile
 from bot.github.client import RetryPolicy
 from bot.github.ratelimit import Timer
 from bot.registry.client import RegistryPolicy

@@ -12,8 +12,8 @@ The queue's bound holds across the two: the workers say how many of the jobs sen
 has taken, and once `CONVEYOR_QUEUE_SIZE` accepted jobs wait, deliveries are answered 503.
 `/healthz` and `/metrics` ask the workers, and add what the intake knows (the jobs on their
 way, the deliveries counted).
-When the workers process ends on its own, the intake stops too (exit code 1), so that the
-supervisor restarts both.
+When the workers process ends on its own, the intake stops too (exit code 1, or 2 when the
+workers refused the settings), so that the supervisor restarts both.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ class Workers:
         self.taken = 0
         self.stopping = False
         self.ended_early = False
+        self.exit_code: int | None = None  # the workers process's, once it ended on its own
 
     async def start(self) -> None:
         ours, theirs = socket.socketpair()
@@ -128,6 +129,7 @@ class Workers:
         if self.process is not None:
             with contextlib.suppress(TimeoutError):
                 code = await asyncio.wait_for(self.process.wait(), ANSWER_WAIT)
+        self.exit_code = code
         log.error("the workers process ended; stopping", extra={"exit_code": code})
         signal.raise_signal(signal.SIGTERM)
 

@@ -9,10 +9,10 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from bot.attestations.trust import SETTING as SIGSTORE_TRUST
+from bot.attestations.trustfile import SETTING as SIGSTORE_TRUST
 from bot.render.tool import chart_rendering_text, rendering_text
 from bot.runtime.logs import configure_logging, register_secret
-from bot.runtime.settings import Settings, SettingsError, load_settings
+from bot.runtime.settings import Settings, SettingsError, check_trust_roots, load_settings
 from bot.serving.front import create_intake_app, workers_of
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,11 @@ def run_server() -> int:
     """In memory mode, two processes: this one answers GitHub (`bot.serving.front`), the other
     runs the work (`bot.serving.workers`). With Redis, one: the answer waits for Redis to store
     the delivery, and replicas share the work."""
-    settings = load_settings()
+    # the roots of CONVEYOR_SIGSTORE_TRUST are checked where attestations are verified: in this
+    # process with Redis, else in the workers process, which exits 2 naming the file
+    settings = load_settings(check_roots=False)
+    if settings.redis_url and settings.sigstore_trust is not None:
+        check_trust_roots(settings.sigstore_trust)
     configure_logging(settings.log_level)
     keep_secrets_out_of_logs(settings)
     sock = listening_socket(settings.host, settings.port)
@@ -83,7 +87,9 @@ def run_server() -> int:
         shutdown_timeout=settings.shutdown_grace + 5,
         access_log=None,
     )
-    return 0 if settings.redis_url or not workers_of(app).ended_early else 1
+    if settings.redis_url or not workers_of(app).ended_early:
+        return 0
+    return 2 if workers_of(app).exit_code == 2 else 1  # 2: the workers refused the settings
 
 
 def one_process_app(settings: Settings) -> web.Application:

@@ -16,10 +16,10 @@ from bot.attestations.roots import RootError, load_root, load_roots_text
 from bot.attestations.trust import (
     STALE_AFTER,
     SigstoreTrust,
-    TrustFile,
     default_cache,
     read_trust_file,
 )
+from bot.attestations.trustfile import TrustFile
 from bot.attestations.tuf import TufError, TufRepository
 from conveyor_emulator.sigstore.instance import GitHubSigstore, SigstoreInstance
 
