@@ -36,12 +36,17 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
 import hashlib
 import hmac
 import json
 import logging
 import os
+import socket
+import struct
 import time
+import uuid
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -71,6 +76,12 @@ def padded(event: str, payload: dict[str, Any], size: int = BODY_BYTES) -> Signe
     body = json.dumps(data, separators=(",", ":")).encode()
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
     return Signed(event, body, signature)
+
+
+def workers_pid(intake: int) -> int:
+    """The workers process `python -m bot serve` started (the intake's one child)."""
+    children = Path(f"/proc/{intake}/task/{intake}/children").read_text().split()
+    return int(children[0])
 
 
 def split_cpus(available: set[int]) -> tuple[set[int] | None, set[int] | None]:
@@ -133,25 +144,59 @@ async def accepted(session: aiohttp.ClientSession, bot: ChildServer, event: str,
 
 
 def per_delivery_costs(signed: Signed) -> dict[str, float]:
-    """Microseconds of CPU, on this machine, for the steps Conveyor adds to the bare
-    handler: verifying the signature and reading the leading action (the intake), parsing the
-    JSON and writing one JSON log line (the worker)."""
+    """Microseconds, on this machine, of each step Conveyor adds to the bare handler, timed
+    alone: verifying the signature, routing on the event and leading action, remembering the
+    delivery id, counting it, handing the job to the workers and answering (the intake);
+    parsing the JSON and writing one JSON log line (the worker)."""
     import orjson
-    from gidgethub import sansio
+    from gidgethub import routing, sansio
+    from prometheus_client import CollectorRegistry
 
+    from bot.handlers import build_router
+    from bot.metrics import deliveries_counter
     from bot.runtime.logs import JsonFormatter
+    from bot.runtime.queue import Job
+    from bot.serving.acknowledge import json_message, seen_deliveries
     from bot.serving.intake import leading_action
+    from bot.serving.link import JOB, job_content, router_of, routing_table
 
     rounds = 300
     started = time.perf_counter()
     for _ in range(rounds):
         sansio.validate_event(signed.body, signature=signed.signature, secret=SECRET)
     verify = (time.perf_counter() - started) / rounds
+    router: routing.Router = router_of(routing_table(build_router()))
     started = time.perf_counter()
     for _ in range(rounds):
-        leading_action(signed.body)
         signed.body.decode()
+        router.fetch(sansio.Event({"action": leading_action(signed.body)},
+                                  event=signed.event, delivery_id="d"))
     route = (time.perf_counter() - started) / rounds
+    seen = seen_deliveries()
+    ids = [str(uuid.uuid4()) for _ in range(rounds)]
+    started = time.perf_counter()
+    for delivery_id in ids:
+        if delivery_id not in seen:
+            seen.add(delivery_id)
+    dedupe = (time.perf_counter() - started) / rounds
+    counter = deliveries_counter(CollectorRegistry())
+    started = time.perf_counter()
+    for _ in range(rounds):
+        counter.labels(signed.event, "accepted").inc()
+    count = (time.perf_counter() - started) / rounds
+    ours, theirs = socket.socketpair()
+    buffer = bytearray(len(signed.body) + 4096)
+    with ours, theirs:
+        started = time.perf_counter()
+        for delivery_id in ids:
+            parts = job_content(Job(delivery_id, signed.event, signed.body))
+            ours.sendall(b"".join([struct.pack(">I", 1 + sum(map(len, parts))), JOB, *parts]))
+            theirs.recv_into(buffer)
+        handoff = (time.perf_counter() - started) / rounds
+    started = time.perf_counter()
+    for _ in range(rounds):
+        json_message(202, "accepted")
+    answer = (time.perf_counter() - started) / rounds
     started = time.perf_counter()
     for _ in range(rounds):
         orjson.loads(signed.body)
@@ -169,8 +214,37 @@ def per_delivery_costs(signed: Signed) -> dict[str, float]:
                         extra={"repository": QUIET_REPO})
         line = (time.perf_counter() - started) / rounds
         logger.handlers.clear()
-    return {"verify_us": verify * 1e6, "route_us": route * 1e6, "parse_us": parse * 1e6,
-            "log_line_us": line * 1e6}
+    return {"verify_us": verify * 1e6, "route_us": route * 1e6, "dedupe_us": dedupe * 1e6,
+            "count_us": count * 1e6, "handoff_us": handoff * 1e6, "answer_us": answer * 1e6,
+            "parse_us": parse * 1e6, "log_line_us": line * 1e6}
+
+
+def collection_pauses(ids: int = 100_000) -> dict[str, float]:
+    """How long a full collection takes with `ids` delivery ids remembered the intake's way,
+    and with the `cachetools.TTLCache` it used before (one linked-list node per id). The heap
+    of this process is frozen first, as the intake's is after start-up."""
+    import cachetools
+
+    from bot.serving.acknowledge import seen_deliveries
+
+    gc.collect()
+    gc.freeze()
+    try:
+        timed: dict[str, float] = {}
+        recent = seen_deliveries()
+        cache: cachetools.TTLCache[str, bool] = cachetools.TTLCache(maxsize=ids, ttl=86400)
+        for name, add in (("recent_keys_ms", recent.add),
+                          ("ttl_cache_ms", lambda key: cache.__setitem__(key, True))):
+            for _ in range(ids):
+                add(str(uuid.uuid4()))
+            started = time.perf_counter()
+            gc.collect()
+            timed[name] = (time.perf_counter() - started) * 1000
+            recent.clear()
+            cache.clear()
+        return timed
+    finally:
+        gc.unfreeze()
 
 
 async def run(quick: bool) -> Section:
@@ -203,8 +277,10 @@ async def run(quick: bool) -> Section:
         async with aiohttp.ClientSession() as probe:
             release = await accepted(probe, bot, "release", releases)
             ignored = await accepted(probe, bot, "issue_comment", [comment])
-            targets = [Target("bare", bare.url, release), Target("release", bot.url, release),
-                       Target("comment", bot.url, ignored)]
+            conveyor = {"intake": bot.pid, "workers": workers_pid(bot.pid)}
+            targets = [Target("bare", bare.url, release, {"bare": bare.pid}),
+                       Target("release", bot.url, release, conveyor),
+                       Target("comment", bot.url, ignored, conveyor)]
             for target in targets:  # token, policy discovery, connection set-up
                 await send_batch(probe, target.url, target.signed, 10 if quick else 50, 10)
         await asyncio.sleep(0.5)
@@ -248,6 +324,12 @@ async def run(quick: bool) -> Section:
     for rate, runs in paced.items():
         _ratio_row(section, f"{rate} deliveries/s, each sent at its time (as GitHub sends), "
                    "`release` of a repo feeding no service: p50 / p99", runs, "release")
+    for pace, runs in paced.items():
+        _cpu_row(section, f"CPU per delivery at {pace} deliveries/s (user + system, from "
+                 "/proc)", runs)
+    if "200" in results:
+        _cpu_row(section, "CPU per delivery, 200 senders (user + system, from /proc)",
+                 results["200"])
     for senders, runs in busy.items():
         _ratio_row(section, f"{_senders(senders)}, `release` of a repo feeding no service, "
                    f"workers promoting a {lines}-line file: p50 / p99", runs, "release")
@@ -255,10 +337,18 @@ async def run(quick: bool) -> Section:
                 str(busy_promotions), note="each: the verified edit, PR, config check, gate, "
                 "merge, dashboard")
     costs = per_delivery_costs(release)
-    section.add("CPU per delivery for what Conveyor adds",
-                f"intake: verify {costs['verify_us']:.0f} µs, UTF-8 and leading action "
-                f"{costs['route_us']:.0f} µs; worker: parse {costs['parse_us']:.0f} µs, "
-                f"one JSON log line {costs['log_line_us']:.0f} µs")
+    section.add("of which the steps Conveyor adds (each timed alone, in this process)",
+                f"intake: verify {costs['verify_us']:.1f} µs, UTF-8, leading action and route "
+                f"{costs['route_us']:.1f} µs, dedupe {costs['dedupe_us']:.1f} µs, count "
+                f"{costs['count_us']:.1f} µs, hand-off {costs['handoff_us']:.1f} µs, "
+                f"JSON answer {costs['answer_us']:.1f} µs; worker: parse "
+                f"{costs['parse_us']:.0f} µs, one JSON log line {costs['log_line_us']:.0f} µs",
+                note="hand-off: the job's frame written to a socket pair and read at the other "
+                     "end; the rest of the intake's CPU is aiohttp's, as the bare handler's")
+    pauses = collection_pauses()
+    section.add("a full garbage collection in the intake, 100,000 delivery ids remembered",
+                f"{pauses['recent_keys_ms']:.2f} ms", note="the event loop held meanwhile; "
+                f"with a `cachetools.TTLCache` of them: {pauses['ttl_cache_ms']:.1f} ms")
     section.add("GitHub requests by Conveyor during the measurement", str(github_requests),
                 target="0", ok=github_requests == 0,
                 note=f"peak RSS of Conveyor's processes, summed: {peak_kb / 1024:.0f} MB")
@@ -270,10 +360,27 @@ async def run(quick: bool) -> Section:
     section.data = {"body_bytes": len(release.body), "levels": results, "costs_us": costs,
                     "server_cpus": sorted(server_cpus or mine),
                     "busy_levels": busy, "paced_levels": paced,
-                    "busy_promotions": busy_promotions,
+                    "busy_promotions": busy_promotions, "collection_pauses_ms": pauses,
                     "github_requests_during_measurement": github_requests,
                     "conveyor_peak_rss_kb": peak_kb}
     return section
+
+
+def _cpu_row(section: Section, label: str, runs: list[dict[str, Any]]) -> None:
+    """Microseconds of CPU per delivery of each server's processes, the median over runs: what
+    a delivery costs, whatever else shares the CPU (unlike the latencies)."""
+    def per(name: str, process: str) -> float:
+        return median([run[name]["cpu_us_per_delivery"].get(process, float("nan"))
+                       for run in runs])
+
+    intake, workers, bare = per("release", "intake"), per("release", "workers"), \
+        per("bare", "bare")
+    ratio = f" = **{intake / bare:.2f}×**" if bare > 0 else " (too few deliveries for /proc's "\
+        "10 ms ticks)"
+    section.add(label, f"intake {intake:.0f} µs vs bare {bare:.0f} µs{ratio}",
+                note=f"median of {len(runs)} runs; Conveyor's workers process (at nice +19) "
+                     f"{workers:.0f} µs more per delivery; load average "
+                     f"{os.getloadavg()[0]:.2f} at the end")
 
 
 def _senders(count: str) -> str:

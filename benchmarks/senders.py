@@ -17,7 +17,8 @@ import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -44,6 +45,21 @@ class Target:
     name: str
     url: str
     signed: Signed
+    # the server's processes whose CPU time is read around each batch: {"intake": pid, ...}
+    processes: dict[str, int] = field(default_factory=dict)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid` so far (/proc/PID/stat), 0 when it is gone: what the
+    process did, whatever else ran on its CPU meanwhile."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 @dataclass
@@ -117,6 +133,7 @@ async def level(targets: list[Target], concurrency: int, rounds: int, per_round:
     sessions = {t.name: aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
                 for t in targets}
     latencies: dict[str, list[float]] = {t.name: [] for t in targets}
+    cpu: dict[str, dict[str, float]] = {t.name: dict.fromkeys(t.processes, 0.0) for t in targets}
     busy = dict.fromkeys(sessions, 0.0)
     failures = dict.fromkeys(sessions, 0)
     probe = aiohttp.ClientSession()
@@ -129,6 +146,7 @@ async def level(targets: list[Target], concurrency: int, rounds: int, per_round:
             round_number, slot = divmod(index, len(targets))
             target = targets[(slot + round_number) % len(targets)]
             await drained(probe, health_url)
+            before = {label: cpu_seconds(pid) for label, pid in target.processes.items()}
             started = time.perf_counter()
             got, failed = (
                 await send_paced(sessions[target.name], target.url, target.signed, per_round,
@@ -136,6 +154,9 @@ async def level(targets: list[Target], concurrency: int, rounds: int, per_round:
                 await send_batch(sessions[target.name], target.url, target.signed, per_round,
                                  concurrency))
             busy[target.name] += time.perf_counter() - started
+            await drained(probe, health_url)  # the workers' part of the batch done too
+            for label, pid in target.processes.items():
+                cpu[target.name][label] += cpu_seconds(pid) - before[label]
             latencies[target.name] += got
             failures[target.name] += failed
     finally:
@@ -148,6 +169,8 @@ async def level(targets: list[Target], concurrency: int, rounds: int, per_round:
         "max_ms": max(values) * 1000,
         "per_second": len(values) / busy[name] if busy[name] else 0.0,
         "failures": failures[name],
+        "cpu_us_per_delivery": {label: seconds / len(values) * 1e6
+                                for label, seconds in cpu[name].items()},
     } for name, values in latencies.items()}
 
 
@@ -156,7 +179,8 @@ def describe(targets: list[Target], concurrency: int, rounds: int, per_round: in
     return json.dumps({
         "targets": [{"name": t.name, "url": t.url, "event": t.signed.event,
                      "body": base64.b64encode(t.signed.body).decode(),
-                     "signature": t.signed.signature} for t in targets],
+                     "signature": t.signed.signature, "processes": t.processes}
+                    for t in targets],
         "concurrency": concurrency, "rounds": rounds, "per_round": per_round,
         "health_url": health_url, "rate": rate,
     }).encode()
@@ -164,7 +188,7 @@ def describe(targets: list[Target], concurrency: int, rounds: int, per_round: in
 
 def described(spec: dict[str, Any]) -> tuple[list[Target], dict[str, Any]]:
     targets = [Target(t["name"], t["url"], Signed(t["event"], base64.b64decode(t["body"]),
-                                                  t["signature"]))
+                                                  t["signature"]), t["processes"])
                for t in spec["targets"]]
     return targets, {key: spec[key] for key in
                      ("concurrency", "rounds", "per_round", "health_url", "rate")}
