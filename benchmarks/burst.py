@@ -19,10 +19,14 @@ has been processed and the queue is empty, read from the bot's /metrics.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -31,7 +35,7 @@ from bot.sandbox.demo import digest_of
 from conveyor_emulator.events.webhooks import Delivery
 
 from .report import Section
-from .wiring import ChildServer, Stage, family, pss_kb, spawn_bot, start_stage
+from .wiring import REPO_ROOT, ChildServer, Stage, family, pss_kb, spawn_bot, start_stage
 
 SENDERS = 200
 _SAMPLE = re.compile(r'^(conveyor_\w+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
@@ -128,18 +132,61 @@ async def send_all(session: aiohttp.ClientSession, stage: Stage, url: str,
     return list(await asyncio.gather(*(one(d, g) for d, g in deliveries)))
 
 
+ROLES = ("intake", "workers", "tools")
+
+
+def role_of(pid: int, root: int, parents: dict[int, int]) -> str:
+    """The intake (`python -m bot serve` itself), its workers process, or a tool one of them
+    runs (kubectl kustomize, helm template)."""
+    if pid == root:
+        return "intake"
+    return "workers" if parents.get(pid) == root else "tools"
+
+
+def intake_modules() -> int:
+    """The modules `python -m bot serve`'s intake process has loaded once it is set up."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, bot.serving.serve, bot.serving.front; "
+         "print(len(sys.modules))"], capture_output=True, text=True, check=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    return int(done.stdout)
+
+
 class PeakMemory:
-    """The largest summed PSS of a process and its children while `sample` runs."""
+    """The largest summed PSS of a process and its children while `sample` runs, and the
+    largest of each role's (not at the same instant, so they need not add up to it)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.before = pss_kb(pid)
         self.kb = self.before
+        self.by_role = dict.fromkeys(ROLES, 0)
+        self.before_by_role = self._by_role()
+
+    def _by_role(self) -> dict[str, int]:
+        sizes = dict.fromkeys(ROLES, 0)
+        members = family(self.pid)
+        parents = {child: parent for parent in members
+                   for child in _children(parent)}
+        for member in members:
+            sizes[role_of(member, self.pid, parents)] += pss_kb(member, descendants=False)
+        return sizes
 
     async def sample(self, every: float = 0.1) -> None:
         while True:
-            self.kb = max(self.kb, pss_kb(self.pid))
+            sizes = self._by_role()
+            self.kb = max(self.kb, sum(sizes.values()))
+            for role, kb in sizes.items():
+                self.by_role[role] = max(self.by_role[role], kb)
             await asyncio.sleep(every)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in
+                Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 async def run(quick: bool) -> Section:
@@ -187,6 +234,8 @@ async def run(quick: bool) -> Section:
             "caused_deliveries": len(caused), "caused_not_2xx": len(bad_caused),
             "github_requests": len(requests), "github_304": not_modified,
             "pss_before_kb": peak.before, "peak_pss_kb": peak.kb,
+            "pss_before_by_role_kb": peak.before_by_role, "peak_pss_by_role_kb": peak.by_role,
+            "intake_modules": intake_modules(),
             "peak_rss_kb": memory.get("VmHWM", 0), "processes": len(family(bot.pid)),
             "senders": SENDERS,
         }
@@ -209,6 +258,13 @@ async def run(quick: bool) -> Section:
                 note=f"{data['pss_before_kb'] / 1024:.0f} MB before the burst; "
                      f"{data['processes']} processes, their peak RSS (VmHWM) summed "
                      f"{data['peak_rss_kb'] / 1024:.0f} MB, shared pages counted in each")
+    roles, before_roles = data["peak_pss_by_role_kb"], data["pss_before_by_role_kb"]
+    section.add("of which, each process's peak PSS (before the burst)",
+                f"intake {roles['intake'] / 1024:.0f} MB ({before_roles['intake'] / 1024:.0f}), "
+                f"workers {roles['workers'] / 1024:.0f} MB ({before_roles['workers'] / 1024:.0f}),"
+                f" kubectl/helm run by them {roles['tools'] / 1024:.0f} MB",
+                note=f"the intake loads {data['intake_modules']} modules; a render tool is a "
+                     "process of its own while it runs (2 at most at once)")
     section.add("GitHub requests made",
                 f"{data['github_requests']} ({data['github_requests'] - data['github_304']} + "
                 f"{data['github_304']}×304)")

@@ -218,11 +218,11 @@ class ChildServer:
                 await self.process.wait()
 
 
-def pss_kb(pid: int) -> int:
-    """Proportional set size of `pid` and its descendants, in kB: each shared page counted
-    once across them, unlike summed RSS."""
+def pss_kb(pid: int, *, descendants: bool = True) -> int:
+    """Proportional set size of `pid` and its descendants (or of `pid` alone), in kB: each
+    shared page counted once across them, unlike summed RSS."""
     total = 0
-    for member in family(pid):
+    for member in family(pid) if descendants else [pid]:
         try:
             rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
         except OSError:

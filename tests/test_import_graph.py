@@ -144,7 +144,8 @@ def test_the_emulator_imports_nothing_of_the_bot() -> None:
 # marked as peers (families whose JSON shapes name each other). Runtime imports only: names
 # imported under `if TYPE_CHECKING:` may also point up, where TYPE_ONLY says so.
 BOT_LAYERS: list[tuple[str, set[str]]] = [
-    ("leaves: no import of the bot", {"bot", "bot.text", "bot.names", "bot.metrics"}),
+    ("leaves: no import of the bot",
+     {"bot", "bot.text", "bot.names", "bot.metrics", "bot.caches"}),
     ("the YAML reader", {"bot.yamlread"}),
     ("pure decisions", {"bot.domain"}),
     ("pure: the policy, the gate's verdict, commands",

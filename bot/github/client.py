@@ -21,6 +21,7 @@ import gidgethub
 from gidgethub import aiohttp as gh_aiohttp
 from gidgethub.abc import GitHubAPI
 
+from bot.caches import SizedLRU, deep_size
 from bot.github.auth import AppAuth
 from bot.github.immutable import ShaStore
 from bot.github.limits import TextTooLong, over_limit
@@ -235,18 +236,20 @@ def sha_store(gh: GitHubAPI) -> ShaStore:
     return ShaStore()
 
 
+ETAG_BYTES_KEPT = 64 * 1024 * 1024  # an installation's answers kept for conditional reads
+
+
 class GrowableCache(MutableMapping[str, Any]):
     """An LRU whose size can grow while clients hold it (gidgethub keeps the mapping it was
-    given): the ETag cache of an installation, sized once its policies are known."""
+    given): the ETag cache of an installation, sized once its policies are known, and within
+    `ETAG_BYTES_KEPT` of parsed answers whatever their number."""
 
     def __init__(self, maxsize: int) -> None:
-        self._entries: cachetools.LRUCache[str, Any] = cachetools.LRUCache(maxsize=maxsize)
+        self._entries: SizedLRU[str, Any] = SizedLRU(
+            max_bytes=ETAG_BYTES_KEPT, max_entries=maxsize, sizeof=deep_size)
 
     def grow(self, maxsize: int) -> None:
-        if maxsize > self._entries.maxsize:
-            grown: cachetools.LRUCache[str, Any] = cachetools.LRUCache(maxsize=maxsize)
-            grown.update(self._entries)
-            self._entries = grown
+        self._entries.max_entries = max(self._entries.max_entries, maxsize)
 
     def __getitem__(self, key: str) -> Any:
         return self._entries[key]

@@ -19,15 +19,16 @@ import binascii
 import hashlib
 import io
 import logging
+import sys
 import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote
 
-import cachetools
 from gidgethub import sansio
 from gidgethub.abc import GitHubAPI
 
+from bot.caches import SizedLRU, deep_size, tree_size
 from bot.github.refusals import or_none
 from bot.github.repos import MAX_FILE_BYTES, FileTooLarge, branch_head, get_file
 
@@ -39,8 +40,12 @@ ARCHIVE_FROM = 8
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
 MIN_BLOBS_KEPT = 512
 MAX_BLOBS_KEPT = 50_000
+TEXT_BYTES_KEPT = 64 * 1024 * 1024  # the texts kept, whatever their number
+TREES_KEPT = 64
+TREE_BYTES_KEPT = 64 * 1024 * 1024  # a tree of 100,000 files takes about 25 MB
 # Binary blobs a render needs (a chart's vendored subchart archive): few, read one by one.
 BINARY_BLOBS_KEPT = 64
+BINARY_BYTES_KEPT = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -72,24 +77,21 @@ class RepoFiles:
     resync of every repository; sized from the policies being served."""
 
     def __init__(self, blobs: int = MIN_BLOBS_KEPT) -> None:
-        self._texts: cachetools.LRUCache[str, str | None] = cachetools.LRUCache(maxsize=blobs)
-        self._trees: cachetools.LRUCache[tuple[str, str], dict[str, tuple[str, int]] | None] = (
-            cachetools.LRUCache(maxsize=64))
-        self._binary: cachetools.LRUCache[str, bytes | None] = cachetools.LRUCache(
-            maxsize=BINARY_BLOBS_KEPT)
+        self._texts: SizedLRU[str, str | None] = SizedLRU(
+            max_bytes=TEXT_BYTES_KEPT, max_entries=blobs, sizeof=sys.getsizeof)
+        self._trees: SizedLRU[tuple[str, str], dict[str, tuple[str, int]] | None] = SizedLRU(
+            max_bytes=TREE_BYTES_KEPT, max_entries=TREES_KEPT, sizeof=tree_size)
+        self._binary: SizedLRU[str, bytes | None] = SizedLRU(
+            max_bytes=BINARY_BYTES_KEPT, max_entries=BINARY_BLOBS_KEPT, sizeof=deep_size)
 
     @property
     def capacity(self) -> int:
-        return int(self._texts.maxsize)
+        return self._texts.max_entries
 
     def ensure_capacity(self, blobs: int) -> None:
-        """Keep at least `blobs` texts (twice the files a policy names: old and new)."""
-        wanted = max(MIN_BLOBS_KEPT, blobs)
-        if wanted <= self._texts.maxsize:
-            return
-        grown: cachetools.LRUCache[str, str | None] = cachetools.LRUCache(maxsize=wanted)
-        grown.update(self._texts)
-        self._texts = grown
+        """Keep at least `blobs` texts (twice the files a policy names: old and new), within
+        `TEXT_BYTES_KEPT`."""
+        self._texts.max_entries = max(self._texts.max_entries, MIN_BLOBS_KEPT, blobs)
 
     def known_text(self, repo: str, commit: str, path: str) -> tuple[bool, str | None]:
         """`(True, text)` of a file at a commit from the kept trees and blobs, without a request
@@ -156,19 +158,23 @@ class RepoFiles:
     async def blob_bytes(self, gh: GitHubAPI, repo: str, sha: str) -> bytes | None:
         """A blob's bytes, whatever they are (None: GitHub's answer is not base64), kept by
         sha; the caller bounds the size from the tree."""
-        if sha not in self._binary:
-            data = await gh.getitem(f"/repos/{repo}/git/blobs/{sha}")
-            try:
-                self._binary[sha] = base64.b64decode(data.get("content") or "")
-            except (binascii.Error, ValueError):
-                self._binary[sha] = None
-        return self._binary[sha]
+        if sha in self._binary:
+            return self._binary[sha]
+        data = await gh.getitem(f"/repos/{repo}/git/blobs/{sha}")
+        try:
+            found: bytes | None = base64.b64decode(data.get("content") or "")
+        except (binascii.Error, ValueError):
+            found = None
+        self._binary[sha] = found
+        return found
 
     async def _text(self, gh: GitHubAPI, repo: str, sha: str) -> str | None:
         """A blob's text, kept by its sha (None: not UTF-8)."""
-        if sha not in self._texts:
-            self._texts[sha] = await _blob_text(gh, repo, sha)
-        return self._texts[sha]
+        if sha in self._texts:
+            return self._texts[sha]
+        text = await _blob_text(gh, repo, sha)
+        self._texts[sha] = text
+        return text
 
     async def tree(self, gh: GitHubAPI, repo: str, commit: str) -> dict[str, tuple[str, int]]:
         """path → (blob sha, size) of every file of ``commit``; TreeTruncated when GitHub
@@ -192,12 +198,14 @@ class RepoFiles:
                     ) -> dict[str, tuple[str, int]] | None:
         """path → (blob sha, size) of a commit; None when GitHub truncates the listing."""
         key = (repo.lower(), commit)
-        if key not in self._trees:
-            found = await gh.getitem(f"/repos/{repo}/git/trees/{commit}?recursive=1")
-            self._trees[key] = None if found.get("truncated") else {
-                str(item["path"]): (str(item["sha"]), int(item.get("size") or 0))
-                for item in found.get("tree") or [] if item.get("type") == "blob"}
-        return self._trees[key]
+        if key in self._trees:
+            return self._trees[key]
+        found = await gh.getitem(f"/repos/{repo}/git/trees/{commit}?recursive=1")
+        tree = None if found.get("truncated") else {
+            str(item["path"]): (str(item["sha"]), int(item.get("size") or 0))
+            for item in found.get("tree") or [] if item.get("type") == "blob"}
+        self._trees[key] = tree
+        return tree
 
     async def _by_contents(self, gh: GitHubAPI, repo: str, path: str, branch: str) -> FileAt:
         try:

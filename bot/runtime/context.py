@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import cachetools
 
 from bot.attestations.trust import SigstoreTrust
+from bot.caches import SizedLRU, deep_size
 from bot.github.client import GitHubClients
 from bot.github.snapshot import RepoFiles
 from bot.metrics import Metrics
@@ -22,6 +23,9 @@ from bot.render.targets import Target
 from bot.runtime.leases import Leases, LocalLeases
 from bot.runtime.queue import KeyedLocks, RepoLocks
 from bot.runtime.scheduler import Scheduler
+
+BUILD_INPUTS_BYTES = 32 * 1024 * 1024  # what renders read, kept by (repo, commit, target)
+SYNC_BLOBS_BYTES = 16 * 1024 * 1024  # the Argo CD and Flux objects of files, by blob
 
 
 def utc_now() -> datetime:
@@ -50,13 +54,15 @@ class Context:
     builder: Builder | None = None
     # What a render reads at a commit, (repo, commit, target) → its inputs.
     build_inputs: cachetools.LRUCache[tuple[str, str, Target], RenderInputs] = field(
-        default_factory=lambda: cachetools.LRUCache(maxsize=8192))
+        default_factory=lambda: SizedLRU(max_bytes=BUILD_INPUTS_BYTES, max_entries=8192,
+                                         sizeof=deep_size))
     # The Argo CD and Flux objects of a repository at a commit, (repo, commit) → objects, and
     # of one file, (blob sha, path) → objects: what says how a chart environment renders.
     sync_scans: cachetools.LRUCache[tuple[str, str], list[SyncObject]] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=256))
     sync_blobs: cachetools.LRUCache[tuple[str, str], tuple[SyncObject, ...]] = field(
-        default_factory=lambda: cachetools.LRUCache(maxsize=50_000))
+        default_factory=lambda: SizedLRU(max_bytes=SYNC_BLOBS_BYTES, max_entries=50_000,
+                                         sizeof=deep_size))
     locks: RepoLocks = field(default_factory=KeyedLocks)
     leases: Leases = field(default_factory=LocalLeases)
     clock: Callable[[], datetime] = utc_now
