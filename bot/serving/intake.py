@@ -69,8 +69,9 @@ def admit(headers: Mapping[str, str], body: bytes, *, secret: str,
     if not signature:
         return Answer(401, "missing X-Hub-Signature-256", "unsigned")
     try:
-        # gidgethub also takes "sha1=": in the SHA-256 header it would let a SHA-1 MAC pass
-        if not signature.startswith("sha256="):
+        # gidgethub also takes "sha1=": in the SHA-256 header it would let a SHA-1 MAC pass;
+        # and it compares as strings, which hmac.compare_digest refuses beyond ASCII
+        if not signature.startswith("sha256=") or not signature.isascii():
             raise gidgethub.ValidationFailure("not a SHA-256 signature")
         sansio.validate_event(body, signature=signature, secret=secret)
     except gidgethub.ValidationFailure:
