@@ -22,6 +22,9 @@ _SECRET_PATTERNS = (
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S),
     re.compile(r"(?i)(authorization:\s*(?:token|bearer)\s+)\S+"),
 )
+# What every pattern above starts with: a line without any of these (nearly all of them) is
+# scanned once instead of once per pattern.
+_ANY_SECRET = re.compile(r"gh[pousr]_|github_pat_|eyJ|-----BEGIN |(?i:authorization)")
 _extra_secrets: set[str] = set()
 
 _STANDARD_ATTRS = frozenset(
@@ -39,6 +42,8 @@ def redact(text: str) -> str:
     for secret in _extra_secrets:
         if secret in text:
             text = text.replace(secret, "[redacted]")
+    if _ANY_SECRET.search(text) is None:
+        return text
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(
             lambda m: (m.group(1) if m.lastindex and m.group(0).lower().startswith("auth") else "")
