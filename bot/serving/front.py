@@ -4,7 +4,8 @@ could keep an answer waiting.
 It verifies, routes and dedupes each delivery and answers; the job goes to the workers
 process over a socket pair (`bot.serving.link`), written once the answer is on its way: the
 jobs accepted within `HANDOFF_EVERY` in one write, so that deliveries arriving one by one (as
-GitHub sends them) do not each cost a write here and a wake-up of the workers on the same CPU.
+GitHub sends them) do not each cost a write here and a wake-up of the workers on the same CPU,
+and no more than the socket takes: while the workers lag, the jobs wait here as they came.
 The answer never waits for the workers, and the workers run at the lowest CPU priority
 (`bot.serving.workers`), so that where the cores are busy the answers go first and the work
 runs in what is left.
@@ -19,6 +20,7 @@ workers refused the settings), so that the supervisor restarts both.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import json
@@ -61,6 +63,7 @@ ANSWER_WAIT = 5.0  # seconds the workers have to answer a /healthz or /metrics q
 ROUTES_WAIT = 30.0  # seconds a delivery waits, at start, for the workers' routing table
 UNAVAILABLE = "delivery store unavailable, retry later"
 HANDOFF_EVERY = 0.005  # seconds: the jobs accepted meanwhile go to the workers in one write
+HANDOFF_BYTES = 256 * 1024  # of bodies in one write at most (at least one job)
 
 
 class Workers:
@@ -76,7 +79,9 @@ class Workers:
         self._routed = asyncio.Event()
         self._answers: dict[int, asyncio.Future[bytes]] = {}
         self._numbers = itertools.count(1)
-        self._pending: list[Job] = []  # accepted, not sent yet
+        self._pending: collections.deque[Job] = collections.deque()  # accepted, not sent yet
+        self._handing: asyncio.Task[None] | None = None
+        self._accepted = asyncio.Event()
         self.sent = 0  # accepted, pending included
         self.taken = 0
         self.stopping = False
@@ -91,6 +96,8 @@ class Workers:
                 pass_fds=(theirs.fileno(),))
         self._link = await Link.over(ours, max_body=self.settings.max_body_bytes)
         self._reading = asyncio.create_task(self._read(self._link), name="conveyor-workers-link")
+        self._handing = asyncio.create_task(self._hand_off(self._link),
+                                            name="conveyor-workers-handoff")
         log.info("workers process started", extra={"pid": self.process.pid})
 
     async def _read(self, link: Link) -> None:
@@ -117,10 +124,30 @@ class Workers:
         if not self.stopping:
             await self._ended()
 
-    def _send_pending(self) -> None:
-        jobs, self._pending = self._pending, []
-        if self._link is not None and not self._link.closing:
-            self._link.send_each(JOB, [job_content(job) for job in jobs])
+    async def _hand_off(self, link: Link) -> None:
+        """Write the accepted jobs to the workers: those of `HANDOFF_EVERY` in one write, and
+        the next write once the socket took the last. While the workers lag (they run at the
+        lowest priority, on the CPU that answers), the jobs wait here as they came: written
+        ahead into the transport, they were copied into one growing buffer, which the intake
+        then moved about in memory (~70 µs of CPU per delivery at 3,000 a second)."""
+        try:
+            while True:
+                await self._accepted.wait()
+                await asyncio.sleep(HANDOFF_EVERY)
+                self._accepted.clear()
+                while self._pending and not link.closing:
+                    link.send_each(JOB, [job_content(job) for job in self._batch()])
+                    await link.drain()
+        except ConnectionError:
+            pass  # the workers are gone: `_read` sees the link closed and stops the intake
+
+    def _batch(self) -> list[Job]:
+        jobs = [self._pending.popleft()]
+        size = len(jobs[0].body)
+        while self._pending and size + len(self._pending[0].body) <= HANDOFF_BYTES:
+            jobs.append(self._pending.popleft())
+            size += len(jobs[-1].body)
+        return jobs
 
     async def _ended(self) -> None:
         """The workers process ended without being asked to: stop, so that both restart."""
@@ -160,9 +187,8 @@ class Workers:
             return "unavailable"
         if self.waiting >= self.settings.queue_size:
             return "full"
-        if not self._pending:
-            asyncio.get_running_loop().call_later(HANDOFF_EVERY, self._send_pending)
         self._pending.append(job)
+        self._accepted.set()
         self.sent += 1
         return "accepted"
 
@@ -184,8 +210,13 @@ class Workers:
     async def stop(self) -> None:
         """Close the link and wait for the workers to finish what they hold."""
         self.stopping = True
-        self._send_pending()
+        if self._handing is not None:
+            self._handing.cancel()
+            await asyncio.gather(self._handing, return_exceptions=True)
         if self._link is not None:
+            if self._pending and not self._link.closing:
+                self._link.send_each(JOB, [job_content(job) for job in self._pending])
+                self._pending.clear()
             await self._link.close()
         if self.process is not None and self.process.returncode is None:
             try:

@@ -67,6 +67,11 @@ class Link:
             pieces += [_LENGTH.pack(len(kind) + sum(len(part) for part in parts)), kind, *parts]
         self._writer.writelines(pieces)
 
+    async def drain(self) -> None:
+        """Until what was queued for writing is mostly in the socket (the transport's
+        high-water mark); ConnectionError once the other side is gone."""
+        await self._writer.drain()
+
     async def receive(self) -> Frame:
         try:
             head = await self._reader.readexactly(_LENGTH.size)
