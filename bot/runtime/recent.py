@@ -55,7 +55,7 @@ class RecentKeys:
     def add(self, key: str) -> None:
         now = self._clock()
         self._expire(now)
-        if key in self:
+        if any(key in generation.keys for generation in self._generations):
             return
         newest = self._generations[-1] if self._generations else None
         if newest is None or now - newest.started >= self._slice \
@@ -72,9 +72,10 @@ class RecentKeys:
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
             return False
-        now = self._clock()
-        return any(key in generation.keys and now - generation.started < self.ttl + self._slice
-                   for generation in reversed(self._generations))
+        for generation in self._generations:
+            if key in generation.keys:
+                return self._clock() - generation.started < self.ttl + self._slice
+        return False
 
     def __len__(self) -> int:
         return sum(len(generation.keys) for generation in self._generations)
