@@ -55,6 +55,8 @@ def test_deep_size_counts_what_a_value_holds_once() -> None:
     assert deep_size(None) == sys.getsizeof(None)
     assert deep_size(b"abc") == sys.getsizeof(b"abc")
     assert deep_size({1, 2}) == sys.getsizeof({1, 2}) + sys.getsizeof(1) + sys.getsizeof(2)
+    opaque = object()  # neither a container nor a dataclass: itself only
+    assert deep_size((opaque,)) == sys.getsizeof((opaque,)) + sys.getsizeof(opaque)
 
 
 def test_deep_size_stops_counting_after_its_node_budget() -> None:
