@@ -43,7 +43,7 @@ async def _resync_by(files: Mapping[str, str], replicas: int, binary: str) -> in
          "--appendonly", "no", "--protected-mode", "no"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     stage = await start_stage(files=files)
-    replicas: list[Conveyor] = []
+    apps: list[Conveyor] = []
     runners: list[web.AppRunner] = []
     try:
         await _listening(port)
@@ -53,10 +53,10 @@ async def _resync_by(files: Mapping[str, str], replicas: int, binary: str) -> in
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
             runners.append(runner)
-            replicas.append(conveyor_of(app))
+            apps.append(conveyor_of(app))
         stage.emulator.reset_counters()
-        await asyncio.gather(*(resync_all(r.capabilities.resync, keep_for=60) for r in replicas))
-        for replica in replicas:
+        await asyncio.gather(*(resync_all(r.capabilities.resync, keep_for=60) for r in apps))
+        for replica in apps:
             await replica.pool.wait_idle()
         return sum(1 for e in stage.emulator.requests.entries if e.installation_id is not None)
     finally:
