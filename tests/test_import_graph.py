@@ -150,6 +150,8 @@ BOT_LAYERS: list[tuple[str, set[str]]] = [
     ("pure decisions", {"bot.domain"}),
     ("pure: the policy, the gate's verdict, commands",
      {"bot.domain.policy", "bot.domain.gate", "bot.domain.commands"}),
+    ("pure: one promotion's candidate, refusals, marker and words",
+     {"bot.domain.promotions"}),
     ("pure: the image-reference editor", {"bot.manifests"}),
     ("pure: the config check's validators", {"bot.configcheck"}),
     ("the edges: GitHub, registries, kustomize, Sigstore",

@@ -1,4 +1,4 @@
-"""The hidden marker in Conveyor's PR bodies (bot/promotion/authorship/marker.py): what a
+"""The hidden marker in Conveyor's PR bodies (bot/domain/promotions/marker.py): what a
 hand-edited or copied marker that does not read back gives (nothing), and how a release train's
 marker stands for one promotion per service it moves."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.promotion.authorship.marker import (
+from bot.domain.promotions.marker import (
     PromotionMarker,
     TrainMember,
     branch_environment,

@@ -12,10 +12,10 @@ from typing import Any
 
 from gidgethub import sansio
 
+from bot.domain.promotions.marker import PromotionMarker, parse_marker, service_markers
 from bot.github.client import ConveyorGitHubAPI
 from bot.handlers.events import deployment_repo, indexed_repo, is_default_branch_push
 from bot.handlers.routes import Declared
-from bot.promotion.authorship.marker import PromotionMarker, parse_marker, service_markers
 from bot.promotion.authorship.trust import trusted_promotion
 from bot.promotion.dashboard.issue import (
     DashboardCapabilities,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bot.domain.policy import Policy
+from bot.domain.promotions.refusals import no_change_refusal
 from bot.github.snapshot import TreeTruncated
 from bot.promotion.builds import RepoBuilds, environment_target
 from bot.render.targets import ChartTarget, Target, target_folder
@@ -50,13 +51,7 @@ class PromotionEffect:
         return self.target is not None and self.problem is None and not self.changes
 
     def refusal(self, image: str) -> str:
-        if isinstance(self.target, ChartTarget):
-            return (f"the render of the chart `{self.where}` runs the same images with this "
-                    f"change: no workload's image changes (do the chart's templates use the "
-                    f"values that name {image}?)")
-        return (f"the build of `{self.where}` runs the same images with this change: no "
-                f"workload's image changes (does an `images:` entry name {image} while the "
-                "workloads run another name?)")
+        return no_change_refusal(self.where, image, chart=isinstance(self.target, ChartTarget))
 
 
 async def promotion_effect(builds: RepoBuilds, commit: str, policy: Policy, environment: str,

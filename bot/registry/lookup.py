@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import cachetools
 
+from bot.domain.promotions.candidate import repo_from_source
 from bot.domain.tags import version_from_tag
 from bot.registry.client import RegistryClient
 from bot.registry.manifests import HELM_CONFIG, Manifest, image_platform
@@ -130,14 +131,6 @@ def kind_problem(reference: str, found: ImageVersion, *, chart: bool) -> str | N
                 f"is not {HELM_CONFIG}); a chart service promotes charts only")
     return (f"{reference} is a Helm chart, not a container image; name it as `chart:` in "
             "the policy to promote it")
-
-
-def repo_from_source(source: str | None) -> str | None:
-    """`owner/repo` of an `org.opencontainers.image.source` URL on a GitHub host."""
-    if not source:
-        return None
-    path = source.split("://", 1)[-1].split("/", 1)[-1].removesuffix(".git").strip("/")
-    return path if path.count("/") == 1 else None
 
 
 def _newest_first(tag: str) -> tuple[int, tuple[int, ...], str]:

@@ -10,8 +10,8 @@ from typing import Any
 
 from bot.domain.deployed import fill_context
 from bot.domain.policy import Environment
+from bot.domain.promotions.marker import branch_prefix, parse_marker
 from bot.names import REFUSAL_CHECK
-from bot.promotion.authorship.marker import branch_prefix, parse_marker
 from bot.promotion.dashboard.issue import DASHBOARD_LABEL
 from bot.sandbox.botlog import logged_reasons
 from bot.sandbox.demo import artifact_digest, digest_of

@@ -73,7 +73,7 @@ def test_link_markdown() -> None:
 
 
 def test_source_from_labels_reads_githubs_all_labels_and_flat_keys() -> None:
-    from bot.promotion.opening.candidates import source_from_labels
+    from bot.domain.promotions.candidate import source_from_labels
 
     nested = {"all_labels": {"org.opencontainers.image.source": "https://github.com/acme/web",
                              "org.opencontainers.image.revision": "a" * 40}}

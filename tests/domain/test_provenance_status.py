@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.promotion.authorship.marker import PromotionMarker
+from bot.domain.promotions.marker import PromotionMarker
 from bot.promotion.dashboard.issue import DASHBOARD_MARKER, is_dashboard, render_pages
 from bot.promotion.dashboard.status import (
     OpenPromotion,

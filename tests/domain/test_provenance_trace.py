@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.promotion.authorship.marker import PromotionMarker
+from bot.domain.promotions.marker import PromotionMarker
 from bot.promotion.history.trace import (
     Promotion,
     Shipment,

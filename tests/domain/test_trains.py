@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from bot.domain.policy import load_policy
+from bot.domain.promotions.candidate import Candidate
+from bot.domain.promotions.marker import PromotionMarker, TrainMember, parse_marker
 from bot.domain.provenance import Link, Provenance
 from bot.domain.trains import Period, previous_combination, train_digest
-from bot.promotion.authorship.marker import PromotionMarker, TrainMember, parse_marker
 from bot.promotion.opening.body import MAX_BODY, Change
-from bot.promotion.opening.candidates import Candidate
 from bot.promotion.trains.body import (
     OPEN_BLOCKS_LIMIT,
     Move,

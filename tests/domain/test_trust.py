@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.promotion.authorship.marker import PromotionMarker
-from bot.promotion.authorship.trailers import (
+from bot.domain.promotions.marker import PromotionMarker
+from bot.domain.promotions.trailers import (
     CommitTrailers,
     Moved,
     commit_message,

@@ -9,8 +9,8 @@ import gidgethub
 import pytest
 
 from bot.domain.commands.parse import HELP_TEXT
+from bot.domain.promotions.marker import parse_marker
 from bot.github.client import ConveyorGitHubAPI
-from bot.promotion.authorship.marker import parse_marker
 from bot.promotion.commands.replies import Reply
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
 from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.promotion.authorship.marker import parse_marker
+from bot.domain.promotions.marker import parse_marker
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
 from bot.text import unescape_markdown
 from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization

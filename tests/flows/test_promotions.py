@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.promotion.authorship.marker import parse_marker
+from bot.domain.promotions.marker import parse_marker
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
 from tests.harness import World, close_world, make_world
 

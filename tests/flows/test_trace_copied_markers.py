@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from bot.promotion.authorship.marker import MARKER_RE, TrainMember, parse_marker
+from bot.domain.promotions.marker import MARKER_RE, TrainMember, parse_marker
 from tests.flows.test_trace import (
     SOURCE,
     built_release,

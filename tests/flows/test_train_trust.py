@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from bot.promotion.authorship.marker import parse_marker
+from bot.domain.promotions.marker import parse_marker
 from tests.flows.test_trains import TOGETHER_POLICY, files, image
 from tests.harness import World, close_world, make_world
 

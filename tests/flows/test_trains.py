@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from bot.domain.promotions.marker import parse_marker
 from bot.domain.trains import train_digest
-from bot.promotion.authorship.marker import parse_marker
 from bot.promotion.resync.reconcile import resync_all
 from bot.promotion.trains import flows as train_flows
 from bot.promotion.trains import opener as train_opener

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.domain.promotions.candidate import repo_from_source
 from bot.registry.challenge import parse_challenge
 from bot.registry.credentials import AuthFileError, load_auth_file, parse_auths
 from bot.registry.errors import refusal, unreachable
-from bot.registry.lookup import _newest_first, repo_from_source
+from bot.registry.lookup import _newest_first
 from bot.registry.manifests import (
     DOCKER_LIST,
     DOCKER_MANIFEST,

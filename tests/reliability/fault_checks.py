@@ -25,8 +25,8 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
+from bot.domain.promotions.marker import PromotionMarker, parse_marker
 from bot.names import GATE_CHECK
-from bot.promotion.authorship.marker import PromotionMarker, parse_marker
 from bot.promotion.commands.replies import REPLY_MARKER
 from bot.sandbox.demo import DEPLOY_REPO
 from conveyor_emulator import Emulator

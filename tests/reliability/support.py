@@ -14,8 +14,8 @@ from typing import Any
 
 import aiohttp
 
+from bot.domain.promotions.marker import parse_marker
 from bot.github.client import RetryPolicy
-from bot.promotion.authorship.marker import parse_marker
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, DEPLOY_REPO
 from conveyor_emulator import Emulator
 from tests.harness import FAST_RETRY, SECRET, World, make_world

@@ -23,9 +23,9 @@ from gidgethub import sansio
 
 from bot.domain.gate.model import Verdict
 from bot.domain.policy import PolicyError, load_policy
+from bot.domain.promotions.marker import PromotionMarker
+from bot.domain.promotions.trailers import CommitTrailers, Moved
 from bot.domain.tags import MAX_TAG_LENGTH, TagPolicy
-from bot.promotion.authorship.marker import PromotionMarker
-from bot.promotion.authorship.trailers import CommitTrailers, Moved
 from bot.promotion.authorship.trust import ConveyorCommit
 from bot.promotion.gate import gatekeeper
 from bot.promotion.gate.pull_facts import PullFacts

@@ -1,5 +1,6 @@
-"""What Conveyor wrote and how it knows: the hidden marker in PR bodies (`marker.py`), the
-`conveyor/commit` receipt on each of its commits GitHub did not sign (`receipts.py`), and
-what it trusts about a pull request because only Conveyor can have written it (`trust.py`).
-It imports the GitHub edge and the runtime, nothing else of `bot.promotion`.
+"""What Conveyor wrote and how it knows: the `conveyor/commit` receipt on each of its commits
+GitHub did not sign (`receipts.py`), and what it trusts about a pull request because only
+Conveyor can have written it (`trust.py`, reading the marker and the trailers of
+`bot.domain.promotions`). It imports the GitHub edge and the runtime, nothing else of
+`bot.promotion`.
 """

@@ -8,8 +8,8 @@ committer GitHub's `web-flow`, verified), or when it carries Conveyor's receipt
 (`receipts.py`), which Conveyor posts on a commit it has just made that GitHub did not sign,
 and on no other. A person who copies the bot's e-mail into a commit gets neither. A GitHub
 Enterprise Server without web commit signing signs nothing: there the receipt alone proves
-it. So every trust decision reads the trailers of
-that commit (``trailers.py``), single-service promotions and release trains alike.
+it. So every trust decision reads the trailers of that commit
+(``bot.domain.promotions.trailers``), single-service promotions and release trains alike.
 
 The body marker stays what it is: a display hint and an index for the resync.
 """
@@ -21,11 +21,11 @@ from typing import Any
 
 from gidgethub.abc import GitHubAPI
 
+from bot.domain.promotions.marker import PromotionMarker, TrainMember, parse_marker
+from bot.domain.promotions.trailers import CommitTrailers, Moved, read_trailers
 from bot.domain.trains import train_digest
 from bot.github.repos import commit_for_ref
-from bot.promotion.authorship.marker import PromotionMarker, TrainMember, parse_marker
 from bot.promotion.authorship.receipts import has_receipt
-from bot.promotion.authorship.trailers import CommitTrailers, Moved, read_trailers
 from bot.text import short_digest
 
 __all__ = [

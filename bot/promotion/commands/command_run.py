@@ -10,16 +10,16 @@ from gidgethub.abc import GitHubAPI
 
 from bot.domain.attestation import SignerWorkflow
 from bot.domain.policy import Policy
+from bot.domain.promotions.candidate import Candidate, Trigger
+from bot.domain.promotions.marker import PromotionMarker, branch_name
 from bot.domain.tags import version_from_tag
 from bot.github.repos import commit_for_ref
-from bot.promotion.authorship.marker import PromotionMarker, branch_name
 from bot.promotion.authorship.trust import trusted_marker
 from bot.promotion.commands.replies import Reply
 from bot.promotion.dashboard.status import StatusSources
 from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.gate.hold import HOLD_LABEL
 from bot.promotion.opening.attestations import check_attestation
-from bot.promotion.opening.candidates import Candidate, Trigger
 from bot.promotion.opening.opener import Opener, find_pull_for_branch
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.triggers.flows import Promoter, find_release

@@ -4,12 +4,12 @@ train."""
 from __future__ import annotations
 
 from bot.domain.commands.parse import Promote, PromoteExplicit, PromoteTrain
+from bot.domain.promotions.candidate import Candidate, release_tag_variants
+from bot.domain.promotions.marker import PromotionMarker
 from bot.domain.trains import ALL_GROUP
-from bot.promotion.authorship.marker import PromotionMarker
 from bot.promotion.authorship.trust import trusted_promotion
 from bot.promotion.commands.command_run import CommandRun
 from bot.promotion.commands.replies import describe_result, describe_train
-from bot.promotion.opening.candidates import Candidate, release_tag_variants
 from bot.promotion.opening.provenance import gather_provenance
 from bot.promotion.opening.upstream_pins import agreed_pins
 from bot.promotion.trains.flows import promote_group

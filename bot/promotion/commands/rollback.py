@@ -8,10 +8,10 @@ from urllib.parse import quote
 from gidgethub.abc import GitHubAPI
 
 from bot.domain.commands.parse import Rollback, RollbackTrain
+from bot.domain.promotions.candidate import release_tag_variants
 from bot.domain.trains import Period, previous_combination
 from bot.promotion.commands.command_run import CommandCapabilities, CommandRun, Invocation
 from bot.promotion.commands.replies import Reply, describe_result, describe_train
-from bot.promotion.opening.candidates import release_tag_variants
 from bot.promotion.opening.opener import OpenResult
 from bot.promotion.opening.provenance import gather_provenance
 from bot.promotion.policies import DeploymentRepo

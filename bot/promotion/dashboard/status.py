@@ -20,9 +20,9 @@ import cachetools
 from gidgethub.abc import GitHubAPI
 
 from bot.domain.policy import Policy
+from bot.domain.promotions.marker import branch_prefix, parse_marker
 from bot.github.snapshot import FileAt
 from bot.manifests import ManifestError, find_images
-from bot.promotion.authorship.marker import branch_prefix, parse_marker
 from bot.promotion.history.file_history import UNKNOWN, ChangeHistory, Wanted
 from bot.promotion.opening.opener import open_pulls
 from bot.promotion.policies import DeploymentRepo

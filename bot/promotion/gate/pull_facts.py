@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot.promotion.authorship.marker import PromotionMarker, parse_marker
+from bot.domain.promotions.marker import PromotionMarker, parse_marker
 from bot.promotion.authorship.trust import ConveyorCommit
 
 

@@ -28,11 +28,11 @@ from urllib.parse import quote
 import cachetools
 from gidgethub.abc import GitHubAPI
 
+from bot.domain.promotions.marker import parse_marker
 from bot.github.refusals import or_none
 from bot.github.repos import get_file
 from bot.github.snapshot import RepoFiles
 from bot.manifests import ManifestError, find_images
-from bot.promotion.authorship.marker import parse_marker
 
 if TYPE_CHECKING:
     from bot.runtime.context import Context

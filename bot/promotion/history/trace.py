@@ -24,9 +24,9 @@ from urllib.parse import quote
 
 from gidgethub.abc import GitHubAPI
 
+from bot.domain.promotions.marker import PromotionMarker
 from bot.github.refusals import or_none
 from bot.github.repos import commit_for_ref, write_comment
-from bot.promotion.authorship.marker import PromotionMarker
 from bot.text import short_digest
 
 if TYPE_CHECKING:

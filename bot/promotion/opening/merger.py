@@ -23,9 +23,9 @@ import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from bot.domain.policy import Policy
+from bot.domain.promotions.marker import branch_environment
 from bot.github.limits import fit
 from bot.github.repos import write_comment
-from bot.promotion.authorship.marker import branch_environment
 from bot.promotion.authorship.trust import opened_by_conveyor
 from bot.runtime.timer_jobs import MergeRetry
 from bot.text import escape_markdown

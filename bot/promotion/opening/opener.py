@@ -28,24 +28,26 @@ from bot.domain.opening import (
     decide_opening,
 )
 from bot.domain.policy import Environment, Policy
+from bot.domain.promotions.candidate import Candidate
+from bot.domain.promotions.marker import (
+    PromotionMarker,
+    branch_name,
+    branch_prefix,
+)
+from bot.domain.promotions.pull_text import commit_message, follows_note, pr_title
+from bot.domain.promotions.refusals import refusal_for_tags
 from bot.domain.provenance import Provenance
 from bot.domain.tags import compare_versions, version_from_tag
 from bot.github.refusals import or_none
 from bot.github.repos import RepoFile, add_labels, branch_head, content_path, get_file
 from bot.github.snapshot import TreeTruncated
 from bot.manifests import Edit, ManifestError, promote_image
-from bot.promotion.authorship.marker import (
-    PromotionMarker,
-    branch_name,
-    branch_prefix,
-)
 from bot.promotion.authorship.receipts import receipt_unless_signed
 from bot.promotion.authorship.trust import opened_by_conveyor, trusted_marker
 from bot.promotion.builds import RepoBuilds
 from bot.promotion.configcheck import run_config_check
 from bot.promotion.effects import PromotionEffect, promotion_effect
-from bot.promotion.opening.body import Change, commit_message, follows_note, pr_body, pr_title
-from bot.promotion.opening.candidates import Candidate, refusal_for_tags
+from bot.promotion.opening.body import Change, pr_body
 from bot.promotion.opening.chart_lock import lock_refusal
 from bot.promotion.opening.provenance import LazyProvenance, with_compare
 from bot.promotion.opening.superseding import close_superseded

@@ -18,6 +18,7 @@ from urllib.parse import quote
 from gidgethub.abc import GitHubAPI
 
 from bot.domain.attestation import SignerWorkflow
+from bot.domain.promotions.candidate import Candidate
 from bot.domain.provenance import (
     Link,
     Provenance,
@@ -26,7 +27,6 @@ from bot.domain.provenance import (
 )
 from bot.github.refusals import or_none
 from bot.promotion.opening.attestations import check_attestation
-from bot.promotion.opening.candidates import Candidate
 from bot.runtime.context import Context
 from bot.text import short_digest
 

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from gidgethub.abc import GitHubAPI
 
+from bot.domain.promotions.marker import parse_marker
 from bot.github.refusals import or_none
 from bot.github.repos import comment
-from bot.promotion.authorship.marker import parse_marker
 
 if TYPE_CHECKING:
     from bot.runtime.context import Context

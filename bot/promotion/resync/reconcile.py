@@ -24,18 +24,18 @@ from gidgethub.abc import GitHubAPI
 
 from bot.domain.leftovers import PromotionPull, Supersede, leftover_steps
 from bot.domain.policy import Service
+from bot.domain.promotions.candidate import Candidate
+from bot.domain.promotions.marker import PromotionMarker, branch_prefix, parse_marker
 from bot.domain.tags import compare_versions, is_newer, is_semver, version_from_tag
 from bot.github.refusals import or_none
 from bot.github.repos import get_file
 from bot.manifests import ManifestError, find_images
-from bot.promotion.authorship.marker import PromotionMarker, branch_prefix, parse_marker
 from bot.promotion.authorship.trust import ConveyorCommit, trusted_marker, trusted_promotion
 from bot.promotion.commands.command_run import CommandCapabilities
 from bot.promotion.commands.rollback import watcher
 from bot.promotion.dashboard.issue import DashboardCapabilities, refresh_dashboard
 from bot.promotion.dashboard.status import StatusSources
 from bot.promotion.gate.gatekeeper import GateService
-from bot.promotion.opening.candidates import Candidate
 from bot.promotion.opening.merger import merge_promotion
 from bot.promotion.opening.opener import find_pull_for_branch, open_pulls
 from bot.promotion.opening.superseding import close_superseded

@@ -14,18 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from bot.domain.policy import Environment
+from bot.domain.promotions.candidate import Candidate
+from bot.domain.promotions.marker import PromotionMarker
+from bot.domain.promotions.pull_text import commands_lines, gate_lines, provenance_lines
+from bot.domain.promotions.trailers import CommitTrailers, Moved, commit_message
 from bot.domain.provenance import Provenance
-from bot.promotion.authorship.marker import PromotionMarker
-from bot.promotion.authorship.trailers import CommitTrailers, Moved, commit_message
-from bot.promotion.opening.body import (
-    MAX_BODY,
-    Change,
-    commands_lines,
-    effect_lines,
-    gate_lines,
-    provenance_lines,
-)
-from bot.promotion.opening.candidates import Candidate
+from bot.promotion.opening.body import MAX_BODY, Change, effect_lines
 from bot.text import short_digest
 
 # Up to this size every provenance block is shown open; above it each folds into <details>.

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from gidgethub.abc import GitHubAPI
 
+from bot.domain.promotions.candidate import Candidate, Trigger
+from bot.domain.promotions.marker import train_prefix
 from bot.domain.tags import version_from_tag
 from bot.domain.trains import ALL_GROUP
 from bot.github.repos import get_file
-from bot.promotion.authorship.marker import train_prefix
 from bot.promotion.authorship.trust import ConveyorCommit, trusted_train
 from bot.promotion.evidence.finder import pins as pins_digest
 from bot.promotion.evidence.halts import halted
-from bot.promotion.opening.candidates import Candidate, Trigger
 from bot.promotion.opening.merger import merge_promotion
 from bot.promotion.opening.opener import MergeAsOpened
 from bot.promotion.opening.superseding import close_superseded

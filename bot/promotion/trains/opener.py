@@ -23,24 +23,25 @@ from bot.domain.opening import (
     TrainSubject,
     decide_opening,
 )
-from bot.domain.provenance import Provenance
-from bot.domain.trains import train_digest
-from bot.github.repos import add_labels, branch_head, get_file
-from bot.github.snapshot import TreeTruncated
-from bot.manifests import ManifestError, promote_image
-from bot.promotion.authorship.marker import (
+from bot.domain.promotions.candidate import Candidate
+from bot.domain.promotions.marker import (
     PromotionMarker,
     TrainMember,
     branch_prefix,
     train_branch_name,
     train_prefix,
 )
+from bot.domain.promotions.refusals import refusal_for_tags
+from bot.domain.provenance import Provenance
+from bot.domain.trains import train_digest
+from bot.github.repos import add_labels, branch_head, get_file
+from bot.github.snapshot import TreeTruncated
+from bot.manifests import ManifestError, promote_image
 from bot.promotion.authorship.receipts import receipt_unless_signed
 from bot.promotion.authorship.trust import trusted_pull
 from bot.promotion.builds import RepoBuilds, environment_target
 from bot.promotion.effects import promotion_effect
 from bot.promotion.opening.body import Change
-from bot.promotion.opening.candidates import Candidate, refusal_for_tags
 from bot.promotion.opening.opener import (
     LABEL,
     ROLLBACK_LABEL,

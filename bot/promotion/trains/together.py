@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from gidgethub.abc import GitHubAPI
 
 from bot.domain.policy import Environment, Group
+from bot.domain.promotions.candidate import Candidate
 from bot.domain.tags import version_from_tag
 from bot.github.repos import commit_for_ref, get_file
 from bot.promotion.evidence.finder import pins
-from bot.promotion.opening.candidates import Candidate
 from bot.promotion.opening.opener import MergeAsOpened, OpenResult
 from bot.promotion.policies import DeploymentRepo
 from bot.promotion.trains.opener import TrainOpener

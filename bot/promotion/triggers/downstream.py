@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from gidgethub.abc import GitHubAPI
 
-from bot.promotion.authorship.marker import PromotionMarker
+from bot.domain.promotions.candidate import Candidate, Trigger
+from bot.domain.promotions.marker import PromotionMarker
 from bot.promotion.evidence.halts import halted
-from bot.promotion.opening.candidates import Candidate, Trigger
 from bot.promotion.opening.opener import Opener, OpenResult, open_pulls
 from bot.promotion.opening.provenance import LazyProvenance
 from bot.promotion.opening.upstream_pins import upstream_pins

@@ -12,13 +12,13 @@ import cachetools
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
+from bot.domain.promotions.candidate import Candidate, release_tag_variants
 from bot.domain.tags import version_from_tag
 from bot.github.checks import check_output, check_run, create_check_run, is_own, update_check_run
 from bot.github.limits import OUTPUT_LIMIT, fit
 from bot.github.refusals import or_none
 from bot.github.repos import commit_for_ref
 from bot.names import POLICY_PATH, refusal_check
-from bot.promotion.opening.candidates import Candidate, release_tag_variants
 from bot.promotion.opening.opener import MergeAsOpened, Opener, OpenResult
 from bot.promotion.opening.provenance import LazyProvenance
 from bot.promotion.policies import DeploymentRepo

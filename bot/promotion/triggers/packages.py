@@ -18,8 +18,8 @@ import cachetools
 from gidgethub.abc import GitHubAPI
 
 from bot.domain.policy import Service
+from bot.domain.promotions.candidate import Candidate, package_event_facts, source_from_labels
 from bot.domain.tags import version_from_tag
-from bot.promotion.opening.candidates import Candidate, package_event_facts, source_from_labels
 from bot.promotion.policies import DeploymentRepo, PolicyIndex
 from bot.promotion.triggers.flows import (
     Promoter,

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.domain.images import is_digest
-from bot.domain.policy import Policy
 from bot.domain.tags import version_from_tag
-from bot.registry.lookup import repo_from_source
-
-log = logging.getLogger(__name__)
 
 GHCR = "ghcr.io"
 # GitHub's "unknown" timestamp in package events (untagged per-platform versions)
@@ -91,6 +86,14 @@ def _is_commit(value: str) -> bool:
     return len(value) == 40 and all(c in "0123456789abcdef" for c in value.lower())
 
 
+def repo_from_source(source: str | None) -> str | None:
+    """`owner/repo` of an `org.opencontainers.image.source` URL on a GitHub host."""
+    if not source:
+        return None
+    path = source.split("://", 1)[-1].split("/", 1)[-1].removesuffix(".git").strip("/")
+    return path if path.count("/") == 1 else None
+
+
 def source_from_labels(labels: dict[str, Any]) -> tuple[str | None, str | None]:
     """(owner/repo, revision) from the OCI labels of a package event.
 
@@ -103,13 +106,3 @@ def source_from_labels(labels: dict[str, Any]) -> tuple[str | None, str | None]:
     repo = repo_from_source(source)
     revision = merged.get("org.opencontainers.image.revision") or merged.get("revision")
     return repo, (str(revision) if revision else None)
-
-
-def refusal_for_tags(policy: Policy, service: str, environment: str, candidate: Candidate
-                     ) -> str | None:
-    subject = candidate.release_tag or candidate.tag or candidate.version
-    for tag_policy in policy.tag_policy_for(service, environment):
-        if not tag_policy.admits(subject):
-            return (f"{service} {subject} is not admitted in {environment} "
-                    f"(tag policy `{tag_policy}`)")
-    return None
