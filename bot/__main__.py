@@ -89,7 +89,7 @@ def _check_config(args: argparse.Namespace) -> int:
 
 
 def _bump(args: argparse.Namespace) -> int:
-    from bot.cli.offline import bump
+    from bot.cli.bump import bump
 
     return bump(args.repo, args.service, args.env, args.image or args.chart,
                 write=args.write, chart=args.chart is not None)

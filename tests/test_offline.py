@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.offline import bump, check_config
+from bot.cli.bump import bump
+from bot.cli.offline import check_config
 from bot.names import POLICY_PATH
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY
 
@@ -117,7 +118,7 @@ def run_bump(repo: Path, image: str, *, service: str = "web", env: str = "stagin
     ("web", "staging", "ghcr.io/acme/web:1.2.0",
      "--image must carry a digest (NAME:TAG@sha256:...)"),
     ("web", "staging", f"ghcr.io/acme/web:0.5.0@{DIGEST}",
-     "0.5.0 is not admitted in staging (tag policy `semver:>=1.0.0`)"),
+     "web 0.5.0 is not admitted in staging (tag policy `semver:>=1.0.0`)"),
 ])
 def test_refused_bumps_say_why_and_write_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -187,8 +188,63 @@ def test_bumping_to_the_pinned_digest_changes_nothing(
     capsys.readouterr()
     written = (repo / STAGING).read_text()
     assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 0
-    assert refusal(capsys) == f"{STAGING}: already pins {DIGEST}"
+    assert refusal(capsys) == f"web 1.2.0 is already live in staging (`{STAGING}`)"
     assert (repo / STAGING).read_text() == written
+
+
+@pytest.mark.parametrize("setting", ["CONVEYOR_KUSTOMIZE", "CONVEYOR_HELM"])
+def test_a_bump_with_a_missing_render_tool_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        setting: str) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    monkeypatch.setenv(setting, str(tmp_path / "no-such-tool"))
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 2
+    assert refusal(capsys).startswith(f"{setting}: ")
+    assert (repo / STAGING).read_text() == DEMO_FILES[STAGING]
+
+
+def test_a_bump_whose_render_fails_is_left_to_the_gate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As the opener does: a render that cannot be compared refuses nothing (the gate judges
+    the pull request's render)."""
+    repo = demo_repo(tmp_path / "deploy")
+    (repo / "apps/web/base/kustomization.yaml").write_text("resources:\n  - missing.yaml\n")
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 0
+    assert capsys.readouterr().out.endswith(f"+    digest: {DIGEST}\n")
+
+
+def test_a_bump_with_rendering_off_edits_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    monkeypatch.setenv("CONVEYOR_KUSTOMIZE", "off")
+    monkeypatch.setenv("CONVEYOR_HELM", "off")
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 0
+    assert capsys.readouterr().out.endswith(f"+    digest: {DIGEST}\n")
+
+
+def test_a_bump_in_a_repository_with_a_broken_policy(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy", policy="version: 1\nservices: [\n")
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"{repo / POLICY_PATH}:")
+
+
+def test_a_bump_names_how_the_service_ships(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    assert bump(str(repo), "web", "staging", f"ghcr.io/acme/web:1.2.0@{DIGEST}", write=True,
+                chart=True) == 1
+    assert refusal(capsys) == "service web is an image: use --image"
+
+
+def test_a_manifest_that_is_not_utf8_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    (repo / STAGING).write_bytes(b"images:\n  - name: \xff\n")
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 1
+    assert refusal(capsys).startswith(f"{STAGING}: ")
 
 
 def test_a_failed_write_leaves_the_file_and_no_temporary(
@@ -199,7 +255,7 @@ def test_a_failed_write_leaves_the_file_and_no_temporary(
     def disk_full(source: str, target: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("bot.cli.offline.os.replace", disk_full)
+    monkeypatch.setattr("bot.cli.bump.os.replace", disk_full)
     with pytest.raises(OSError):
         run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}")
     assert (repo / STAGING).read_text() == DEMO_FILES[STAGING]

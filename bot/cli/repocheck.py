@@ -30,6 +30,7 @@ from bot.names import POLICY_PATH
 from bot.promotion.builds import (
     MAX_BINARY_BYTES,
     EnvironmentRender,
+    builder_renders,
     policy_renders,
     render_anchor,
     run_render,
@@ -40,7 +41,6 @@ from bot.promotion.configcheck.run import check_kustomization, check_values
 from bot.render.build import Builder
 from bot.render.inputs import TreeIndex
 from bot.render.reads import RenderInputs
-from bot.render.targets import ChartTarget, OverlayTarget
 
 MAX_LOCAL_FILES = 50_000
 
@@ -170,8 +170,7 @@ async def build_findings(root: Path, policy: Policy, builder: Builder | None,
     findings: list[RepoFinding] = []
     read: dict[EnvironmentRender, RenderInputs] = {}
     for render in policy_renders(policy, index):
-        if (isinstance(render.target, ChartTarget) and builder.helm is None) or \
-                (isinstance(render.target, OverlayTarget) and builder.tool is None):
+        if not builder_renders(builder, render.target):
             continue
         anchor = render_anchor(policy, index, render)
         inputs = read[render] = await walk_inputs(index, render.target, files)

@@ -226,6 +226,17 @@ async def render_request(inputs: RenderInputs, files: Files,
     return render_key(inputs, shas), inputs.job, contents
 
 
+def builder_renders(builder: Builder | None, target: Target) -> bool:
+    """Whether ``builder`` renders ``target`` (the tool it needs is configured)."""
+    if builder is None:
+        return False
+    if isinstance(target, OverlayTarget):
+        return builder.tool is not None
+    if isinstance(target, ChartTarget):
+        return builder.helm is not None
+    return True
+
+
 def render_key(inputs: RenderInputs, shas: Mapping[str, str]) -> str:
     """What a render's result is kept by: the job and the blob of every file it reads."""
     digest = hashlib.sha256(repr(inputs.job).encode())
@@ -283,14 +294,7 @@ class RepoBuilds:
 
     def renders(self, target: Target) -> bool:
         """Whether ``target`` can be rendered here (its tool is configured)."""
-        builder = self.ctx.builder
-        if builder is None:
-            return False
-        if isinstance(target, OverlayTarget):
-            return builder.tool is not None
-        if isinstance(target, ChartTarget):
-            return builder.helm is not None
-        return True
+        return builder_renders(self.ctx.builder, target)
 
     async def index(self, commit: str) -> TreeIndex:
         """The files of ``commit``; TreeTruncated when GitHub does not list them all."""

@@ -13,6 +13,7 @@ from bot.domain.policy import Policy
 from bot.domain.promotions.refusals import no_change_refusal
 from bot.github.snapshot import TreeTruncated
 from bot.promotion.builds import RepoBuilds, environment_target
+from bot.render.build import BuildResult
 from bot.render.targets import ChartTarget, Target, target_folder
 from bot.render.workloads import WorkloadChange, image_changes
 
@@ -85,6 +86,12 @@ async def _compare(builds: RepoBuilds, commit: str, target: Target, edited: Mapp
     await builds.prefetch(commit, sorted({*with_edit.files, *without.files} - set(edited)))
     after, before = await asyncio.gather(builds.build(commit, target, edited),
                                          builds.build(commit, target))
+    return render_changes(before, after)
+
+
+def render_changes(before: BuildResult, after: BuildResult
+                   ) -> tuple[WorkloadChange, ...] | str:
+    """The workloads whose image differs between two renders, or why the edited one failed."""
     if after.images is None:
         return after.error or "the render failed"
     return tuple(image_changes(dict(before.images or {}), dict(after.images)))

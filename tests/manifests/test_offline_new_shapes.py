@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.offline import bump, check_config
+from bot.cli.bump import bump
+from bot.cli.offline import check_config
 
 DIGEST = "sha256:" + "5a" * 32
 POLICY = """\
@@ -81,9 +82,9 @@ def test_without_the_tag_key_bump_refuses_and_writes_nothing(
 ) -> None:
     (repo / ".github" / "conveyor.yml").write_text(POLICY.replace("    tag_key: version\n", ""))
     assert bump(str(repo), "api", "staging", f"ghcr.io/acme/api:2.1.0@{DIGEST}", write=True) == 1
-    assert capsys.readouterr().err == (
-        "argocd/api-staging.yaml:9: ghcr.io/acme/api has `version:` and no `tag:`; if the chart "
-        "reads the tag from `version`, set `tag_key: version` on this service in "
+    assert capsys.readouterr().err == (  # the opener's words for the same refusal
+        "cannot edit argocd/api-staging.yaml:9: ghcr.io/acme/api has `version:` and no `tag:`; "
+        "if the chart reads the tag from `version`, set `tag_key: version` on this service in "
         ".github/conveyor.yml\n"
     )
     assert (repo / "argocd" / "api-staging.yaml").read_bytes() == VALUES.encode()
