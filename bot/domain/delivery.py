@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from statistics import median
 
-__all__ = ["Figures", "Outage", "Promotion", "figures", "weekly_lead_times"]
+__all__ = ["DeliveredPromotion", "Figures", "Outage", "figures", "weekly_lead_times"]
 
 
 @dataclass(frozen=True)
-class Promotion:
+class DeliveredPromotion:
+    """A merged promotion as the delivery figures count it: when it merged, when its source
+    was committed and first deployed, and whether it failed."""
+
     service: str
     environment: str
     merged_at: datetime
@@ -67,7 +70,7 @@ def _median(spans: Sequence[timedelta]) -> timedelta | None:
     return timedelta(seconds=median(s.total_seconds() for s in spans))
 
 
-def figures(service: str, environment: str, promotions: Iterable[Promotion],
+def figures(service: str, environment: str, promotions: Iterable[DeliveredPromotion],
             outages: Iterable[Outage], since: datetime, until: datetime) -> Figures:
     """The figures of promotions merged and outages begun in ``[since, until)``."""
     mine = [p for p in promotions if (p.service, p.environment) == (service, environment)
@@ -90,7 +93,7 @@ def figures(service: str, environment: str, promotions: Iterable[Promotion],
     )
 
 
-def weekly_lead_times(environment: str, promotions: Iterable[Promotion], since: datetime,
+def weekly_lead_times(environment: str, promotions: Iterable[DeliveredPromotion], since: datetime,
                       until: datetime) -> list[tuple[datetime, timedelta | None]]:
     """Per week from ``since``: the median lead time to merge into ``environment`` of the
     promotions (every service, rollbacks left out) merged that week."""

@@ -64,10 +64,12 @@ class Pulls:
         if found is None:
             return
         marker, commit = found
-        if marker.kind == "promotion":
-            await promote_downstream(self.promoter, gh, repo, marker, int(pr["number"]))
-        elif marker.kind == "train":
+        if marker.is_rollback:
+            return
+        if marker.is_train:
             await promote_train_downstream(ctx, gh, repo, commit, merge=self.promoter.merge)
+        else:
+            await promote_downstream(self.promoter, gh, repo, marker, int(pr["number"]))
 
     async def on_check_rerun(self, event: sansio.Event, gh: ConveyorGitHubAPI) -> None:
         """The checks UI's "Re-run": re-evaluate the gate of the PRs of that commit."""

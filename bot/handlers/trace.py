@@ -24,7 +24,7 @@ from bot.promotion.dashboard.issue import (
     schedule_dashboard,
     schedule_delivery,
 )
-from bot.promotion.history.trace import Promotion, report_promotion, source_commit
+from bot.promotion.history.trace import TracedPromotion, report_promotion, source_commit
 from bot.promotion.policies import DeploymentRepo
 from bot.runtime.scheduler import internal_event
 from bot.runtime.timer_jobs import DashboardDue, DeliveryDue
@@ -78,7 +78,7 @@ class Tracing:
             log.info("the promotion names no source commit, nothing to report",
                      extra={"pull": pr["number"]})
             return
-        await report_promotion(ctx, gh, Promotion(
+        await report_promotion(ctx, gh, TracedPromotion(
             deploy_repo=repo.full_name, number=int(pr["number"]), url=str(pr["html_url"]),
             merged_at=str(pr.get("merged_at") or ctx.clock().isoformat()), marker=marker,
             source_repo=service.source, source_sha=sha,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.domain.delivery import Outage, Promotion, figures, weekly_lead_times
+from bot.domain.delivery import DeliveredPromotion, Outage, figures, weekly_lead_times
 
 SINCE, UNTIL = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -17,19 +17,19 @@ def at(day: int, hour: int, minute: int = 0, month: int = 11) -> datetime:
 
 PROMOTIONS = [
     # source 08:00, merged 10:00 (2h), reported deployed 10:30 (2h30m)
-    Promotion("web", "staging", at(2, 10), at(2, 8), at(2, 10, 30)),
+    DeliveredPromotion("web", "staging", at(2, 10), at(2, 8), at(2, 10, 30)),
     # a day from commit to merge, deployed 20 minutes later, then reported failing: rolled back
-    Promotion("web", "staging", at(10, 9), at(9, 9), at(10, 9, 20), failed=True),
-    Promotion("web", "staging", at(10, 9, 40), at(2, 8), at(10, 9, 45), rollback=True),
+    DeliveredPromotion("web", "staging", at(10, 9), at(9, 9), at(10, 9, 20), failed=True),
+    DeliveredPromotion("web", "staging", at(10, 9, 40), at(2, 8), at(10, 9, 45), rollback=True),
     # an hour to merge, never reported deployed
-    Promotion("web", "staging", at(16, 13), at(16, 12), None),
+    DeliveredPromotion("web", "staging", at(16, 13), at(16, 12), None),
     # a hand-written change: no source commit known
-    Promotion("web", "staging", at(23, 15), None, at(23, 15, 5)),
+    DeliveredPromotion("web", "staging", at(23, 15), None, at(23, 15, 5)),
     # before the window
-    Promotion("web", "staging", at(30, 12, month=10), at(30, 11, month=10), None),
+    DeliveredPromotion("web", "staging", at(30, 12, month=10), at(30, 11, month=10), None),
     # another environment and another service
-    Promotion("web", "production", at(3, 8), at(2, 8), at(3, 8, 10)),
-    Promotion("api", "staging", at(5, 8), at(5, 7), None, failed=True),
+    DeliveredPromotion("web", "production", at(3, 8), at(2, 8), at(3, 8, 10)),
+    DeliveredPromotion("api", "staging", at(5, 8), at(5, 7), None, failed=True),
 ]
 OUTAGES = [
     Outage("web", "staging", at(10, 9, 20), at(10, 9, 50)),  # 30m

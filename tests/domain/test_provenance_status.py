@@ -8,7 +8,7 @@ from typing import Any
 from bot.domain.promotions.marker import PromotionMarker
 from bot.promotion.dashboard.issue import DASHBOARD_MARKER, is_dashboard, render_pages
 from bot.promotion.dashboard.status import (
-    OpenPromotion,
+    OpenPull,
     StatusRow,
     open_promotions_for,
     render_status,
@@ -36,8 +36,8 @@ def test_open_promotions_are_found_by_branch() -> None:
         pull(6, "feature/production/web-x"),
     ]
     assert open_promotions_for(pulls, "production", "web") == (
-        OpenPromotion(3, "https://x/pull/3", None, rollback=True),
-        OpenPromotion(7, "https://x/pull/7", "1.4.2"),
+        OpenPull(3, "https://x/pull/3", None, rollback=True),
+        OpenPull(7, "https://x/pull/7", "1.4.2"),
     )
 
 
@@ -48,8 +48,8 @@ ROWS = [
               pull_url="https://x/pull/42"),
     StatusRow("web", "production", "apps/web/prod.yaml", "1.4.1", DIGEST,
               since=datetime(2026, 11, 29, 8, 0, tzinfo=UTC),
-              open_pulls=(OpenPromotion(45, "https://x/pull/45", "1.4.2"),
-                          OpenPromotion(46, "https://x/pull/46", None, rollback=True))),
+              open_pulls=(OpenPull(45, "https://x/pull/45", "1.4.2"),
+                          OpenPull(46, "https://x/pull/46", None, rollback=True))),
     StatusRow("api", "staging", "charts/api.yaml", problem="`charts/api.yaml` does not exist"),
 ]
 

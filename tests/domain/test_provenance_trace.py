@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from bot.domain.promotions.marker import PromotionMarker
 from bot.promotion.history.trace import (
-    Promotion,
     Shipment,
+    TracedPromotion,
     deployment_request,
     merge_shipments,
     parse_shipments,
@@ -24,8 +24,8 @@ def marker(environment: str = "staging", kind: str = "promotion") -> PromotionMa
 
 
 def promotion(environment: str = "staging", number: int = 42, kind: str = "promotion",
-              at: str = "2026-11-30T10:00:00Z") -> Promotion:
-    return Promotion(deploy_repo="acme/deploy", number=number,
+              at: str = "2026-11-30T10:00:00Z") -> TracedPromotion:
+    return TracedPromotion(deploy_repo="acme/deploy", number=number,
                      url=f"https://github.com/acme/deploy/pull/{number}", merged_at=at,
                      marker=marker(environment, kind), source_repo="acme/web", source_sha=SHA)
 

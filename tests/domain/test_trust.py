@@ -16,6 +16,7 @@ from bot.promotion.authorship.trust import (
     authored_by,
     conveyor_commit,
     reconcile,
+    reconcile_train,
     signed_as,
 )
 
@@ -87,3 +88,25 @@ def test_trailers_of_a_train_read_back_every_service_with_its_own_source() -> No
     assert read_trailers(commit_message("Roll back web", [], single)) == single
     assert read_trailers("Promote web\n\nConveyor-Service: web\nConveyor-Service: api\n"
                          f"Conveyor-Environment: staging\nConveyor-Digest: {DIGEST}\n") is None
+
+
+def test_a_train_rollback_is_asked_one_way_a_train_and_a_rollback() -> None:
+    """Whether a PR moves a group and whether it goes back are two questions, each asked of
+    the commit and of the marker alike: a train's rollback answers yes to both."""
+    moved = (Moved("web", DIGEST, "acme/web", "c" * 40),
+             Moved("api", "sha256:" + "b" * 64, "acme/api", None))
+    answers = []
+    for train, rollback in ((None, False), (None, True), ("storefront", False),
+                            ("storefront", True)):
+        trailers = CommitTrailers(environment="production", train=train, rollback=rollback,
+                                  moved=moved if train else moved[:1], version="1.4.2")
+        found = conveyor_commit(commit(message=commit_message("Title", [], trailers)),
+                                head=True)
+        assert found is not None
+        marker = reconcile_train(None, found) if found.is_train else reconcile(None, found)
+        assert (found.is_train, found.rollback) == (marker.is_train, marker.is_rollback)
+        answers.append((marker.is_train, marker.is_rollback, marker.kind))
+        # a train's marker never tells a single service's story, rollback or not
+        assert found.agrees_with(marker) is not found.is_train
+    assert answers == [(False, False, "promotion"), (False, True, "rollback"),
+                       (True, False, "train"), (True, True, "rollback")]

@@ -16,7 +16,7 @@ from bot.promotion.dashboard.issue import (
     refresh_dashboard,
     render_pages,
 )
-from bot.promotion.dashboard.status import OpenPromotion, StatusRow
+from bot.promotion.dashboard.status import OpenPull, StatusRow
 from bot.sandbox.demo import DEPLOY_REPO
 from tests.flows.test_dashboard import dashboards
 from tests.harness import close_world, make_world
@@ -34,7 +34,7 @@ def many_rows(services: int) -> list[StatusRow]:
         since=datetime(2026, 11, 30, 10, 0, tzinfo=UTC), since_commit="c" * 40,
         since_url=f"https://github.com/acme/deploy/commit/{'c' * 40}", pull_number=1000 + n,
         pull_url=f"https://github.com/acme/deploy/pull/{1000 + n}",
-        open_pulls=(OpenPromotion(2000 + n, "https://github.com/acme/deploy/pull/1",
+        open_pulls=(OpenPull(2000 + n, "https://github.com/acme/deploy/pull/1",
                                   "1.25.0"),) if env == "production" else ())
         for n in range(services) for env in ENVIRONMENTS]
 

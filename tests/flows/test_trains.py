@@ -256,6 +256,7 @@ async def test_rollback_of_a_group_restores_the_previous_combination(trains: Wor
         before[1], before[2])
     marker = parse_marker(back["body"])
     assert marker is not None and marker.kind == "rollback" and marker.group == "storefront"
+    assert marker.is_train and marker.is_rollback
     run = world.gate(back)
     assert run["conclusion"] == "success", run["output"]  # each digest ran there before
 

@@ -58,7 +58,14 @@ class PromotionMarker:
 
     @property
     def is_train(self) -> bool:
+        """Whether it moves a group: a release train, or a train's rollback (``kind`` says
+        "rollback" then, so it is never asked whether this is a train)."""
         return self.group is not None
+
+    @property
+    def is_rollback(self) -> bool:
+        """Whether it goes back: a service's rollback or a train's."""
+        return self.kind == "rollback"
 
     def render(self) -> str:
         data = asdict(self)
@@ -109,7 +116,7 @@ def service_markers(marker: PromotionMarker) -> list[PromotionMarker]:
     """The marker itself, or one per service for a release train."""
     if not marker.is_train:
         return [marker]
-    kind = "rollback" if marker.kind == "rollback" else "promotion"
+    kind = "rollback" if marker.is_rollback else "promotion"
     return [PromotionMarker(
         service=member.service, environment=marker.environment, digest=member.digest,
         tag=member.tag, version=member.version, paths=(member.path,), source_repo="",

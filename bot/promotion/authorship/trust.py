@@ -105,11 +105,16 @@ class ConveyorCommit:
 
     @property
     def train(self) -> str | None:
+        """The group a release train (or its rollback) moves; None for a single service."""
         return self.trailers.train
+
+    @property
+    def is_train(self) -> bool:
+        return self.trailers.train is not None
 
     def agrees_with(self, marker: PromotionMarker | None) -> bool:
         """Whether a body marker tells the same story (a single-service promotion)."""
-        return marker is not None and marker.kind != "train" and (
+        return marker is not None and not marker.is_train and (
             marker.service, marker.environment, marker.digest) == (
             self.service, self.environment, self.digest)
 
@@ -219,7 +224,7 @@ async def trusted_marker(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login
     """A single-service promotion PR Conveyor opened, with its trusted facts; None for a PR
     of anyone else and for a release train (`trusted_train` reads those)."""
     found = await trusted_promotion(gh, repo, pr, bot_login)
-    return None if found is None or found[1].train is not None else found
+    return None if found is None or found[1].is_train else found
 
 
 async def trusted_promotion(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: str
@@ -230,7 +235,7 @@ async def trusted_promotion(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_lo
     if trusted is None:
         return None
     shown = parse_marker(pr.get("body"))
-    if trusted.train is not None:
+    if trusted.is_train:
         return reconcile_train(shown, trusted), trusted
     return reconcile(shown, trusted), trusted
 
@@ -266,4 +271,4 @@ async def trusted_train(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login:
     """A release train Conveyor opened, with its trusted facts; None for a PR of anyone
     else and for a single-service promotion."""
     found = await trusted_promotion(gh, repo, pr, bot_login)
-    return None if found is None or found[1].train is None else found
+    return None if found is None or not found[1].is_train else found

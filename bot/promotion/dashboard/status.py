@@ -40,7 +40,9 @@ ReferenceKey = tuple[str, str, str, str | None]  # blob, image, path, tag_key
 
 
 @dataclass(frozen=True)
-class OpenPromotion:
+class OpenPull:
+    """An open promotion or train PR as a dashboard row links it."""
+
     number: int
     url: str
     version: str | None
@@ -61,7 +63,7 @@ class StatusRow:
     since_url: str | None = None
     pull_number: int | None = None  # the pull request that merged that commit
     pull_url: str | None = None
-    open_pulls: tuple[OpenPromotion, ...] = ()
+    open_pulls: tuple[OpenPull, ...] = ()
     problem: str | None = None  # why the file tells nothing (missing, unreadable, no image)
 
 
@@ -144,7 +146,7 @@ class StatusSources:
 
 
 def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, service: str
-                        ) -> tuple[OpenPromotion, ...]:
+                        ) -> tuple[OpenPull, ...]:
     """Open promotion and rollback PRs of (service, environment), found by their branch, and
     the open release trains into the environment that move the service."""
     forward = branch_prefix(environment, service)
@@ -159,7 +161,7 @@ def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, servi
         if ref.startswith(trains) and marker is not None and marker.is_train:
             member = next((m for m in marker.members if m.service == service), None)
             if member is not None:
-                found.append(OpenPromotion(
+                found.append(OpenPull(
                     number=int(pr["number"]), url=str(pr.get("html_url") or ""),
                     version=member.version, rollback=ref.startswith(trains[1]),
                     train=marker.group,
@@ -167,7 +169,7 @@ def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, servi
             continue
         if not ref.startswith((forward, back)):
             continue
-        found.append(OpenPromotion(
+        found.append(OpenPull(
             number=int(pr["number"]), url=str(pr.get("html_url") or ""),
             version=marker.version if marker else None, rollback=ref.startswith(back),
         ))

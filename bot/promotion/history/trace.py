@@ -58,7 +58,7 @@ class Shipment:
 
 
 @dataclass(frozen=True)
-class Promotion:
+class TracedPromotion:
     """A merged promotion PR, reduced to what the source repository is told."""
 
     deploy_repo: str
@@ -82,9 +82,9 @@ class Promotion:
         return f"{self.deploy_repo}#{self.number}"
 
 
-def deployment_request(promotion: Promotion) -> dict[str, Any]:
+def deployment_request(promotion: TracedPromotion) -> dict[str, Any]:
     marker = promotion.marker
-    verb = "Rolled back" if marker.kind == "rollback" else "Promoted"
+    verb = "Rolled back" if marker.is_rollback else "Promoted"
     return {
         "ref": promotion.source_sha,
         "environment": marker.environment,
@@ -103,7 +103,7 @@ def deployment_request(promotion: Promotion) -> dict[str, Any]:
     }
 
 
-def status_request(promotion: Promotion) -> dict[str, Any]:
+def status_request(promotion: TracedPromotion) -> dict[str, Any]:
     return {
         "state": "success",
         "log_url": promotion.url,
@@ -112,7 +112,7 @@ def status_request(promotion: Promotion) -> dict[str, Any]:
     }
 
 
-async def record_deployment(gh: GitHubAPI, promotion: Promotion) -> int:
+async def record_deployment(gh: GitHubAPI, promotion: TracedPromotion) -> int:
     """The one deployment of (commit, environment), with a success status linking the PR.
 
     An existing deployment is reused; it gets a new status only when its latest one is not
@@ -196,7 +196,7 @@ async def source_pulls(gh: GitHubAPI, repo: str, sha: str) -> list[dict[str, Any
     return merged or list(pulls or [])
 
 
-async def update_pull_comment(ctx: Context, gh: GitHubAPI, promotion: Promotion,
+async def update_pull_comment(ctx: Context, gh: GitHubAPI, promotion: TracedPromotion,
                               number: int) -> None:
     """Create or edit the one trace comment on source PR `number`."""
     repo = promotion.source_repo
@@ -225,7 +225,7 @@ async def source_commit(gh: GitHubAPI, marker: PromotionMarker, source_repo: str
     return None
 
 
-async def report_promotion(ctx: Context, gh: GitHubAPI, promotion: Promotion) -> None:
+async def report_promotion(ctx: Context, gh: GitHubAPI, promotion: TracedPromotion) -> None:
     """Deployment and PR comments for one merged promotion (each step idempotent)."""
     await record_deployment(gh, promotion)
     for pr in await source_pulls(gh, promotion.source_repo, promotion.source_sha):

@@ -233,7 +233,7 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
         if trusted is None:
             continue
         marker, commit = trusted
-        if marker.kind == "promotion" and str(pr["head"]["ref"]).startswith(
+        if not marker.is_rollback and str(pr["head"]["ref"]).startswith(
                 branch_prefix(marker.environment, marker.service)):
             ours[int(pr["number"])] = (pr, PromotionPull(
                 int(pr["number"]), marker.service, marker.environment, marker.version,
@@ -309,15 +309,17 @@ async def resume_auto_promotions(promoter: Promoter, gh: GitHubAPI, repo: Deploy
             if merged is None:
                 continue
             number, marker, commit = merged
-            if marker.kind == "train" and marker.environment == upstream:
+            if marker.is_rollback:
+                continue
+            if marker.is_train and marker.environment == upstream:
                 # a merged release train: the next environment gets the group's train, once
                 if (marker.group or "", upstream) not in trains:
                     trains.add((marker.group or "", upstream))
                     await promote_train_downstream(promoter.ctx, gh, repo, commit,
                                                    merge=promoter.merge)
                 continue
-            if (marker.kind != "promotion" or marker.service != service.name
-                    or marker.environment != upstream):
+            if marker.is_train or marker.service != service.name \
+                    or marker.environment != upstream:
                 continue
             await promote_downstream(promoter, gh, repo, marker, number)
 

@@ -310,7 +310,7 @@ class TrainOpener(RepoOpener[_Train]):
             if trusted is None or trusted.rollback:
                 continue
             older_train = ref.startswith(trains) and trusted.train == group
-            single = ref.startswith(singles) and trusted.train is None
+            single = ref.startswith(singles) and not trusted.is_train
             if older_train or single:
                 await close_superseded(self.ctx, self.gh, self.repo.full_name, pr, number)
                 closed.append(int(pr["number"]))

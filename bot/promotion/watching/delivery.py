@@ -19,7 +19,7 @@ from datetime import datetime
 
 from gidgethub.abc import GitHubAPI
 
-from bot.domain.delivery import Figures, Outage, Promotion, figures
+from bot.domain.delivery import DeliveredPromotion, Figures, Outage, figures
 from bot.domain.deployed import Report, Trust, check_run_state, deployment_state
 from bot.domain.policy import Environment, Policy
 from bot.github.checks import is_own
@@ -63,7 +63,7 @@ class DeliveryReader:
                 for service in self.policy.services for env in self.policy.environments]
 
     async def read(self, since: datetime, until: datetime
-                   ) -> tuple[list[Promotion], list[Outage]]:
+                   ) -> tuple[list[DeliveredPromotion], list[Outage]]:
         merged: list[_Merged] = []
         count = 0
         async for pr in self.gh.getiter(
@@ -163,7 +163,7 @@ class DeliveryReader:
         return [r for r in found if r.state in FINAL and trust.refusal(r) is None], marked
 
 
-def _promotion(item: _Merged, merged: Sequence[_Merged], policy: Policy) -> Promotion:
+def _promotion(item: _Merged, merged: Sequence[_Merged], policy: Policy) -> DeliveredPromotion:
     """A promotion failed when, within watch of its merge, a failure was reported on its merge
     commit, Conveyor marked it, or a rollback of the same service and environment merged."""
     ends = item.merged_at + policy.environments[item.environment].watch
@@ -175,8 +175,8 @@ def _promotion(item: _Merged, merged: Sequence[_Merged], policy: Policy) -> Prom
         and item.merged_at < other.merged_at <= ends for other in merged)
     deployed = min((r.at for r in item.reports if r.state == "success"
                     and r.at >= item.merged_at), default=None)
-    return Promotion(item.service, item.environment, item.merged_at, item.source_at, deployed,
-                     rollback=item.rollback, failed=failed)
+    return DeliveredPromotion(item.service, item.environment, item.merged_at, item.source_at,
+                              deployed, rollback=item.rollback, failed=failed)
 
 
 def _outages(merged: Sequence[_Merged]) -> list[Outage]:
