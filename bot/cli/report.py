@@ -79,10 +79,10 @@ def _span(span: timedelta | None) -> str:
     return format_duration(span) if span is not None else "—"
 
 
-def render(found: Sequence[Figures], fmt: str, repo: str, since: datetime, until: datetime
+def render(found: Sequence[Figures], fmt: str, full_name: str, since: datetime, until: datetime
            ) -> str:
     if fmt == "json":
-        return json.dumps({"repository": repo, "since": format_time(since),
+        return json.dumps({"repository": full_name, "since": format_time(since),
                            "until": format_time(until), "figures": rows(found)}, indent=2)
     if fmt == "csv":
         out = io.StringIO()
@@ -91,7 +91,7 @@ def render(found: Sequence[Figures], fmt: str, repo: str, since: datetime, until
         writer.writerows({k: ("" if v is None else v) for k, v in row.items()}
                          for row in rows(found))
         return out.getvalue().rstrip("\n")
-    lines = [f"Delivery of {repo} from {format_time(since)} to {format_time(until)}", "",
+    lines = [f"Delivery of {full_name} from {format_time(since)} to {format_time(until)}", "",
              "| service | environment | deployments | per week | lead time to merge | "
              "lead time to deployed | change failure rate | time to restore |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -103,45 +103,45 @@ def render(found: Sequence[Figures], fmt: str, repo: str, since: datetime, until
     return "\n".join(lines)
 
 
-async def collect(settings: Settings, repo: str, since: timedelta,
+async def collect(settings: Settings, full_name: str, since: timedelta,
                   now: Callable[[], datetime] = lambda: datetime.now(UTC),
                   ) -> tuple[list[Figures], datetime, datetime]:
     clients = GitHubClients(api_url=settings.api_url, app_id=settings.app_id,
                             private_key=settings.private_key)
     try:
         app = clients.app()
-        installation = await or_none(app.getitem(f"/repos/{repo}/installation"), 404)
+        installation = await or_none(app.getitem(f"/repos/{full_name}/installation"), 404)
         if installation is None:
-            raise ReportError(f"{repo}: the app is not installed on it (or it does not exist)")
+            raise ReportError(f"{full_name}: the app is not installed on it (or it does not exist)")
         me = await app.getitem("/app")
         gh = await clients.installation(int(installation["id"]))
-        details = await gh.getitem(f"/repos/{repo}")
+        details = await gh.getitem(f"/repos/{full_name}")
         branch = str(details["default_branch"])
-        text = await get_file(gh, repo, POLICY_PATH, branch)
+        text = await get_file(gh, full_name, POLICY_PATH, branch)
         if text is None:
-            raise ReportError(f"{repo}: no {POLICY_PATH} on {branch}")
+            raise ReportError(f"{full_name}: no {POLICY_PATH} on {branch}")
         try:
             policy = load_policy(text.text)
         except PolicyError as exc:
             first = exc.issues[0] if exc.issues else None
             where = f" (line {first.line}: {first.message})" if first else ""
-            raise ReportError(f"{repo}: {POLICY_PATH} is invalid{where}") from None
+            raise ReportError(f"{full_name}: {POLICY_PATH} is invalid{where}") from None
         until = now()
         start = until - since
-        reader = DeliveryReader(gh, repo, branch, policy, bot_login=f"{me['slug']}[bot]",
+        reader = DeliveryReader(gh, full_name, branch, policy, bot_login=f"{me['slug']}[bot]",
                                 app_id=int(settings.app_id))
         return await reader.figures(start, until), start, until
     finally:
         await clients.close()
 
 
-def run(repo: str, since: str, fmt: str, api_url: str | None) -> int:
+def run(full_name: str, since: str, fmt: str, api_url: str | None) -> int:
     # The client logs each retry as a warning; the report ends with one line of its own.
     bot_log = logging.getLogger("bot")
     level = bot_log.level
     bot_log.setLevel(logging.ERROR)
     try:
-        checked = check_repo(repo)
+        checked = check_repo(full_name)
         window = parse_since(since)
         settings = load_settings()
         if api_url is not None:

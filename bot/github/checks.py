@@ -42,16 +42,16 @@ def check_run(name: str, output: Mapping[str, Any], *, status: str = "completed"
     return data
 
 
-async def create_check_run(gh: GitHubAPI, repo: str, head_sha: str, run: Mapping[str, Any]
+async def create_check_run(gh: GitHubAPI, full_name: str, head_sha: str, run: Mapping[str, Any]
                            ) -> dict[str, Any]:
-    created: dict[str, Any] = await gh.post(f"/repos/{repo}/check-runs",
+    created: dict[str, Any] = await gh.post(f"/repos/{full_name}/check-runs",
                                             data={**run, "head_sha": head_sha})
     return created
 
 
-async def update_check_run(gh: GitHubAPI, repo: str, run_id: int, data: Mapping[str, Any]
+async def update_check_run(gh: GitHubAPI, full_name: str, run_id: int, data: Mapping[str, Any]
                            ) -> None:
-    await gh.patch(f"/repos/{repo}/check-runs/{run_id}", data=dict(data))
+    await gh.patch(f"/repos/{full_name}/check-runs/{run_id}", data=dict(data))
 
 
 def is_own(run: Mapping[str, Any], own_app_id: int | None, own_login: str) -> bool:
@@ -62,11 +62,11 @@ def is_own(run: Mapping[str, Any], own_app_id: int | None, own_login: str) -> bo
     return bool(own_login) and f"{app.get('slug', '')}[bot]".lower() == own_login.lower()
 
 
-async def own_run(gh: GitHubAPI, repo: str, sha: str, name: str, own_app_id: int | None,
+async def own_run(gh: GitHubAPI, full_name: str, sha: str, name: str, own_app_id: int | None,
                   own_login: str) -> dict[str, Any] | None:
     """This app's check run ``name`` on commit ``sha`` (another app's of the same name is not
     ours), or None."""
-    runs = await gh.getitem(f"/repos/{repo}/commits/{sha}/check-runs?"
+    runs = await gh.getitem(f"/repos/{full_name}/commits/{sha}/check-runs?"
                             f"check_name={quote(name, safe='')}&filter=latest")
     return next((dict(run) for run in runs.get("check_runs") or []
                  if run.get("name") == name and is_own(run, own_app_id, own_login)), None)

@@ -42,7 +42,7 @@ def content_path(path: str) -> str:
     return quote(path.lstrip("/"), safe="/")
 
 
-async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None, *,
+async def get_file(gh: GitHubAPI, full_name: str, path: str, ref: str | None = None, *,
                    strict: bool = False) -> RepoFile | None:
     """A file's text at `ref` (default branch when None), or None when it does not exist.
 
@@ -50,9 +50,9 @@ async def get_file(gh: GitHubAPI, repo: str, path: str, ref: str | None = None, 
     FileTooLarge, unless `strict`: then both raise UnreadableFile with the reason (the gate must
     not skip it).
     """
-    url = f"/repos/{repo}/contents/{content_path(path)}"
+    url = f"/repos/{full_name}/contents/{content_path(path)}"
     known = sha_store(gh).responses
-    immutable_key = (repo.lower(), path, ref) if ref and SHA.fullmatch(ref) else None
+    immutable_key = (full_name.lower(), path, ref) if ref and SHA.fullmatch(ref) else None
     if immutable_key is not None and immutable_key in known:
         cached: RepoFile | None = known[immutable_key]
         return cached
@@ -105,68 +105,68 @@ def _undecodable(raw: bytes) -> str:
     return "its content is not valid Base64"
 
 
-async def branch_head(gh: GitHubAPI, repo: str, branch: str) -> str:
-    data = await gh.getitem(f"/repos/{repo}/git/ref/heads/{quote(branch, safe='/')}")
+async def branch_head(gh: GitHubAPI, full_name: str, branch: str) -> str:
+    data = await gh.getitem(f"/repos/{full_name}/git/ref/heads/{quote(branch, safe='/')}")
     return str(data["object"]["sha"])
 
 
-async def get_repository(gh: GitHubAPI, repo: str) -> dict[str, Any]:
-    data: dict[str, Any] = await gh.getitem(f"/repos/{repo}")
+async def get_repository(gh: GitHubAPI, full_name: str) -> dict[str, Any]:
+    data: dict[str, Any] = await gh.getitem(f"/repos/{full_name}")
     return data
 
 
-async def commit_for_ref(gh: GitHubAPI, repo: str, ref: str) -> dict[str, Any] | None:
+async def commit_for_ref(gh: GitHubAPI, full_name: str, ref: str) -> dict[str, Any] | None:
     """The commit a branch, tag (annotated too) or sha names; None when unknown."""
     known = sha_store(gh).responses
-    key = (repo.lower(), "commit", ref)
+    key = (full_name.lower(), "commit", ref)
     if SHA.fullmatch(ref) and key in known:
         hit: dict[str, Any] = known[key]
         return hit
     data: dict[str, Any] | None = await or_none(gh.getitem(
-        f"/repos/{repo}/commits/{quote(ref, safe='')}",
+        f"/repos/{full_name}/commits/{quote(ref, safe='')}",
         extra_headers={"accept": "application/vnd.github+json"},
     ), 404, 422)
     if data is None:
         return None
     data.pop("files", None)  # can be large; callers need the commit, not its diff
-    known[(repo.lower(), "commit", str(data["sha"]))] = data
+    known[(full_name.lower(), "commit", str(data["sha"]))] = data
     return data
 
 
-async def add_labels(gh: GitHubAPI, repo: str, number: int, labels: list[str]) -> None:
-    await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": labels})
+async def add_labels(gh: GitHubAPI, full_name: str, number: int, labels: list[str]) -> None:
+    await gh.post(f"/repos/{full_name}/issues/{number}/labels", data={"labels": labels})
 
 
-async def remove_label(gh: GitHubAPI, repo: str, number: int, label: str) -> None:
-    await or_none(gh.delete(f"/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}"),
+async def remove_label(gh: GitHubAPI, full_name: str, number: int, label: str) -> None:
+    await or_none(gh.delete(f"/repos/{full_name}/issues/{number}/labels/{quote(label, safe='')}"),
                   404)
 
 
-async def comment(gh: GitHubAPI, repo: str, number: int, body: str) -> dict[str, Any]:
+async def comment(gh: GitHubAPI, full_name: str, number: int, body: str) -> dict[str, Any]:
     data: dict[str, Any] = await gh.post(
-        f"/repos/{repo}/issues/{number}/comments", data={"body": body}
+        f"/repos/{full_name}/issues/{number}/comments", data={"body": body}
     )
     return data
 
 
-async def write_comment(gh: GitHubAPI, repo: str, number: int, body: str, *,
+async def write_comment(gh: GitHubAPI, full_name: str, number: int, body: str, *,
                         replacing: Mapping[str, Any] | None) -> None:
     """Post `body` on issue or pull request `number`, or edit `replacing` (Conveyor's comment
     found there earlier) to it; an edit that would change nothing is not sent."""
     if replacing is None:
-        await comment(gh, repo, number, body)
+        await comment(gh, full_name, number, body)
     elif str(replacing.get("body") or "").replace("\r\n", "\n") != body:
-        await gh.patch(f"/repos/{repo}/issues/comments/{replacing['id']}", data={"body": body})
+        await gh.patch(f"/repos/{full_name}/issues/comments/{replacing['id']}", data={"body": body})
 
 
 # the permissions that let a person run Conveyor's commands and approve without a list
 WRITE_PERMISSIONS = ("admin", "maintain", "write")
 
 
-async def permission_of(gh: GitHubAPI, repo: str, user: str) -> str:
+async def permission_of(gh: GitHubAPI, full_name: str, user: str) -> str:
     """The user's permission on the repository: admin, maintain, write, triage, read or none."""
     data = await or_none(
-        gh.getitem(f"/repos/{repo}/collaborators/{quote(user, safe='')}/permission"), 404)
+        gh.getitem(f"/repos/{full_name}/collaborators/{quote(user, safe='')}/permission"), 404)
     if data is None:
         return "none"
     role = str(data.get("role_name") or "")

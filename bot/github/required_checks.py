@@ -20,10 +20,10 @@ from bot.domain.enforcement import RequiredCheck
 RULES_PAGE = 100
 
 
-async def required_checks(gh: GitHubAPI, repo: str, branch: str) -> tuple[RequiredCheck, ...]:
-    """Every status check ``branch`` of ``repo`` requires, with the app each must come from."""
+async def required_checks(gh: GitHubAPI, full_name: str, branch: str) -> tuple[RequiredCheck, ...]:
+    """Every status check ``branch`` of ``full_name`` requires, with the app each must come from."""
     name = quote(branch, safe="")
-    data = await gh.getitem(f"/repos/{repo}/branches/{name}")
+    data = await gh.getitem(f"/repos/{full_name}/branches/{name}")
     status_checks = ((data.get("protection") or {}).get("required_status_checks") or {})
     checks = status_checks.get("checks")
     if checks is None:  # an answer without `checks` names contexts only: any source
@@ -31,7 +31,8 @@ async def required_checks(gh: GitHubAPI, repo: str, branch: str) -> tuple[Requir
     found = [RequiredCheck(str(item.get("context") or ""), _app(item.get("app_id")),
                            "branch protection") for item in checks if isinstance(item, dict)]
     try:
-        async for rule in gh.getiter(f"/repos/{repo}/rules/branches/{name}?per_page={RULES_PAGE}"):
+        async for rule in gh.getiter(
+                f"/repos/{full_name}/rules/branches/{name}?per_page={RULES_PAGE}"):
             found += _ruleset_checks(rule)
     except gidgethub.BadRequest as exc:
         if exc.status_code != 404:

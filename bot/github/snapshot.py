@@ -93,10 +93,10 @@ class RepoFiles:
         `TEXT_BYTES_KEPT`."""
         self._texts.max_entries = max(self._texts.max_entries, MIN_BLOBS_KEPT, blobs)
 
-    def known_text(self, repo: str, commit: str, path: str) -> tuple[bool, str | None]:
+    def known_text(self, full_name: str, commit: str, path: str) -> tuple[bool, str | None]:
         """`(True, text)` of a file at a commit from the kept trees and blobs, without a request
         (`text` None: no such file there); `(False, None)` when they do not tell."""
-        tree = self._trees.get((repo.lower(), commit))
+        tree = self._trees.get((full_name.lower(), commit))
         if tree is None:
             return False, None
         entry = tree.get(path)
@@ -105,16 +105,16 @@ class RepoFiles:
         text = self._texts.get(entry[0])
         return (text is not None), text
 
-    async def read(self, gh: GitHubAPI, repo: str, branch: str, paths: Iterable[str]
+    async def read(self, gh: GitHubAPI, full_name: str, branch: str, paths: Iterable[str]
                    ) -> Snapshot:
         wanted = list(dict.fromkeys(paths))
-        head = await or_none(branch_head(gh, repo, branch), 404, 409)
-        tree = await self._tree(gh, repo, head) if head else None
+        head = await or_none(branch_head(gh, full_name, branch), 404, 409)
+        tree = await self._tree(gh, full_name, head) if head else None
         if tree is None:  # empty repository or a truncated tree: file by file
-            return Snapshot(head, {path: await self._by_contents(gh, repo, path, branch)
+            return Snapshot(head, {path: await self._by_contents(gh, full_name, path, branch)
                                    for path in wanted})
         if head is not None:
-            await self._prefetch(gh, repo, head, tree, wanted)
+            await self._prefetch(gh, full_name, head, tree, wanted)
         files: dict[str, FileAt] = {}
         for path in wanted:
             if path not in tree:
@@ -125,42 +125,42 @@ class RepoFiles:
                 files[path] = FileAt(path, sha, problem=f"{path} is larger than "
                                                         f"{MAX_FILE_BYTES} bytes")
                 continue
-            text = await self._text(gh, repo, sha)
+            text = await self._text(gh, full_name, sha)
             files[path] = FileAt(path, sha, text, None if text is not None
                                  else f"`{path}` is not UTF-8 text")
         return Snapshot(head, files)
 
-    async def texts_at(self, gh: GitHubAPI, repo: str, commit: str, paths: Iterable[str], *,
+    async def texts_at(self, gh: GitHubAPI, full_name: str, commit: str, paths: Iterable[str], *,
                        archive_from: int = ARCHIVE_FROM) -> dict[str, str | None]:
         """The texts of ``paths`` at ``commit`` (None: not UTF-8 text or larger than GitHub
         returns); from ``archive_from`` unknown blobs on, one archive instead of a request
         each. Raises KeyError for a path the commit's tree does not hold, and TreeTruncated
         when GitHub does not list the whole tree."""
         wanted = list(dict.fromkeys(paths))
-        await self.from_archive(gh, repo, commit, wanted, archive_from=archive_from)
-        tree = await self.tree(gh, repo, commit)
+        await self.from_archive(gh, full_name, commit, wanted, archive_from=archive_from)
+        tree = await self.tree(gh, full_name, commit)
         texts: dict[str, str | None] = {}
         for path in wanted:
             sha, size = tree[path]
-            texts[path] = None if size > MAX_FILE_BYTES else await self._text(gh, repo, sha)
+            texts[path] = None if size > MAX_FILE_BYTES else await self._text(gh, full_name, sha)
         return texts
 
-    async def from_archive(self, gh: GitHubAPI, repo: str, commit: str, paths: Iterable[str],
+    async def from_archive(self, gh: GitHubAPI, full_name: str, commit: str, paths: Iterable[str],
                            *, archive_from: int) -> None:
         """The texts of ``paths`` from the commit's archive when ``archive_from`` or more are
         unknown; nothing is read blob by blob here."""
         wanted = list(dict.fromkeys(paths))
         # A build of many overlays reads them all at once: room for every text it asks for.
         self.ensure_capacity(min(MAX_BLOBS_KEPT, 2 * len(wanted)))
-        await self._prefetch(gh, repo, commit, await self.tree(gh, repo, commit), wanted,
+        await self._prefetch(gh, full_name, commit, await self.tree(gh, full_name, commit), wanted,
                              archive_from)
 
-    async def blob_bytes(self, gh: GitHubAPI, repo: str, sha: str) -> bytes | None:
+    async def blob_bytes(self, gh: GitHubAPI, full_name: str, sha: str) -> bytes | None:
         """A blob's bytes, whatever they are (None: GitHub's answer is not base64), kept by
         sha; the caller bounds the size from the tree."""
         if sha in self._binary:
             return self._binary[sha]
-        data = await gh.getitem(f"/repos/{repo}/git/blobs/{sha}")
+        data = await gh.getitem(f"/repos/{full_name}/git/blobs/{sha}")
         try:
             found: bytes | None = base64.b64decode(data.get("content") or "")
         except (binascii.Error, ValueError):
@@ -168,23 +168,23 @@ class RepoFiles:
         self._binary[sha] = found
         return found
 
-    async def _text(self, gh: GitHubAPI, repo: str, sha: str) -> str | None:
+    async def _text(self, gh: GitHubAPI, full_name: str, sha: str) -> str | None:
         """A blob's text, kept by its sha (None: not UTF-8)."""
         if sha in self._texts:
             return self._texts[sha]
-        text = await _blob_text(gh, repo, sha)
+        text = await _blob_text(gh, full_name, sha)
         self._texts[sha] = text
         return text
 
-    async def tree(self, gh: GitHubAPI, repo: str, commit: str) -> dict[str, tuple[str, int]]:
+    async def tree(self, gh: GitHubAPI, full_name: str, commit: str) -> dict[str, tuple[str, int]]:
         """path → (blob sha, size) of every file of ``commit``; TreeTruncated when GitHub
         cuts the listing (more than 100,000 entries or 7 MB)."""
-        tree = await self._tree(gh, repo, commit)
+        tree = await self._tree(gh, full_name, commit)
         if tree is None:
             raise TreeTruncated(f"GitHub lists only part of the tree of {commit[:12]}")
         return tree
 
-    async def _prefetch(self, gh: GitHubAPI, repo: str, commit: str,
+    async def _prefetch(self, gh: GitHubAPI, full_name: str, commit: str,
                         tree: dict[str, tuple[str, int]], wanted: Iterable[str],
                         archive_from: int = ARCHIVE_FROM) -> None:
         """Many texts missing: read them from the commit's archive in one request."""
@@ -192,24 +192,24 @@ class RepoFiles:
                    if path in tree and tree[path][0] not in self._texts}
         if len(missing) >= archive_from and sum(
                 size for _, size in tree.values()) <= MAX_ARCHIVE_BYTES:
-            await self._from_archive(gh, repo, commit, missing)
+            await self._from_archive(gh, full_name, commit, missing)
 
-    async def _tree(self, gh: GitHubAPI, repo: str, commit: str
+    async def _tree(self, gh: GitHubAPI, full_name: str, commit: str
                     ) -> dict[str, tuple[str, int]] | None:
         """path → (blob sha, size) of a commit; None when GitHub truncates the listing."""
-        key = (repo.lower(), commit)
+        key = (full_name.lower(), commit)
         if key in self._trees:
             return self._trees[key]
-        found = await gh.getitem(f"/repos/{repo}/git/trees/{commit}?recursive=1")
+        found = await gh.getitem(f"/repos/{full_name}/git/trees/{commit}?recursive=1")
         tree = None if found.get("truncated") else {
             str(item["path"]): (str(item["sha"]), int(item.get("size") or 0))
             for item in found.get("tree") or [] if item.get("type") == "blob"}
         self._trees[key] = tree
         return tree
 
-    async def _by_contents(self, gh: GitHubAPI, repo: str, path: str, branch: str) -> FileAt:
+    async def _by_contents(self, gh: GitHubAPI, full_name: str, path: str, branch: str) -> FileAt:
         try:
-            found = await get_file(gh, repo, path)
+            found = await get_file(gh, full_name, path)
         except FileTooLarge as exc:
             return FileAt(path, problem=str(exc))
         if found is None:
@@ -217,9 +217,9 @@ class RepoFiles:
         self._texts[found.sha] = found.text
         return FileAt(path, found.sha, found.text)
 
-    async def _from_archive(self, gh: GitHubAPI, repo: str, commit: str, wanted: set[str]
+    async def _from_archive(self, gh: GitHubAPI, full_name: str, commit: str, wanted: set[str]
                             ) -> None:
-        data = await download_archive(gh, repo, commit)
+        data = await download_archive(gh, full_name, commit)
         if data is None:
             return
         # Decompressing and hashing a large repository is CPU work: not on the event loop.
@@ -228,9 +228,9 @@ class RepoFiles:
             self._texts[sha] = text
 
 
-async def download_archive(gh: GitHubAPI, repo: str, commit: str) -> bytes | None:
+async def download_archive(gh: GitHubAPI, full_name: str, commit: str) -> bytes | None:
     """The commit's tarball, or None when GitHub does not give one (the caller reads blobs)."""
-    url = f"{gh.base_url}/repos/{repo}/tarball/{quote(commit, safe='')}"
+    url = f"{gh.base_url}/repos/{full_name}/tarball/{quote(commit, safe='')}"
     headers = sansio.create_headers(gh.requester, accept="application/vnd.github+json",
                                     oauth_token=gh.oauth_token)
     await gh.manage_rate_limit(method="GET", url=url)
@@ -238,7 +238,7 @@ async def download_archive(gh: GitHubAPI, repo: str, commit: str) -> bytes | Non
     status, _, body = await gh._request("GET", url, headers)
     if status != 200 or len(body) > MAX_ARCHIVE_BYTES:
         log.info("repository archive unavailable; reading blobs",
-                 extra={"repository": repo, "status": status})
+                 extra={"repository": full_name, "status": status})
         return None
     return body
 
@@ -263,8 +263,8 @@ def blobs_in_archive(data: bytes, wanted: set[str]) -> dict[str, str | None]:
     return found
 
 
-async def _blob_text(gh: GitHubAPI, repo: str, sha: str) -> str | None:
-    data = await gh.getitem(f"/repos/{repo}/git/blobs/{sha}")
+async def _blob_text(gh: GitHubAPI, full_name: str, sha: str) -> str | None:
+    data = await gh.getitem(f"/repos/{full_name}/git/blobs/{sha}")
     try:
         raw = base64.b64decode(data.get("content") or "")
     except (binascii.Error, ValueError):

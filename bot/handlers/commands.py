@@ -86,13 +86,13 @@ DECLARED = (
 )
 
 
-async def _received(gh: ConveyorGitHubAPI, repo: str, posted: dict[str, Any]) -> None:
+async def _received(gh: ConveyorGitHubAPI, full_name: str, posted: dict[str, Any]) -> None:
     """👀 on a command comment whose job failed before replying (the retry replies)."""
     try:
-        await gh.post(f"/repos/{repo}/issues/comments/{posted['id']}/reactions",
+        await gh.post(f"/repos/{full_name}/issues/comments/{posted['id']}/reactions",
                       data={"content": "eyes"})
     except gidgethub.GitHubException as exc:  # the job's own failure is what gets logged
-        log.warning("could not react to the comment", extra={"repository": repo,
+        log.warning("could not react to the comment", extra={"repository": full_name,
                                                              "error": str(exc)})
 
 

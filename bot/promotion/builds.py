@@ -257,9 +257,9 @@ BUILD_ARCHIVE_FROM = 3
 class CommitFiles:
     """The files of one commit of a repository on GitHub, for renders."""
 
-    def __init__(self, ctx: Context, gh: GitHubAPI, repo: str, commit: str,
+    def __init__(self, ctx: Context, gh: GitHubAPI, full_name: str, commit: str,
                  tree: dict[str, tuple[str, int]]) -> None:
-        self.ctx, self.gh, self.repo, self.commit, self.tree = ctx, gh, repo, commit, tree
+        self.ctx, self.gh, self.repo, self.commit, self.tree = ctx, gh, full_name, commit, tree
 
     async def texts(self, paths: list[str]) -> dict[str, str | None]:
         return await self.ctx.files.texts_at(self.gh, self.repo, self.commit, paths,
@@ -279,12 +279,12 @@ class RepoBuilds:
     """Renders of one repository's environments at its commits, for one job; its default
     branch is what the Argo CD and Flux objects of the repository must follow to count."""
 
-    def __init__(self, ctx: Context, gh: GitHubAPI, repo: str, default_branch: str = "main"
+    def __init__(self, ctx: Context, gh: GitHubAPI, full_name: str, default_branch: str = "main"
                  ) -> None:
         self.ctx = ctx
         self.gh = gh
-        self.repo = repo
-        self.here = Here(repo, default_branch)
+        self.repo = full_name
+        self.here = Here(full_name, default_branch)
         self._indexes: dict[str, TreeIndex] = {}
 
     @property

@@ -170,14 +170,14 @@ def marker(nonce: str) -> str:
     return MARKER_PREFIX + nonce
 
 
-def wrappers(folders: list[str], nonce: str, repo: str) -> dict[str, str]:
+def wrappers(folders: list[str], nonce: str, full_name: str) -> dict[str, str]:
     """The generated kustomizations (path below the generated folder → text): the top one
     naming ``w<i>`` for each of ``folders``, each wrapper naming its overlay below ``repo``
     (a folder beside the generated one) and marking its resources."""
     top = "resources:\n" + "".join(f"- w{index}\n" for index in range(len(folders)))
     found = {"kustomization.yaml": top}
     for index, folder in enumerate(folders):
-        target = posixpath.join("../..", repo, folder) if folder else f"../../{repo}"
+        target = posixpath.join("../..", full_name, folder) if folder else f"../../{full_name}"
         transformer = (
             "apiVersion: builtin\nkind: LabelTransformer\nmetadata:\n  name: conveyor-batch\n"
             f"labels:\n  g: \"{index}\"\nfieldSpecs:\n- path: metadata/{marker(nonce)}\n"

@@ -23,8 +23,8 @@ def _installation(data: Mapping[str, Any]) -> int | None:
     return found if isinstance(found, int) else None
 
 
-def _where(repo: str, installation: int | None) -> dict[str, Any]:
-    return {"repository": {"full_name": repo}, "installation": {"id": installation}}
+def _where(full_name: str, installation: int | None) -> dict[str, Any]:
+    return {"repository": {"full_name": full_name}, "installation": {"id": installation}}
 
 
 @dataclass(frozen=True)

@@ -28,15 +28,15 @@ def attestation_of(pr: dict[str, Any]) -> str | None:
     return None
 
 
-def find_pull(sandbox: Sandbox, repo: str, title: str) -> dict[str, Any] | None:
-    found = [pr for pr in sandbox.emulator.pulls(repo, state="all") if pr["title"] == title]
+def find_pull(sandbox: Sandbox, full_name: str, title: str) -> dict[str, Any] | None:
+    found = [pr for pr in sandbox.emulator.pulls(full_name, state="all") if pr["title"] == title]
     return found[-1] if found else None
 
 
-def gate_of(sandbox: Sandbox, repo: str, pr: dict[str, Any]) -> dict[str, Any] | None:
-    fresh = next(p for p in sandbox.emulator.pulls(repo, state="all")
+def gate_of(sandbox: Sandbox, full_name: str, pr: dict[str, Any]) -> dict[str, Any] | None:
+    fresh = next(p for p in sandbox.emulator.pulls(full_name, state="all")
                  if p["number"] == pr["number"])
-    runs = sandbox.emulator.check_runs(repo, fresh["head"]["sha"], GATE_CHECK)
+    runs = sandbox.emulator.check_runs(full_name, fresh["head"]["sha"], GATE_CHECK)
     return runs[-1] if runs else None
 
 
@@ -59,9 +59,9 @@ def gate_state(run: dict[str, Any] | None) -> str:
     return str(run["conclusion"] if run["status"] == "completed" else run["status"])
 
 
-def reply_to(sandbox: Sandbox, repo: str, number: int, comment_id: int) -> str | None:
+def reply_to(sandbox: Sandbox, full_name: str, number: int, comment_id: int) -> str | None:
     marker = f"<!-- conveyor:reply {comment_id} -->"
-    for comment in sandbox.emulator.comments(repo, number):
+    for comment in sandbox.emulator.comments(full_name, number):
         body = str(comment.get("body") or "")
         if marker in body:
             lines = [plain(line).strip() for line in body.replace(marker, "").splitlines()]

@@ -103,6 +103,6 @@ def source_from_labels(labels: dict[str, Any]) -> tuple[str | None, str | None]:
     every = labels.get("all_labels")
     merged = {**labels, **(every if isinstance(every, dict) else {})}
     source = str(merged.get("org.opencontainers.image.source") or merged.get("source") or "")
-    repo = repo_from_source(source)
+    full_name = repo_from_source(source)
     revision = merged.get("org.opencontainers.image.revision") or merged.get("revision")
-    return repo, (str(revision) if revision else None)
+    return full_name, (str(revision) if revision else None)

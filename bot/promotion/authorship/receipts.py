@@ -33,30 +33,30 @@ def signed_by_github(created: Mapping[str, Any]) -> bool:
     return isinstance(verification, Mapping) and verification.get("verified") is True
 
 
-async def receipt_unless_signed(ctx: Context, gh: GitHubAPI, repo: str,
+async def receipt_unless_signed(ctx: Context, gh: GitHubAPI, full_name: str,
                                 created: Mapping[str, Any], what: str) -> None:
     """The receipt of a commit Conveyor has just made (``created``: GitHub's answer naming
     it), unless GitHub signed it."""
     if not signed_by_github(created):
-        await post_receipt(ctx, gh, repo, str(created["sha"]), what)
+        await post_receipt(ctx, gh, full_name, str(created["sha"]), what)
 
 
-async def post_receipt(ctx: Context, gh: GitHubAPI, repo: str, sha: str, what: str) -> None:
+async def post_receipt(ctx: Context, gh: GitHubAPI, full_name: str, sha: str, what: str) -> None:
     """Mark ``sha`` as a commit Conveyor made (``what``: one line saying which)."""
-    await create_check_run(gh, repo, sha, check_run(
+    await create_check_run(gh, full_name, sha, check_run(
         RECEIPT_CHECK, check_output("Made by Conveyor", f"{what}\n\nConveyor made this commit; "
                                     "this check run is how it knows its own commits."),
         conclusion="neutral", completed_at=ctx.clock(), external_id=sha))
-    sha_store(gh).responses[(repo.lower(), "receipt", sha)] = True
+    sha_store(gh).responses[(full_name.lower(), "receipt", sha)] = True
 
 
-async def has_receipt(gh: GitHubAPI, repo: str, sha: str, bot_login: str) -> bool:
+async def has_receipt(gh: GitHubAPI, full_name: str, sha: str, bot_login: str) -> bool:
     """Whether this app posted its receipt on ``sha``."""
     known = sha_store(gh).responses
-    key = (repo.lower(), "receipt", sha)
+    key = (full_name.lower(), "receipt", sha)
     if key in known:
         return True
-    listed = await gh.getitem(f"/repos/{repo}/commits/{sha}/check-runs"
+    listed = await gh.getitem(f"/repos/{full_name}/commits/{sha}/check-runs"
                               f"?check_name={quote(RECEIPT_CHECK)}&filter=all&per_page=100")
     found = any(is_own(run, None, bot_login) and run.get("head_sha") == sha
                 for run in listed.get("check_runs") or [])

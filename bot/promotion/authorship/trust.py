@@ -142,12 +142,12 @@ def signed_as(commit: dict[str, Any], bot_login: str) -> bool:
     return verified is True and committer.lower() in (bot_login.lower(), WEB_FLOW)
 
 
-async def made_by(gh: GitHubAPI, repo: str, commit: dict[str, Any], bot_login: str) -> bool:
+async def made_by(gh: GitHubAPI, full_name: str, commit: dict[str, Any], bot_login: str) -> bool:
     """Whether Conveyor made the commit: the app's bot is its author, and GitHub signed it
     so or it carries Conveyor's receipt (asked only when GitHub did not sign it)."""
     if not authored_by(commit, bot_login):
         return False
-    return signed_as(commit, bot_login) or await has_receipt(gh, repo, str(commit["sha"]),
+    return signed_as(commit, bot_login) or await has_receipt(gh, full_name, str(commit["sha"]),
                                                              bot_login)
 
 
@@ -157,7 +157,7 @@ def conveyor_commit(commit: dict[str, Any], *, head: bool) -> ConveyorCommit | N
     return None if trailers is None else ConveyorCommit(str(commit["sha"]), trailers, head)
 
 
-async def trusted_pull(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: str
+async def trusted_pull(gh: GitHubAPI, full_name: str, pr: dict[str, Any], bot_login: str
                        ) -> ConveyorCommit | None:
     """Conveyor's commit of a PR Conveyor opened; None for anyone else's PR.
 
@@ -166,29 +166,29 @@ async def trusted_pull(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: 
     if not opened_by_conveyor(bot_login, pr):
         return None
     head_sha = str((pr.get("head") or {}).get("sha") or "")
-    head = await commit_for_ref(gh, repo, head_sha) if head_sha else None
-    found = await _own_promotion(gh, repo, head, bot_login, head=True) if head else None
+    head = await commit_for_ref(gh, full_name, head_sha) if head_sha else None
+    found = await _own_promotion(gh, full_name, head, bot_login, head=True) if head else None
     if found is not None:
         return found
     commits = await gh.getitem(
-        f"/repos/{repo}/pulls/{pr['number']}/commits?per_page={PULL_COMMITS_PAGE}")
+        f"/repos/{full_name}/pulls/{pr['number']}/commits?per_page={PULL_COMMITS_PAGE}")
     for commit in commits or []:
-        found = await _own_promotion(gh, repo, commit, bot_login, head=False)
+        found = await _own_promotion(gh, full_name, commit, bot_login, head=False)
         if found is not None:
             return found
     return None
 
 
-async def written_digest(gh: GitHubAPI, repo: str, sha: str, service: str, environment: str,
+async def written_digest(gh: GitHubAPI, full_name: str, sha: str, service: str, environment: str,
                          bot_login: str) -> str | None:
     """The digest of ``service`` that Conveyor's promotion into ``environment`` wrote, when
     ``sha`` is the merge of that promotion's PR and nobody pushed after Conveyor's commit (a
     file that names a chart's version alone holds no digest: this is the record of it)."""
-    pulls = await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls")
+    pulls = await gh.getitem(f"/repos/{full_name}/commits/{sha}/pulls")
     for pr in pulls or []:
         if not pr.get("merged_at"):
             continue
-        own = await trusted_pull(gh, repo, pr, bot_login)
+        own = await trusted_pull(gh, full_name, pr, bot_login)
         if own is None or not own.head or own.environment != environment:
             continue
         return next((d for name, d in zip(own.services, own.digests, strict=False)
@@ -196,10 +196,10 @@ async def written_digest(gh: GitHubAPI, repo: str, sha: str, service: str, envir
     return None
 
 
-async def _own_promotion(gh: GitHubAPI, repo: str, commit: dict[str, Any], bot_login: str,
+async def _own_promotion(gh: GitHubAPI, full_name: str, commit: dict[str, Any], bot_login: str,
                          *, head: bool) -> ConveyorCommit | None:
     found = conveyor_commit(commit, head=head)
-    return found if found is not None and await made_by(gh, repo, commit, bot_login) else None
+    return found if found is not None and await made_by(gh, full_name, commit, bot_login) else None
 
 
 def reconcile(marker: PromotionMarker | None, trusted: ConveyorCommit) -> PromotionMarker:
@@ -219,19 +219,19 @@ def reconcile(marker: PromotionMarker | None, trusted: ConveyorCommit) -> Promot
                    version=trusted.version or marker.version)
 
 
-async def trusted_marker(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: str
+async def trusted_marker(gh: GitHubAPI, full_name: str, pr: dict[str, Any], bot_login: str
                          ) -> tuple[PromotionMarker, ConveyorCommit] | None:
     """A single-service promotion PR Conveyor opened, with its trusted facts; None for a PR
     of anyone else and for a release train (`trusted_train` reads those)."""
-    found = await trusted_promotion(gh, repo, pr, bot_login)
+    found = await trusted_promotion(gh, full_name, pr, bot_login)
     return None if found is None or found[1].is_train else found
 
 
-async def trusted_promotion(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: str
+async def trusted_promotion(gh: GitHubAPI, full_name: str, pr: dict[str, Any], bot_login: str
                             ) -> tuple[PromotionMarker, ConveyorCommit] | None:
     """A promotion, rollback or release train Conveyor opened: the facts of its commit, with
     what the body adds for display; None for a PR of anyone else."""
-    trusted = await trusted_pull(gh, repo, pr, bot_login)
+    trusted = await trusted_pull(gh, full_name, pr, bot_login)
     if trusted is None:
         return None
     shown = parse_marker(pr.get("body"))
@@ -266,9 +266,9 @@ def reconcile_train(marker: PromotionMarker | None, trusted: ConveyorCommit) -> 
         members=tuple(members))
 
 
-async def trusted_train(gh: GitHubAPI, repo: str, pr: dict[str, Any], bot_login: str
+async def trusted_train(gh: GitHubAPI, full_name: str, pr: dict[str, Any], bot_login: str
                         ) -> tuple[PromotionMarker, ConveyorCommit] | None:
     """A release train Conveyor opened, with its trusted facts; None for a PR of anyone
     else and for a single-service promotion."""
-    found = await trusted_promotion(gh, repo, pr, bot_login)
+    found = await trusted_promotion(gh, full_name, pr, bot_login)
     return None if found is None or not found[1].is_train else found

@@ -45,27 +45,27 @@ class Reply:
             parts.append(HELP_TEXT)
         return fit("\n\n".join(parts))
 
-    async def post(self, gh: GitHubAPI, repo: str, number: int) -> None:
-        await comment(gh, repo, number, self.render())
+    async def post(self, gh: GitHubAPI, full_name: str, number: int) -> None:
+        await comment(gh, full_name, number, self.render())
 
 
-async def already_answered(gh: GitHubAPI, repo: str, number: int, comment: dict[str, Any]
+async def already_answered(gh: GitHubAPI, full_name: str, number: int, comment: dict[str, Any]
                            ) -> bool:
     """True when Conveyor has replied to this comment before (a redelivered event)."""
     marker = REPLY_MARKER.format(comment_id=comment["id"])
     since = comment.get("created_at")
     query = f"?since={since}&per_page=100" if since else "?per_page=100"
-    async for item in gh.getiter(f"/repos/{repo}/issues/{number}/comments{query}"):
+    async for item in gh.getiter(f"/repos/{full_name}/issues/{number}/comments{query}"):
         if is_bot(item.get("user")) and marker in (item.get("body") or ""):
             return True
     return False
 
 
-def permission_refusal(comment_id: int, commenter: str, repo: str, permission: str) -> str:
+def permission_refusal(comment_id: int, commenter: str, full_name: str, permission: str) -> str:
     reply = Reply(comment_id)
     having = "no access" if permission == "none" else f"{permission} access"
     reply.add(None, f"Sorry @{commenter}, Conveyor's commands can only be run by people with "
-                    f"write, maintain or admin permission on {repo}; you have {having}. "
+                    f"write, maintain or admin permission on {full_name}; you have {having}. "
                     "Ask a maintainer to run the command for you.")
     return reply.render()
 

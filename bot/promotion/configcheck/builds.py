@@ -17,14 +17,14 @@ if TYPE_CHECKING:
     from bot.runtime.context import Context
 
 
-async def build_findings(ctx: Context, gh: GitHubAPI, repo: str, policy: Policy,
+async def build_findings(ctx: Context, gh: GitHubAPI, full_name: str, policy: Policy,
                          head_sha: str, changed: list[str], default_branch: str = "main"
                          ) -> tuple[list[Finding], list[Finding]]:
     """A finding for every environment render that a changed file reaches and that does not
     run at ``head_sha`` (kustomize's or Helm's own message), on its kustomization or values
     file; and a notice on every changed file of one environment that a gated environment's
     render reads too."""
-    builds = RepoBuilds(ctx, gh, repo, default_branch)
+    builds = RepoBuilds(ctx, gh, full_name, default_branch)
     if not builds.rendering or not changed:
         return [], []
     try:

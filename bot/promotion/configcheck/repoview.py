@@ -60,9 +60,9 @@ def layout_of(tree: list[dict[str, Any]]) -> Layout:
 
 
 class RepoView:
-    def __init__(self, gh: GitHubAPI, repo: str, sha: str, *, use_tree: bool = True) -> None:
+    def __init__(self, gh: GitHubAPI, full_name: str, sha: str, *, use_tree: bool = True) -> None:
         self.gh = gh
-        self.repo = repo
+        self.repo = full_name
         self.sha = sha
         self.use_tree = use_tree
         self._limit = asyncio.Semaphore(CONCURRENCY)

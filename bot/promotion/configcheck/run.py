@@ -144,28 +144,28 @@ async def check_values(report: Report, view: FileSource, path: str, doc: Documen
         return
 
 
-async def run_config_check(ctx: Context, gh: GitHubAPI, repo: str, policy: Policy | None,
+async def run_config_check(ctx: Context, gh: GitHubAPI, full_name: str, policy: Policy | None,
                            head_sha: str, changed_paths: list[str],
                            default_branch: str = "main") -> list[Finding]:
     """Check the changed files at `head_sha` and post the check run on that commit."""
-    report = await check_change(gh, repo, policy, head_sha, changed_paths)
+    report = await check_change(gh, full_name, policy, head_sha, changed_paths)
     if policy is not None:
-        findings, notices = await build_findings(ctx, gh, repo, policy, head_sha,
+        findings, notices = await build_findings(ctx, gh, full_name, policy, head_sha,
                                                  changed_paths[:MAX_FILES], default_branch)
         report.findings += findings
         report.notices += notices
         report.findings.sort(key=lambda f: (f.path, f.line, f.message))
-    await _post(gh, repo, head_sha, report, ctx)
+    await _post(gh, full_name, head_sha, report, ctx)
     return report.findings
 
 
-async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha: str,
+async def check_change(gh: GitHubAPI, full_name: str, policy: Policy | None, head_sha: str,
                        changed_paths: list[str], *, use_tree: bool = True) -> Report:
     """Every check of the change, without posting anything (``use_tree=False``: learn the
     layout from directory listings, as when GitHub truncates the tree)."""
     version = policy.kubernetes_version if policy is not None else latest_kubernetes_version()
     report = Report(kubernetes_version=version)
-    view = RepoView(gh, repo, head_sha, use_tree=use_tree)
+    view = RepoView(gh, full_name, head_sha, use_tree=use_tree)
     changed = changed_paths[:MAX_FILES]
     checked = [path for path in changed if is_checked(path)]
     reads = await asyncio.gather(*(_read(view, path) for path in checked))
@@ -207,24 +207,24 @@ async def check_change(gh: GitHubAPI, repo: str, policy: Policy | None, head_sha
     return report
 
 
-async def _post(gh: GitHubAPI, repo: str, sha: str, report: Report, ctx: Context) -> None:
+async def _post(gh: GitHubAPI, full_name: str, sha: str, report: Report, ctx: Context) -> None:
     """One run per commit: a job that runs again for the same commit (claimed from a replica
     killed after it posted, retried after a later step failed) posts nothing more; GitHub
     would append its annotations to the run's, and a second run would stand beside it."""
-    async with ctx.locks.hold(f"config-check:{repo}@{sha}"):
-        if await own_run(gh, repo, sha, CONFIG_CHECK, ctx.app_id, ctx.bot_login) is None:
-            await _create(gh, repo, sha, report, ctx)
+    async with ctx.locks.hold(f"config-check:{full_name}@{sha}"):
+        if await own_run(gh, full_name, sha, CONFIG_CHECK, ctx.app_id, ctx.bot_login) is None:
+            await _create(gh, full_name, sha, report, ctx)
 
 
-async def _create(gh: GitHubAPI, repo: str, sha: str, report: Report, ctx: Context) -> None:
+async def _create(gh: GitHubAPI, full_name: str, sha: str, report: Report, ctx: Context) -> None:
     conclusion, title, summary = render(report)
     annotations = [f.annotation() for f in report.findings] + \
         [f.annotation("notice") for f in report.notices]
     summary = fit(summary, OUTPUT_LIMIT)
-    created = await create_check_run(gh, repo, sha, check_run(
+    created = await create_check_run(gh, full_name, sha, check_run(
         CONFIG_CHECK, check_output(title, summary,
                                    annotations=annotations[:ANNOTATIONS_PER_REQUEST]),
         conclusion=conclusion, completed_at=ctx.clock()))
     for start in range(ANNOTATIONS_PER_REQUEST, len(annotations), ANNOTATIONS_PER_REQUEST):
-        await update_check_run(gh, repo, int(created["id"]), {"output": check_output(
+        await update_check_run(gh, full_name, int(created["id"]), {"output": check_output(
             title, summary, annotations=annotations[start:start + ANNOTATIONS_PER_REQUEST])})

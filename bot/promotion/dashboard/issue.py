@@ -66,7 +66,7 @@ _DELIVERY = re.compile(r"<!-- conveyor:delivery-until (\S+) -->\n.*?(?=\n\n_Cont
 _PACKAGE_LINK = re.compile(r"\[`(sha256:[0-9a-f]{12})`\]\((\S+?)\)")
 
 
-def render_pages(repo: str, rows: Sequence[StatusRow], delivery: str | None = None, *,
+def render_pages(full_name: str, rows: Sequence[StatusRow], delivery: str | None = None, *,
                  limit: int = PAGE_LIMIT,
                  edges: Mapping[str, Sequence[str]] | None = None,
                  warnings: Sequence[str] = ()) -> list[str]:
@@ -84,7 +84,7 @@ def render_pages(repo: str, rows: Sequence[StatusRow], delivery: str | None = No
                         "| --- |" + " --- |" * len(environments)])
     items: list[tuple[str, bool]] = [(f"> ⚠️ {escape_markdown(warning)}", False)
                                      for warning in warnings]
-    items.append((INTRO.format(repo=repo), False))
+    items.append((INTRO.format(repo=full_name), False))
     if edges and rows:
         items.append((flowchart(edges, rows), False))
     if not rows:
@@ -161,10 +161,10 @@ def is_dashboard(issue: dict[str, Any], bot_login: str) -> bool:
     return not bot_login or author.lower() == bot_login.lower()
 
 
-async def find_dashboard(ctx: Context, gh: GitHubAPI, repo: str) -> dict[str, Any] | None:
+async def find_dashboard(ctx: Context, gh: GitHubAPI, full_name: str) -> dict[str, Any] | None:
     """The oldest open dashboard issue of the repository."""
     found = [issue async for issue in gh.getiter(
-        f"/repos/{repo}/issues?labels={quote(DASHBOARD_LABEL)}&state=open&per_page=100")
+        f"/repos/{full_name}/issues?labels={quote(DASHBOARD_LABEL)}&state=open&per_page=100")
         if is_dashboard(issue, ctx.bot_login)]
     return min(found, key=lambda issue: int(issue["number"])) if found else None
 
@@ -235,10 +235,10 @@ def newest_delivery(snapshot: Snapshot | None, shown: str, now: datetime) -> str
            f"{render_section(snapshot)}"
 
 
-async def _continue_in_comments(ctx: Context, gh: GitHubAPI, repo: str, number: int,
+async def _continue_in_comments(ctx: Context, gh: GitHubAPI, full_name: str, number: int,
                                 pages: list[str]) -> None:
     parts: dict[int, dict[str, Any]] = {}
-    async for comment in gh.getiter(f"/repos/{repo}/issues/{number}/comments"):
+    async for comment in gh.getiter(f"/repos/{full_name}/issues/{number}/comments"):
         author = str((comment.get("user") or {}).get("login") or "")
         part = part_number(comment.get("body") or "")
         if part is not None and part not in parts and (
@@ -249,10 +249,10 @@ async def _continue_in_comments(ctx: Context, gh: GitHubAPI, repo: str, number: 
         if part not in wanted:
             wanted[part] = f"{UNUSED_PART}\n\n{part_marker(part)}"
     for part, text in sorted(wanted.items()):
-        await write_comment(gh, repo, number, text, replacing=parts.get(part))
+        await write_comment(gh, full_name, number, text, replacing=parts.get(part))
 
 
-def schedule_dashboard(ctx: Context, installation_id: int, repo: str) -> None:
+def schedule_dashboard(ctx: Context, installation_id: int, full_name: str) -> None:
     """Refresh the dashboard a few seconds from now; a burst of changes makes one refresh.
 
     A refresh already pending is left as it is, so that a steady stream of changes cannot
@@ -261,23 +261,23 @@ def schedule_dashboard(ctx: Context, installation_id: int, repo: str) -> None:
     them: one edit shows the merge and its figures, where two would each cost a write.
     """
     pending = ctx.scheduler.pending()
-    if _dashboard_key(repo) in pending:
+    if _dashboard_key(full_name) in pending:
         return
-    delivery = pending.get(_delivery_key(repo))
-    _dashboard_at(ctx, installation_id, repo,
+    delivery = pending.get(_delivery_key(full_name))
+    _dashboard_at(ctx, installation_id, full_name,
                   ctx.clock() + DEBOUNCE if delivery is None else delivery + DEBOUNCE)
 
 
-def _dashboard_key(repo: str) -> str:
-    return f"dashboard:{repo.lower()}"
+def _dashboard_key(full_name: str) -> str:
+    return f"dashboard:{full_name.lower()}"
 
 
-def _delivery_key(repo: str) -> str:
-    return f"delivery:{repo.lower()}"
+def _delivery_key(full_name: str) -> str:
+    return f"delivery:{full_name.lower()}"
 
 
-def _dashboard_at(ctx: Context, installation_id: int, repo: str, when: datetime) -> None:
-    ctx.scheduler.at(_dashboard_key(repo), when, DashboardDue(repo, installation_id))
+def _dashboard_at(ctx: Context, installation_id: int, full_name: str, when: datetime) -> None:
+    ctx.scheduler.at(_dashboard_key(full_name), when, DashboardDue(full_name, installation_id))
 
 
 # After a merge, the repository's delivery figures are read again this much later: a train of
@@ -285,15 +285,15 @@ def _dashboard_at(ctx: Context, installation_id: int, repo: str, when: datetime)
 DELIVERY_DEBOUNCE = timedelta(seconds=20)
 
 
-def schedule_delivery(ctx: Context, installation_id: int, repo: str) -> None:
+def schedule_delivery(ctx: Context, installation_id: int, full_name: str) -> None:
     """Read the repository's delivery figures again shortly (a pending read is kept, so a
     stream of merges cannot postpone it), and refresh the dashboard once they are read (a
     refresh already pending moves there)."""
-    if _delivery_key(repo) in ctx.scheduler.pending():
+    if _delivery_key(full_name) in ctx.scheduler.pending():
         return
     when = ctx.clock() + DELIVERY_DEBOUNCE
-    ctx.scheduler.at(_delivery_key(repo), when, DeliveryDue(repo, installation_id))
-    _dashboard_at(ctx, installation_id, repo, when + DEBOUNCE)
+    ctx.scheduler.at(_delivery_key(full_name), when, DeliveryDue(full_name, installation_id))
+    _dashboard_at(ctx, installation_id, full_name, when + DEBOUNCE)
 
 
 async def refresh_repo_delivery(dashboards: DashboardCapabilities, gh: GitHubAPI,

@@ -59,11 +59,11 @@ class Mark:
 
 
 
-async def find_mark(gh: GitHubAPI, repo: str, sha: str, service: str, environment: str,
+async def find_mark(gh: GitHubAPI, full_name: str, sha: str, service: str, environment: str,
                     digest: str, *, own_app_id: int | None, own_login: str) -> Mark | None:
     """Conveyor's mark for (service, environment, digest) on the commit, cleared or not."""
     runs = await gh.getitem(
-        f"/repos/{repo}/commits/{sha}/check-runs?check_name="
+        f"/repos/{full_name}/commits/{sha}/check-runs?check_name="
         f"{quote(mark_name(service, environment))}&filter=all&per_page=100")
     for run in runs.get("check_runs") or []:
         if not is_own(run, own_app_id, own_login) or run.get("external_id") != digest:
@@ -86,11 +86,11 @@ def _text(rollback: str) -> str:
     return f"<!-- conveyor:watch {json.dumps({'rollback': rollback})} -->"
 
 
-async def write_mark(gh: GitHubAPI, repo: str, sha: str, service: str, environment: str,
+async def write_mark(gh: GitHubAPI, full_name: str, sha: str, service: str, environment: str,
                      digest: str, *, reported_at: datetime, report_url: str, title: str,
                      summary: str, rollback: str) -> Mark:
     output = check_output(title[:255], summary, text=_text(rollback))
-    created = await create_check_run(gh, repo, sha, check_run(
+    created = await create_check_run(gh, full_name, sha, check_run(
         mark_name(service, environment), output, conclusion="failure",
         completed_at=reported_at, external_id=digest, details_url=report_url))
     return Mark(run_id=int(created["id"]), digest=digest, environment=environment,
@@ -99,7 +99,7 @@ async def write_mark(gh: GitHubAPI, repo: str, sha: str, service: str, environme
                 title=title, summary=summary)
 
 
-async def update_mark(gh: GitHubAPI, repo: str, mark: Mark, *, rollback: str | None = None,
+async def update_mark(gh: GitHubAPI, full_name: str, mark: Mark, *, rollback: str | None = None,
                       summary: str | None = None, cleared: bool = False) -> None:
     """Record the rollback's outcome, or clear the mark (a person decided)."""
     data: dict[str, Any] = {"output": check_output(
@@ -107,4 +107,4 @@ async def update_mark(gh: GitHubAPI, repo: str, mark: Mark, *, rollback: str | N
         text=_text(rollback if rollback is not None else mark.rollback))}
     if cleared:
         data["conclusion"] = "neutral"
-    await update_check_run(gh, repo, mark.run_id, data)
+    await update_check_run(gh, full_name, mark.run_id, data)

@@ -48,23 +48,23 @@ class Approvals:
             ))
         return reviews
 
-    async def _approver_of(self, gh: GitHubAPI, repo: str, user: str, policy: Policy,
+    async def _approver_of(self, gh: GitHubAPI, full_name: str, user: str, policy: Policy,
                            envs: set[str]) -> frozenset[str]:
         # Environments with the same approvers share one answer (and one lookup).
         lists = {name: sorted(policy.environments[name].approvers) for name in envs}
         answers: dict[tuple[str, ...], bool] = {}
         for approvers in lists.values():
             if tuple(approvers) not in answers:
-                answers[tuple(approvers)] = await self._is_approver(gh, repo, user, approvers)
+                answers[tuple(approvers)] = await self._is_approver(gh, full_name, user, approvers)
         return frozenset(name for name, approvers in lists.items() if answers[tuple(approvers)])
 
-    async def _is_approver(self, gh: GitHubAPI, repo: str, user: str, approvers: list[str]
+    async def _is_approver(self, gh: GitHubAPI, full_name: str, user: str, approvers: list[str]
                            ) -> bool:
-        key = (repo.lower(), user.lower(), ",".join(approvers))
+        key = (full_name.lower(), user.lower(), ",".join(approvers))
         if key in self._approvers:
             return self._approvers[key]
         if not approvers:
-            result = await permission_of(gh, repo, user) in WRITE_PERMISSIONS
+            result = await permission_of(gh, full_name, user) in WRITE_PERMISSIONS
         else:
             result = user.lower() in {a.lower() for a in approvers if not a.startswith("@")}
             for team in (a for a in approvers if a.startswith("@")):

@@ -33,38 +33,38 @@ class GateCheckRuns:
     _posted: cachetools.LRUCache[tuple[str, str], tuple[int, str]] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=4096))
 
-    async def post(self, gh: GitHubAPI, repo: str, sha: str, verdict: Verdict) -> None:
+    async def post(self, gh: GitHubAPI, full_name: str, sha: str, verdict: Verdict) -> None:
         """Create or update the one gate check run of this head commit; skip if unchanged."""
         output = render_gate_output(verdict)
         fingerprint = _fingerprint(verdict.status, verdict.conclusion, output)
-        key = (repo.lower(), sha)
+        key = (full_name.lower(), sha)
         known = self._posted.get(key)
         if known is not None and known[1] == fingerprint:
             return
         # One writer per commit, across replicas: two that both found no run would create two.
-        async with self.ctx.locks.hold(f"gate-run:{repo}@{sha}"):
+        async with self.ctx.locks.hold(f"gate-run:{full_name}@{sha}"):
             if known is None:
                 # another replica (its `opened` event, even on a commit this process has just
                 # made), or this process before a restart, may have posted it
-                known = await self._existing_run(gh, repo, sha)
+                known = await self._existing_run(gh, full_name, sha)
             if known is not None and known[1] == fingerprint:
                 self._posted[key] = known
                 return
             data = check_run(GATE_CHECK, output, status=verdict.status,
                              conclusion=verdict.conclusion, completed_at=self.ctx.clock())
             if known is None:
-                run_id = int((await create_check_run(gh, repo, sha, data))["id"])
+                run_id = int((await create_check_run(gh, full_name, sha, data))["id"])
             else:
                 run_id = known[0]
-                await update_check_run(gh, repo, run_id, data)
+                await update_check_run(gh, full_name, run_id, data)
             self._posted[key] = (run_id, fingerprint)
 
-    async def _existing_run(self, gh: GitHubAPI, repo: str, sha: str
+    async def _existing_run(self, gh: GitHubAPI, full_name: str, sha: str
                             ) -> tuple[int, str] | None:
         """Our own gate run on this commit and the fingerprint of what it says (another app's
         run of the same name is ignored)."""
-        runs = await gh.getitem(f"/repos/{repo}/commits/{sha}/check-runs?check_name={GATE_CHECK}"
-                                "&filter=latest")
+        runs = await gh.getitem(f"/repos/{full_name}/commits/{sha}/check-runs"
+                                f"?check_name={GATE_CHECK}&filter=latest")
         own_slug = self.ctx.bot_login.removesuffix("[bot]")
         for run in runs.get("check_runs") or []:
             slug = (run.get("app") or {}).get("slug")

@@ -31,8 +31,8 @@ class GateEnforcement:
     ctx: Context
     _known: dict[str, Enforcement] = field(default_factory=dict)
 
-    def known(self, repo: str) -> Enforcement | None:
-        return self._known.get(repo.lower())
+    def known(self, full_name: str) -> Enforcement | None:
+        return self._known.get(full_name.lower())
 
     async def of(self, gh: GitHubAPI, repo: DeploymentRepo) -> Enforcement:
         """As last read; read now when the repository was never read."""
@@ -61,17 +61,17 @@ class GateEnforcement:
             return ()
         return found.findings + await self._others_on(gh, repo.full_name, head_sha)
 
-    async def _others_on(self, gh: GitHubAPI, repo: str, sha: str) -> tuple[str, ...]:
+    async def _others_on(self, gh: GitHubAPI, full_name: str, sha: str) -> tuple[str, ...]:
         notes: list[str] = []
         # Conveyor posts no commit status at all: every status of the gate's name is another's
-        statuses = await gh.getitem(f"/repos/{repo}/commits/{sha}/statuses"
+        statuses = await gh.getitem(f"/repos/{full_name}/commits/{sha}/statuses"
                                     f"?per_page={REPORTS_PAGE}")
         for status in statuses or []:
             creator = str((status.get("creator") or {}).get("login") or "someone")
             note = foreign_report(GATE_CHECK, "commit status", f"@{creator}")
             if status.get("context") == GATE_CHECK and note not in notes:
                 notes.append(note)
-        runs = await gh.getitem(f"/repos/{repo}/commits/{sha}/check-runs"
+        runs = await gh.getitem(f"/repos/{full_name}/commits/{sha}/check-runs"
                                 f"?check_name={quote(GATE_CHECK)}&filter=all"
                                 f"&per_page={REPORTS_PAGE}")
         own = self.ctx.bot_login.removesuffix("[bot]")

@@ -20,13 +20,13 @@ HOLD_LABEL = "conveyor/hold"
 HOLD_MARKER = "<!-- conveyor:hold -->"
 
 
-async def hold_of(gh: GitHubAPI, repo: str, facts: PullFacts, bot_login: str
+async def hold_of(gh: GitHubAPI, full_name: str, facts: PullFacts, bot_login: str
                   ) -> tuple[str | None, str | None]:
     """The reason and link of the PR's hold (None, None: not on hold)."""
     if HOLD_LABEL not in facts.labels:
         return None, None
     reason, url = "", None
-    async for item in gh.getiter(f"/repos/{repo}/issues/{facts.number}/comments?per_page=100"):
+    async for item in gh.getiter(f"/repos/{full_name}/issues/{facts.number}/comments?per_page=100"):
         body = item.get("body") or ""
         # Only Conveyor's own comments count; the reason is the rest of the marker's line.
         user = item.get("user") or {}
@@ -38,7 +38,7 @@ async def hold_of(gh: GitHubAPI, repo: str, facts: PullFacts, bot_login: str
     return reason, url
 
 
-async def keep_hold(ctx: Context, gh: GitHubAPI, repo: str, number: int,
+async def keep_hold(ctx: Context, gh: GitHubAPI, full_name: str, number: int,
                     payload: dict[str, Any]) -> None:
     """Put `conveyor/hold` back when someone without write permission removed it.
 
@@ -50,14 +50,14 @@ async def keep_hold(ctx: Context, gh: GitHubAPI, repo: str, number: int,
     login = str(sender.get("login") or "")
     if not login or (ctx.bot_login and login.lower() == ctx.bot_login.lower()):
         return
-    if await permission_of(gh, repo, login) in WRITE_PERMISSIONS:
+    if await permission_of(gh, full_name, login) in WRITE_PERMISSIONS:
         return
-    current = await gh.getitem(f"/repos/{repo}/pulls/{number}")
+    current = await gh.getitem(f"/repos/{full_name}/pulls/{number}")
     if current.get("state") != "open" or HOLD_LABEL in {
             label.get("name") for label in current.get("labels") or []}:
         return
-    await add_labels(gh, repo, number, [HOLD_LABEL])
-    await comment(gh, repo, number, (
+    await add_labels(gh, full_name, number, [HOLD_LABEL])
+    await comment(gh, full_name, number, (
         f"⏸️ @{login} removed `{HOLD_LABEL}` without write permission on the repository, so "
         f"the hold stays. Someone with write access lifts it with `/unhold`."))
     log.info("hold label put back", extra={"pull": number, "sender": login})

@@ -165,10 +165,10 @@ async def read_pointer_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deploy
                            for env in envs]
 
 
-async def _read_alone(gh: GitHubAPI, repo: str, path: str, ref: str) -> list[SyncObject]:
+async def _read_alone(gh: GitHubAPI, full_name: str, path: str, ref: str) -> list[SyncObject]:
     """The sync objects of one file read on its own (the contents API)."""
     try:
-        read = await get_file(gh, repo, path, ref)
+        read = await get_file(gh, full_name, path, ref)
     except FileTooLarge:
         return []
     return sync_objects(path, read.text) if read is not None else []

@@ -107,26 +107,27 @@ class ChangeHistory:
             grown.update(old)
             setattr(self, name, grown)
 
-    async def dates(self, ctx: Context, gh: GitHubAPI, repo: str, wanted: list[Wanted],
+    async def dates(self, ctx: Context, gh: GitHubAPI, full_name: str, wanted: list[Wanted],
                     files: RepoFiles) -> dict[tuple[str, str], Since]:
         """(service, environment) → since; rows the bounded walks did not reach are left out."""
-        merged = await self._merged_promotions(ctx, gh, repo)
+        merged = await self._merged_promotions(ctx, gh, full_name)
         out: dict[tuple[str, str], Since] = {}
 
         def record(row: Wanted, since: Since) -> None:
-            self._since[(repo.lower(), row.path, row.service, row.environment)] = (row.ref, since)
+            self._since[(full_name.lower(), row.path, row.service, row.environment)] = (
+                row.ref, since)
             out[(row.service, row.environment)] = since
 
         unresolved: list[Wanted] = []
         for row in wanted:
-            cached = self._since.get((repo.lower(), row.path, row.service, row.environment))
+            cached = self._since.get((full_name.lower(), row.path, row.service, row.environment))
             known = cached[1] if cached is not None and cached[0] == row.ref else None
             promotion = _latest_matching(merged.by_target.get((row.service, row.environment)),
                                          row.ref)
             if promotion is not None and (known is None or known.when is None
                                           or promotion.merged_at >= known.when):
                 known = Since(promotion.merged_at, promotion.merge_commit,
-                              _commit_url(ctx, repo, promotion.merge_commit), promotion.number,
+                              _commit_url(ctx, full_name, promotion.merge_commit), promotion.number,
                               promotion.url)
             if known is None:
                 unresolved.append(row)
@@ -136,12 +137,12 @@ class ChangeHistory:
         while unresolved and walks < WALKS_PER_READ:
             walks += 1
             row = unresolved.pop(0)
-            since, added = await self._walk(ctx, gh, repo, row, files)
+            since, added = await self._walk(ctx, gh, full_name, row, files)
             record(row, since)
             if added and since.sha:
                 # A commit that created the file set every reference in it: the other files it
                 # created and that are unchanged since (same blob) date from it too (an import).
-                created = await self._created_in(gh, repo, since.sha)
+                created = await self._created_in(gh, full_name, since.sha)
                 still = []
                 for other in unresolved:
                     if other.blob is not None and created.get(other.path) == other.blob:
@@ -151,21 +152,21 @@ class ChangeHistory:
                 unresolved = still
         return out
 
-    async def _created_in(self, gh: GitHubAPI, repo: str, sha: str) -> dict[str, str]:
+    async def _created_in(self, gh: GitHubAPI, full_name: str, sha: str) -> dict[str, str]:
         """path → blob sha of the files a commit added (GitHub lists up to 3,000)."""
-        key = (repo.lower(), sha)
+        key = (full_name.lower(), sha)
         if key not in self._created:
             created: dict[str, str] = {}
-            async for item in gh.getiter(f"/repos/{repo}/commits/{sha}", iterable_key="files"):
+            async for item in gh.getiter(f"/repos/{full_name}/commits/{sha}", iterable_key="files"):
                 if item.get("status") == "added" and item.get("sha"):
                     created[str(item["filename"])] = str(item["sha"])
             self._created[key] = created
         return self._created[key]
 
-    async def _merged_promotions(self, ctx: Context, gh: GitHubAPI, repo: str) -> _Merged:
-        entry = self._merged.setdefault(repo.lower(), _Merged())
+    async def _merged_promotions(self, ctx: Context, gh: GitHubAPI, full_name: str) -> _Merged:
+        entry = self._merged.setdefault(full_name.lower(), _Merged())
         pages = 1 if entry.loaded else COLD_PAGES
-        url: str | None = (f"/repos/{repo}/pulls?state=closed&sort=updated&direction=desc"
+        url: str | None = (f"/repos/{full_name}/pulls?state=closed&sort=updated&direction=desc"
                            "&per_page=100")
         for _ in range(pages):
             if url is None:
@@ -196,18 +197,18 @@ class ChangeHistory:
             entry.seen.discard(dropped.number)
         del target[KEPT_PER_TARGET:]
 
-    async def _walk(self, ctx: Context, gh: GitHubAPI, repo: str, row: Wanted,
+    async def _walk(self, ctx: Context, gh: GitHubAPI, full_name: str, row: Wanted,
                     files: RepoFiles) -> tuple[Since, bool]:
         """The newest commit of the file's history whose parent pinned something else, and
         whether that commit created the file."""
         commits = await gh.getitem(
-            f"/repos/{repo}/commits?path={quote(row.path, safe='/')}&per_page={WALK_DEPTH}")
+            f"/repos/{full_name}/commits?path={quote(row.path, safe='/')}&per_page={WALK_DEPTH}")
         chosen: dict[str, Any] | None = None
         added = False
         for commit in commits or []:
             chosen = commit
             parents = [str(p["sha"]) for p in commit.get("parents") or []]
-            before = await _text_at(gh, files, repo, parents[0], row.path) if parents else None
+            before = await _text_at(gh, files, full_name, parents[0], row.path) if parents else None
             if before is None:
                 added = True
                 break
@@ -219,17 +220,17 @@ class ChangeHistory:
         dates = chosen.get("commit") or {}
         stamp = (dates.get("committer") or {}).get("date") or (
             dates.get("author") or {}).get("date")
-        pull = await self._merged_by(gh, repo, sha)
+        pull = await self._merged_by(gh, full_name, sha)
         return Since(_when(str(stamp)) if stamp else None, sha,
-                     str(chosen.get("html_url") or _commit_url(ctx, repo, sha)),
+                     str(chosen.get("html_url") or _commit_url(ctx, full_name, sha)),
                      pull[0] if pull else None, pull[1] if pull else None), added
 
-    async def _merged_by(self, gh: GitHubAPI, repo: str, sha: str) -> tuple[int, str] | None:
+    async def _merged_by(self, gh: GitHubAPI, full_name: str, sha: str) -> tuple[int, str] | None:
         """The pull request whose merge made the commit, if one did (a commit never changes)."""
-        key = (repo.lower(), sha)
+        key = (full_name.lower(), sha)
         if key in self._by_commit:
             return self._by_commit[key]
-        pulls = await or_none(gh.getitem(f"/repos/{repo}/commits/{sha}/pulls"), 404, 422)
+        pulls = await or_none(gh.getitem(f"/repos/{full_name}/commits/{sha}/pulls"), 404, 422)
         merged = [pr for pr in pulls or []
                   if pr.get("merged_at") or pr.get("merge_commit_sha") == sha]
         found = (int(merged[0]["number"]), str(merged[0].get("html_url") or "")) if merged \
@@ -238,14 +239,14 @@ class ChangeHistory:
         return found
 
 
-async def _text_at(gh: GitHubAPI, files: RepoFiles, repo: str, commit: str, path: str
+async def _text_at(gh: GitHubAPI, files: RepoFiles, full_name: str, commit: str, path: str
                    ) -> str | None:
     """A file's text at a commit: from the snapshot's kept trees and blobs when they have it
     (the commit before a push usually is the head read last time), else one read."""
-    known, text = files.known_text(repo, commit, path)
+    known, text = files.known_text(full_name, commit, path)
     if known:
         return text
-    found = await get_file(gh, repo, path, ref=commit)
+    found = await get_file(gh, full_name, path, ref=commit)
     return found.text if found is not None else None
 
 
@@ -289,8 +290,8 @@ async def _page(gh: GitHubAPI, url: str) -> tuple[list[dict[str, Any]], str | No
     return (list(data) if isinstance(data, list) else []), more
 
 
-def _commit_url(ctx: Context, repo: str, sha: str | None) -> str | None:
-    return f"{ctx.web_url}/{repo}/commit/{sha}" if sha else None
+def _commit_url(ctx: Context, full_name: str, sha: str | None) -> str | None:
+    return f"{ctx.web_url}/{full_name}/commit/{sha}" if sha else None
 
 
 def _when(stamp: str) -> datetime | None:

@@ -118,27 +118,27 @@ async def record_deployment(gh: GitHubAPI, promotion: TracedPromotion) -> int:
     An existing deployment is reused; it gets a new status only when its latest one is not
     already a success for this PR (a redelivery changes nothing; a rollback to a commit that
     ran here before marks it live again)."""
-    repo = promotion.source_repo
+    full_name = promotion.source_repo
     env = promotion.marker.environment
-    existing = await gh.getitem(f"/repos/{repo}/deployments?sha={promotion.source_sha}"
+    existing = await gh.getitem(f"/repos/{full_name}/deployments?sha={promotion.source_sha}"
                                 f"&environment={quote(env, safe='')}&per_page=100")
     ours = [d for d in existing or [] if d.get("sha") == promotion.source_sha
             and d.get("environment") == env]
     if ours:
         deployment = min(ours, key=lambda d: int(d["id"]))
         statuses = await gh.getitem(
-            f"/repos/{repo}/deployments/{deployment['id']}/statuses?per_page=1")
+            f"/repos/{full_name}/deployments/{deployment['id']}/statuses?per_page=1")
         latest = statuses[0] if statuses else None
         if latest and latest.get("state") == "success" and \
                 (latest.get("log_url") or latest.get("target_url")) == promotion.url:
             return int(deployment["id"])
     else:
-        deployment = await gh.post(f"/repos/{repo}/deployments",
+        deployment = await gh.post(f"/repos/{full_name}/deployments",
                                    data=deployment_request(promotion))
-    await gh.post(f"/repos/{repo}/deployments/{deployment['id']}/statuses",
+    await gh.post(f"/repos/{full_name}/deployments/{deployment['id']}/statuses",
                   data=status_request(promotion))
     log.info("deployment recorded in the source repository",
-             extra={"repository": repo, "sha": promotion.source_sha, "env": env,
+             extra={"repository": full_name, "sha": promotion.source_sha, "env": env,
                     "deployment": deployment["id"], "pull": promotion.number})
     return int(deployment["id"])
 
@@ -188,9 +188,9 @@ def render_trace_comment(source_sha: str, shipments: Sequence[Shipment]) -> str:
     ])
 
 
-async def source_pulls(gh: GitHubAPI, repo: str, sha: str) -> list[dict[str, Any]]:
+async def source_pulls(gh: GitHubAPI, full_name: str, sha: str) -> list[dict[str, Any]]:
     """Pull requests that introduced the commit: merged ones when there are any."""
-    pulls = await or_none(gh.getitem(f"/repos/{repo}/commits/{sha}/pulls?per_page=100"),
+    pulls = await or_none(gh.getitem(f"/repos/{full_name}/commits/{sha}/pulls?per_page=100"),
                           404, 422)
     merged = [pr for pr in pulls or [] if pr.get("merged_at")]
     return merged or list(pulls or [])
@@ -199,11 +199,11 @@ async def source_pulls(gh: GitHubAPI, repo: str, sha: str) -> list[dict[str, Any
 async def update_pull_comment(ctx: Context, gh: GitHubAPI, promotion: TracedPromotion,
                               number: int) -> None:
     """Create or edit the one trace comment on source PR `number`."""
-    repo = promotion.source_repo
-    async with ctx.locks.hold(f"trace:{repo}#{number}"):
+    full_name = promotion.source_repo
+    async with ctx.locks.hold(f"trace:{full_name}#{number}"):
         found: dict[str, Any] | None = None
         known: list[Shipment] = []
-        async for item in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page=100"):
+        async for item in gh.getiter(f"/repos/{full_name}/issues/{number}/comments?per_page=100"):
             shipments = parse_shipments(item.get("body"))
             author = str((item.get("user") or {}).get("login") or "")
             if shipments is None or (ctx.bot_login and author.lower() != ctx.bot_login.lower()):
@@ -212,7 +212,7 @@ async def update_pull_comment(ctx: Context, gh: GitHubAPI, promotion: TracedProm
             break
         body = render_trace_comment(promotion.source_sha,
                                     merge_shipments(known, promotion.shipment()))
-        await write_comment(gh, repo, number, body, replacing=found)
+        await write_comment(gh, full_name, number, body, replacing=found)
 
 
 async def source_commit(gh: GitHubAPI, marker: PromotionMarker, source_repo: str) -> str | None:

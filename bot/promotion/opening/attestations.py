@@ -30,17 +30,17 @@ MAX_BUNDLES = 30  # GitHub's first page; one release's build attests once or twi
 LOAD_WAIT = 30.0  # seconds a verification at start-up waits for the first trusted roots
 
 
-async def attestation_bundles(gh: GitHubAPI, repo: str, digest: str) -> list[Any]:
+async def attestation_bundles(gh: GitHubAPI, full_name: str, digest: str) -> list[Any]:
     """The bundles GitHub lists for the digest: the repository's, else the organisation's
     (asked once a job: a candidate and its provenance both need them)."""
-    return await remembered(("attestations", repo.lower(), digest),
-                            lambda: _bundles(gh, repo, digest))
+    return await remembered(("attestations", full_name.lower(), digest),
+                            lambda: _bundles(gh, full_name, digest))
 
 
-async def _bundles(gh: GitHubAPI, repo: str, digest: str) -> list[Any]:
-    owner = repo.split("/", 1)[0]
+async def _bundles(gh: GitHubAPI, full_name: str, digest: str) -> list[Any]:
+    owner = full_name.split("/", 1)[0]
     digest_part = quote(digest, safe="")
-    for url in (f"/repos/{repo}/attestations/{digest_part}?predicate_type=provenance",
+    for url in (f"/repos/{full_name}/attestations/{digest_part}?predicate_type=provenance",
                 f"/orgs/{owner}/attestations/{digest_part}?predicate_type=provenance"):
         data = await or_none(gh.getitem(url), 403, 404)
         items = (data or {}).get("attestations") if isinstance(data, dict) else None

@@ -11,10 +11,10 @@ from bot.domain.promotions.refusals import chart_lock_path, chart_lock_refusal
 from bot.github.repos import get_file
 
 
-async def lock_refusal(gh: GitHubAPI, repo: str, service: Service, path: str,
+async def lock_refusal(gh: GitHubAPI, full_name: str, service: Service, path: str,
                        ref: str | None) -> str | None:
     """Why editing ``path`` would leave a stale `Chart.lock` beside it, or None."""
     lock = chart_lock_path(service, path)
-    if lock is None or await get_file(gh, repo, lock, ref) is None:
+    if lock is None or await get_file(gh, full_name, lock, ref) is None:
         return None
     return chart_lock_refusal(service, lock)

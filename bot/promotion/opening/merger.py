@@ -60,35 +60,35 @@ def merged_as_opened(policy: Policy, pr: dict[str, Any], bot_login: str) -> bool
     return env is not None and env.auto_merge and not env.gated
 
 
-async def merge_promotion(ctx: Context, gh: GitHubAPI, repo: str, number: int, expected_head: str,
-                          method: str, *, environment: str, attempt: int = 1,
+async def merge_promotion(ctx: Context, gh: GitHubAPI, full_name: str, number: int,
+                          expected_head: str, method: str, *, environment: str, attempt: int = 1,
                           gated: bool = False) -> bool:
     """Merge if the head is still the commit Conveyor made; retry later (bounded) while GitHub
     refuses. A PR a human has pushed to is never merged. ``environment`` labels the metric."""
     try:
-        await gh.put(f"/repos/{repo}/pulls/{number}/merge",
+        await gh.put(f"/repos/{full_name}/pulls/{number}/merge",
                      data={"sha": expected_head, "merge_method": method})
     except gidgethub.BadRequest as exc:
         if exc.status_code == 409:
             log.info("not merging: the head changed since Conveyor's commit",
-                     extra={"repository": repo, "pull": number})
+                     extra={"repository": full_name, "pull": number})
             return False
         if exc.status_code in (405, 422):
-            return await _refused(ctx, gh, repo, number, {
+            return await _refused(ctx, gh, full_name, number, {
                 "head": expected_head, "method": method, "gated": gated,
                 "environment": environment}, attempt, str(exc))
         raise
     ctx.metrics.promotions.labels(environment, "merged").inc()
-    log.info("promotion merged", extra={"repository": repo, "pull": number})
+    log.info("promotion merged", extra={"repository": full_name, "pull": number})
     return True
 
 
-async def _refused(ctx: Context, gh: GitHubAPI, repo: str, number: int, retry: dict[str, Any],
+async def _refused(ctx: Context, gh: GitHubAPI, full_name: str, number: int, retry: dict[str, Any],
                    attempt: int, answer: str) -> bool:
     """``retry``: what a later attempt needs (head, method, gated, environment)."""
     expected_head = retry["head"]
-    pr = await gh.getitem(f"/repos/{repo}/pulls/{number}")
-    fields = {"repository": repo, "pull": number, "attempt": attempt, "error": answer}
+    pr = await gh.getitem(f"/repos/{full_name}/pulls/{number}")
+    fields = {"repository": full_name, "pull": number, "attempt": attempt, "error": answer}
     if pr.get("merged"):
         return True
     if pr.get("state") != "open" or pr["head"]["sha"] != expected_head:
@@ -97,11 +97,11 @@ async def _refused(ctx: Context, gh: GitHubAPI, repo: str, number: int, retry: d
     state = str(pr.get("mergeable_state") or "unknown")
     if state == "dirty" or attempt >= MAX_ATTEMPTS:
         log.warning("merge given up; the PR says why", extra={**fields, "state": state})
-        await say_stopped(ctx, gh, repo, number, stopped_text(answer, state, attempt), retry)
+        await say_stopped(ctx, gh, full_name, number, stopped_text(answer, state, attempt), retry)
         return False
     log.info("not mergeable yet, retrying later", extra={**fields, "state": state})
-    ctx.scheduler.at(f"merge:{repo}#{number}", ctx.clock() + RETRY_AFTER, MergeRetry(
-        repo, number, str(retry["head"]), str(retry["method"]),
+    ctx.scheduler.at(f"merge:{full_name}#{number}", ctx.clock() + RETRY_AFTER, MergeRetry(
+        full_name, number, str(retry["head"]), str(retry["method"]),
         environment=str(retry["environment"]), attempt=attempt + 1,
         gated=bool(retry["gated"]), installation=getattr(gh, "installation_id", None)))
     return False
@@ -116,18 +116,18 @@ def stopped_text(answer: str, state: str, attempts: int) -> str:
             "`/recheck` to try again; or merge it yourself.")
 
 
-async def say_stopped(ctx: Context, gh: GitHubAPI, repo: str, number: int, text: str,
+async def say_stopped(ctx: Context, gh: GitHubAPI, full_name: str, number: int, text: str,
                       retry: dict[str, Any]) -> None:
     """One comment per PR: edited if Conveyor already left one, never repeated."""
     body = fit(f"{STOPPED_MARKER} {json.dumps(retry, sort_keys=True)} -->\n{text}")
-    await write_comment(gh, repo, number, body,
-                        replacing=await stopped_comment(ctx, gh, repo, number))
+    await write_comment(gh, full_name, number, body,
+                        replacing=await stopped_comment(ctx, gh, full_name, number))
 
 
-async def stopped_comment(ctx: Context, gh: GitHubAPI, repo: str, number: int
+async def stopped_comment(ctx: Context, gh: GitHubAPI, full_name: str, number: int
                           ) -> dict[str, Any] | None:
     """Conveyor's own comment (by its login: a marker alone can be copied by anyone)."""
-    async for comment in gh.getiter(f"/repos/{repo}/issues/{number}/comments"):
+    async for comment in gh.getiter(f"/repos/{full_name}/issues/{number}/comments"):
         body = comment.get("body") or ""
         author = (comment.get("user") or {}).get("login") or ""
         if body.startswith(STOPPED_MARKER) and ctx.bot_login \
@@ -136,10 +136,10 @@ async def stopped_comment(ctx: Context, gh: GitHubAPI, repo: str, number: int
     return None
 
 
-async def retry_stopped_merge(ctx: Context, gh: GitHubAPI, repo: str, number: int) -> bool:
+async def retry_stopped_merge(ctx: Context, gh: GitHubAPI, full_name: str, number: int) -> bool:
     """`/recheck` on a PR whose merge Conveyor gave up: try again from the first attempt. A
     gated PR is merged by its gate once it passes, which `/recheck` re-evaluates anyway."""
-    found = await stopped_comment(ctx, gh, repo, number)
+    found = await stopped_comment(ctx, gh, full_name, number)
     if found is None:
         return False
     first_line = str(found["body"]).split("\n", 1)[0]
@@ -150,5 +150,5 @@ async def retry_stopped_merge(ctx: Context, gh: GitHubAPI, repo: str, number: in
         return False
     if gated:
         return False
-    return await merge_promotion(ctx, gh, repo, number, head, method,
+    return await merge_promotion(ctx, gh, full_name, number, head, method,
                                  environment=str(retry.get("environment") or "unknown"))

@@ -95,29 +95,29 @@ def promotion_labels(environment: str, rollback: bool) -> list[str]:
     return [LABEL, env_label(environment)] + ([ROLLBACK_LABEL] if rollback else [])
 
 
-async def open_pulls(gh: GitHubAPI, repo: str) -> list[dict[str, Any]]:
-    return [pr async for pr in gh.getiter(f"/repos/{repo}/pulls?state=open&per_page=100")]
+async def open_pulls(gh: GitHubAPI, full_name: str) -> list[dict[str, Any]]:
+    return [pr async for pr in gh.getiter(f"/repos/{full_name}/pulls?state=open&per_page=100")]
 
 
-async def find_pull_for_branch(gh: GitHubAPI, repo: str, branch: str) -> dict[str, Any] | None:
-    owner = repo.split("/", 1)[0]
-    pulls = await gh.getitem(f"/repos/{repo}/pulls?state=all&head={owner}:{branch}&per_page=5")
+async def find_pull_for_branch(gh: GitHubAPI, full_name: str, branch: str) -> dict[str, Any] | None:
+    owner = full_name.split("/", 1)[0]
+    pulls = await gh.getitem(f"/repos/{full_name}/pulls?state=all&head={owner}:{branch}&per_page=5")
     return pulls[0] if pulls else None
 
 
-async def open_pull(gh: GitHubAPI, repo: str, *, branch: str, base: str, title: str,
+async def open_pull(gh: GitHubAPI, full_name: str, *, branch: str, base: str, title: str,
                     body: str) -> dict[str, Any]:
     """Open the pull request of ``branch``; a 422 because it already exists (a retried job)
     adopts the existing one."""
     try:
-        pull: dict[str, Any] = await gh.post(f"/repos/{repo}/pulls", data={
+        pull: dict[str, Any] = await gh.post(f"/repos/{full_name}/pulls", data={
             "title": title, "head": branch, "base": base, "body": body,
             "maintainer_can_modify": False,
         })
     except gidgethub.BadRequest as exc:
         if exc.status_code != 422:
             raise
-        found = await find_pull_for_branch(gh, repo, branch)
+        found = await find_pull_for_branch(gh, full_name, branch)
         if found is None:
             raise
         pull = found

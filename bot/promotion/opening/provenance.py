@@ -131,10 +131,10 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
-async def workflow_run(gh: GitHubAPI, repo: str, sha: str) -> Link | None:
+async def workflow_run(gh: GitHubAPI, full_name: str, sha: str) -> Link | None:
     """The CI run of the source commit: a successful one when there is one."""
     data = await or_none(
-        gh.getitem(f"/repos/{repo}/actions/runs?head_sha={sha}&per_page={MAX_RUNS}"), 403, 404)
+        gh.getitem(f"/repos/{full_name}/actions/runs?head_sha={sha}&per_page={MAX_RUNS}"), 403, 404)
     runs = (data or {}).get("workflow_runs") or []
     if not runs:
         return None

@@ -269,24 +269,24 @@ async def _live_tag(gh: GitHubAPI, repo: DeploymentRepo, service: str, environme
     return found[0].tag if found else None
 
 
-async def _delete_stray_branches(gh: GitHubAPI, repo: str, open_heads: set[str]) -> None:
+async def _delete_stray_branches(gh: GitHubAPI, full_name: str, open_heads: set[str]) -> None:
     """Promotion branches live as long as their PR is open: delete those of merged or closed
     PRs (a superseded PR whose branch deletion failed) and those no PR was ever opened for (a
     job that failed between creating the branch and opening the PR). Only names in Conveyor's
     own `conveyor/<env>/<service>-<12 hex>` namespace are touched."""
     stray = []
-    async for ref in gh.getiter(f"/repos/{repo}/git/matching-refs/heads/conveyor/"):
+    async for ref in gh.getiter(f"/repos/{full_name}/git/matching-refs/heads/conveyor/"):
         branch = str(ref.get("ref", "")).removeprefix("refs/heads/")
         if branch not in open_heads and _PROMOTION_BRANCH.fullmatch(branch):
             stray.append(branch)
     for branch in stray:
-        pull = await find_pull_for_branch(gh, repo, branch)
+        pull = await find_pull_for_branch(gh, full_name, branch)
         if pull is not None and pull.get("state") == "open":
             continue
         log.info("resync: deleting a promotion branch without an open PR",
-                 extra={"repository": repo, "branch": branch,
+                 extra={"repository": full_name, "branch": branch,
                         "pull": pull.get("number") if pull else None})
-        await or_none(gh.delete(f"/repos/{repo}/git/refs/heads/{quote(branch, safe='/')}"),
+        await or_none(gh.delete(f"/repos/{full_name}/git/refs/heads/{quote(branch, safe='/')}"),
                       404, 422)
 
 
@@ -324,20 +324,21 @@ async def resume_auto_promotions(promoter: Promoter, gh: GitHubAPI, repo: Deploy
             await promote_downstream(promoter, gh, repo, marker, number)
 
 
-async def _last_promotion_of(ctx: Context, gh: GitHubAPI, repo: str, path: str
+async def _last_promotion_of(ctx: Context, gh: GitHubAPI, full_name: str, path: str
                              ) -> tuple[int, PromotionMarker, ConveyorCommit] | None:
     """The merged promotion PR of the last commit that changed `path` on the default branch,
     with what Conveyor's own commit on it says."""
-    commits = await gh.getitem(f"/repos/{repo}/commits?path={quote(path, safe='/')}&per_page=1")
+    commits = await gh.getitem(
+        f"/repos/{full_name}/commits?path={quote(path, safe='/')}&per_page=1")
     if not commits:
         return None
     sha = str(commits[0]["sha"])
-    pulls = await or_none(gh.getitem(f"/repos/{repo}/commits/{sha}/pulls"), 404, 422)
+    pulls = await or_none(gh.getitem(f"/repos/{full_name}/commits/{sha}/pulls"), 404, 422)
     for pr in pulls or []:
         if parse_marker(pr.get("body")) is None or not (
                 pr.get("merged_at") or pr.get("merge_commit_sha") == sha):
             continue
-        found = await trusted_promotion(gh, repo, pr, ctx.bot_login)
+        found = await trusted_promotion(gh, full_name, pr, ctx.bot_login)
         if found is not None:
             return int(pr["number"]), *found
     return None

@@ -131,8 +131,8 @@ class TrainOpener(RepoOpener[_Train]):
         decided = decide_opening(facts)
         if isinstance(decided, Opening):  # on the policy alone, before any reading
             return found.declined(decided)
-        repo = self.repo.full_name
-        async with self.ctx.locks.hold(repo):
+        full_name = self.repo.full_name
+        async with self.ctx.locks.hold(full_name):
             decision, facts = await self._decide(facts, found)
             await self._label_adopted(decision, found, train_labels(environment, rollback))
             plan = found.plan
@@ -153,7 +153,7 @@ class TrainOpener(RepoOpener[_Train]):
             merged = await self._merge_ungated(self.policy.environments[environment], number,
                                                head_sha, plan.base_sha, plan.changed)
         self.ctx.metrics.promotions.labels(environment, "opened").inc()
-        log.info("release train opened", extra={"repository": repo, "pull": number,
+        log.info("release train opened", extra={"repository": full_name, "pull": number,
                                                 "group": group, "env": environment,
                                                 "services": len(moves)})
         return TrainResult("opened", "opened", number, url, merged=merged, moved=found.moved,
@@ -177,12 +177,12 @@ class TrainOpener(RepoOpener[_Train]):
 
     async def _plan(self, candidates: Sequence[Candidate], environment: str) -> _Plan | str:
         """Every service's edit applied in turn to the files at the base commit, or why not."""
-        repo = self.repo.full_name
-        plan = _Plan(await branch_head(self.gh, repo, self.repo.default_branch))
+        full_name = self.repo.full_name
+        plan = _Plan(await branch_head(self.gh, full_name, self.repo.default_branch))
         for candidate in candidates:
             path = self.policy.path_for(candidate.service, environment)
             if path not in plan.texts:
-                current = await get_file(self.gh, repo, path, plan.base_sha)
+                current = await get_file(self.gh, full_name, path, plan.base_sha)
                 if current is None:
                     return (f"`{path}` ({candidate.service}) does not exist on "
                             f"{self.repo.default_branch}")
@@ -251,7 +251,7 @@ class TrainOpener(RepoOpener[_Train]):
     async def _create(self, group: str, environment: str, branch: str, plan: _Plan,
                       moves: list[Move], requester: str | None, rollback_note: str | None
                       ) -> tuple[int, str, str]:
-        repo = self.repo.full_name
+        full_name = self.repo.full_name
         env = self.policy.environments[environment]
         rollback = rollback_note is not None
         marker = PromotionMarker(
@@ -271,26 +271,27 @@ class TrainOpener(RepoOpener[_Train]):
         marker = replace(marker, commit=head_sha)
         body = train_body(group, env, moves, plan.left_out, marker, rollback_note=rollback_note)
         pull = await open_pull(
-            self.gh, repo, branch=branch, base=self.repo.default_branch, body=body,
+            self.gh, full_name, branch=branch, base=self.repo.default_branch, body=body,
             title=train_title(group, environment, len(moves), rollback=rollback))
-        await add_labels(self.gh, repo, int(pull["number"]), train_labels(environment, rollback))
+        await add_labels(self.gh, full_name, int(pull["number"]),
+                         train_labels(environment, rollback))
         return int(pull["number"]), str(pull["html_url"]), head_sha
 
     async def _commit(self, branch: str, plan: _Plan, message: str) -> str:
         """One tree (the new texts inline: GitHub writes their blobs), one commit, one ref."""
-        repo = self.repo.full_name
-        base = await self.gh.getitem(f"/repos/{repo}/git/commits/{plan.base_sha}")
-        tree = await self.gh.post(f"/repos/{repo}/git/trees", data={
+        full_name = self.repo.full_name
+        base = await self.gh.getitem(f"/repos/{full_name}/git/commits/{plan.base_sha}")
+        tree = await self.gh.post(f"/repos/{full_name}/git/trees", data={
             "base_tree": base["tree"]["sha"],
             "tree": [{"path": path, "mode": FILE_MODE, "type": "blob",
                       "content": plan.texts[path]} for path in plan.changed],
         })
-        commit = await self.gh.post(f"/repos/{repo}/git/commits", data={
+        commit = await self.gh.post(f"/repos/{full_name}/git/commits", data={
             "message": message, "tree": tree["sha"], "parents": [plan.base_sha],
         })
         sha = str(commit["sha"])
         await self._create_branch(branch, sha)
-        await receipt_unless_signed(self.ctx, self.gh, repo, commit,
+        await receipt_unless_signed(self.ctx, self.gh, full_name, commit,
                                     message.split("\n", 1)[0] + ".")
         return sha
 

@@ -46,10 +46,10 @@ class _Merged:
 
 
 class DeliveryReader:
-    def __init__(self, gh: GitHubAPI, repo: str, default_branch: str, policy: Policy, *,
+    def __init__(self, gh: GitHubAPI, full_name: str, default_branch: str, policy: Policy, *,
                  bot_login: str, app_id: int | None) -> None:
         self.gh = gh
-        self.repo = repo
+        self.repo = full_name
         self.default_branch = default_branch
         self.policy = policy
         self.bot_login = bot_login
@@ -93,23 +93,23 @@ class DeliveryReader:
                                       trusted.rollback, reports, marked))
         return [_promotion(item, merged, self.policy) for item in merged], _outages(merged)
 
-    async def _source_time(self, repo: str | None, sha: str | None, service: str,
+    async def _source_time(self, full_name: str | None, sha: str | None, service: str,
                            tag: str | None) -> datetime | None:
         """The source commit's time; a promotion opened from a package event before its
         release was published names no commit, and the release of its tag gives it."""
-        if not repo or not (sha or tag):
+        if not full_name or not (sha or tag):
             return None
         ref = sha
         if ref is None and tag is not None:
-            release = await find_release(self.gh, repo, service, tag)
+            release = await find_release(self.gh, full_name, service, tag)
             ref = str(release["tag_name"]) if release else None
         if ref is None:
             return None
-        if (repo, ref) not in self._source_times:
-            commit = await commit_for_ref(self.gh, repo, ref)
+        if (full_name, ref) not in self._source_times:
+            commit = await commit_for_ref(self.gh, full_name, ref)
             date = ((commit or {}).get("commit") or {}).get("committer", {}).get("date")
-            self._source_times[repo, ref] = parse_time(str(date)) if date else None
-        return self._source_times[repo, ref]
+            self._source_times[full_name, ref] = parse_time(str(date)) if date else None
+        return self._source_times[full_name, ref]
 
     async def _reports(self, sha: str, service: str, env: Environment
                        ) -> tuple[list[Report], bool]:

@@ -71,8 +71,8 @@ class DeliveryBoard:
     def store(self, snapshot: Snapshot) -> None:
         self._snapshots[snapshot.repo.lower()] = snapshot
 
-    def get(self, repo: str) -> Snapshot | None:
-        return self._snapshots.get(repo.lower())
+    def get(self, full_name: str) -> Snapshot | None:
+        return self._snapshots.get(full_name.lower())
 
     def due(self, now: datetime) -> bool:
         return self._read_at is None or now - self._read_at >= REFRESH_EVERY

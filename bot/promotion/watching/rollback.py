@@ -154,7 +154,7 @@ def _commit(pinned: Pinned) -> str:
     return f"[`{pinned.sha[:7]}`]({pinned.url}) ({format_minute(pinned.at)})"
 
 
-async def read_history(gh: GitHubAPI, repo: str, default_branch: str, policy: Policy,
+async def read_history(gh: GitHubAPI, full_name: str, default_branch: str, policy: Policy,
                        service: str, environment: str, bot_login: str = ""
                        ) -> tuple[list[Pinned], bool]:
     """The pins of the last commits that touched the file, newest first, and whether the
@@ -163,14 +163,14 @@ async def read_history(gh: GitHubAPI, repo: str, default_branch: str, policy: Po
     image = policy.services[service].image
     path = policy.path_for(service, environment)
     commits = await gh.getitem(
-        f"/repos/{repo}/commits?sha={quote(default_branch)}&path={quote(path)}"
+        f"/repos/{full_name}/commits?sha={quote(default_branch)}&path={quote(path)}"
         f"&per_page={MAX_HISTORY_COMMITS}"
     )
     history = []
     versions_only: set[str] = set()
     for commit in commits[:MAX_HISTORY_COMMITS]:
         sha = str(commit["sha"])
-        found = await get_file(gh, repo, path, sha)
+        found = await get_file(gh, full_name, path, sha)
         tag, digest = None, None
         if found is not None:
             try:
@@ -188,12 +188,12 @@ async def read_history(gh: GitHubAPI, repo: str, default_branch: str, policy: Po
             url=str(commit.get("html_url") or ""), tag=tag, digest=digest,
         ))
     if policy.services[service].is_chart and versions_only:
-        history = await _written_digests(gh, repo, history, versions_only, service,
+        history = await _written_digests(gh, full_name, history, versions_only, service,
                                          environment, bot_login)
     return history, len(commits) >= MAX_HISTORY_COMMITS
 
 
-async def _written_digests(gh: GitHubAPI, repo: str, history: list[Pinned],
+async def _written_digests(gh: GitHubAPI, full_name: str, history: list[Pinned],
                            versions_only: set[str], service: str, environment: str,
                            bot_login: str) -> list[Pinned]:
     """Oldest first: a version-only pin takes the digest Conveyor wrote at its commit, else
@@ -203,7 +203,7 @@ async def _written_digests(gh: GitHubAPI, repo: str, history: list[Pinned],
     out: list[Pinned] = []
     for pin in reversed(history):
         if pin.sha in versions_only and pin.digest is None and pin.tag:
-            written = await written_digest(gh, repo, pin.sha, service, environment, bot_login)
+            written = await written_digest(gh, full_name, pin.sha, service, environment, bot_login)
             inherited = known.digest if known is not None and known.tag == pin.tag else None
             pin = replace(pin, digest=written or inherited)
         out.append(pin)

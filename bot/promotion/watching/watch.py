@@ -143,7 +143,7 @@ class Watcher:
 
     def _search(self, service: str, env: Environment, digest: str
                 ) -> tuple[DeployedSearch, Target]:
-        repo = self.repo.full_name
+        full_name = self.repo.full_name
         target = self._target(service, env)
         image = self.policy.services[service].image
         tag_key = self.policy.services[service].tag_key
@@ -151,11 +151,11 @@ class Watcher:
         version = self._versions.get((service, env.name))
 
         async def pinned_at(sha: str) -> bool:
-            file = await get_file(self.gh, repo, target.path, sha)
+            file = await get_file(self.gh, full_name, target.path, sha)
             return pins(file.text if file else None, image, digest, target.path,
                         (tag_key,) if tag_key else (), version=version)
 
-        return DeployedSearch(self.gh, repo, self.repo.default_branch, pinned_at), target
+        return DeployedSearch(self.gh, full_name, self.repo.default_branch, pinned_at), target
 
     async def clear(self, service: str, environment: str, digest: str, by: str) -> Mark | None:
         """A person decided (`/unhold` on a promotion from ``environment``): the standing
@@ -190,13 +190,13 @@ class Watcher:
 
     async def _watch(self, service: str, env: Environment, digest: str,
                      grace: timedelta | None) -> bool:
-        repo = self.repo.full_name
+        full_name = self.repo.full_name
         search, target = self._search(service, env, digest)
         stretch = await search.pinning_commits(target)
         if not stretch:
             return False
         arrival = await self._arrival(stretch[-1])
-        mark = await find_mark(self.gh, repo, arrival.sha, service, env.name, digest,
+        mark = await find_mark(self.gh, full_name, arrival.sha, service, env.name, digest,
                                own_app_id=self.ctx.app_id, own_login=self.ctx.bot_login)
         if mark is None and grace is not None and \
                 self.ctx.clock() > arrival.merged_at + env.watch + grace:
