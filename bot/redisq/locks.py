@@ -73,6 +73,8 @@ class Lease:
 
 
 class RedisLocks:
+    shared = True
+
     def __init__(self, redis: Redis, *, keys: Keys | None = None, ttl: float = 30.0,
                  wait_limit: float = 300.0, poll: float = 0.05) -> None:
         self.redis = redis

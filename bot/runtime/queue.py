@@ -145,12 +145,18 @@ class MemoryQueue:
 
 
 class RepoLocks(Protocol):
+    # Whether other processes (replicas) take the same locks: then what one process has not
+    # written itself may still have been written by another.
+    shared: bool
+
     def hold(self, key: str) -> AbstractAsyncContextManager[None]:
         """Exclusive use of `key` (a repository) until the block ends."""
 
 
 class KeyedLocks:
     """One asyncio.Lock per key (a repository), dropped when nobody holds or waits for it."""
+
+    shared = False
 
     def __init__(self) -> None:
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}

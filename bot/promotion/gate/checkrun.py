@@ -33,8 +33,10 @@ class GateCheckRuns:
     _posted: cachetools.LRUCache[tuple[str, str], tuple[int, str]] = field(
         default_factory=lambda: cachetools.LRUCache(maxsize=4096))
 
-    async def post(self, gh: GitHubAPI, full_name: str, sha: str, verdict: Verdict) -> None:
-        """Create or update the one gate check run of this head commit; skip if unchanged."""
+    async def post(self, gh: GitHubAPI, full_name: str, sha: str, verdict: Verdict, *,
+                   fresh: bool = False) -> None:
+        """Create or update the one gate check run of this head commit; skip if unchanged.
+        ``fresh``: a commit this process has just made."""
         output = render_gate_output(verdict)
         fingerprint = _fingerprint(verdict.status, verdict.conclusion, output)
         key = (full_name.lower(), sha)
@@ -43,7 +45,8 @@ class GateCheckRuns:
             return
         # One writer per commit, across replicas: two that both found no run would create two.
         async with self.ctx.locks.hold(f"gate-run:{full_name}@{sha}"):
-            if known is None:
+            known = self._posted.get(key)  # posted by this process while this call waited
+            if known is None and (self.ctx.locks.shared or not fresh):
                 # another replica (its `opened` event, even on a commit this process has just
                 # made), or this process before a restart, may have posted it
                 known = await self._existing_run(gh, full_name, sha)

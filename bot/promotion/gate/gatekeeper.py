@@ -111,7 +111,7 @@ class GateService:
                 await self._gated_builds_read(gh, repo, base_sha, paths):
             verdict = await self.evaluate(gh, repo, number)
             return verdict is not None and verdict.conclusion == "success"
-        await self.runs.post(gh, repo.full_name, head_sha, NO_GATED_CHANGE)
+        await self.runs.post(gh, repo.full_name, head_sha, NO_GATED_CHANGE, fresh=True)
         return True
 
     async def _gated_builds_read(self, gh: GitHubAPI, repo: DeploymentRepo, commit: str,
