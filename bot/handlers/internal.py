@@ -31,7 +31,7 @@ class Timers:
 
     async def on_merge_retry(self, event: sansio.Event, gh: ConveyorGitHubAPI) -> None:
         retry = MergeRetry.of(event.data)
-        await merge_promotion(self.ctx, gh, retry.repo, retry.number, retry.head, retry.method,
+        await merge_promotion(self.ctx, gh, retry.full_name, retry.number, retry.head, retry.method,
                               environment=retry.environment, attempt=retry.attempt,
                               gated=retry.gated)
 

@@ -259,17 +259,17 @@ class CommitFiles:
 
     def __init__(self, ctx: Context, gh: GitHubAPI, full_name: str, commit: str,
                  tree: dict[str, tuple[str, int]]) -> None:
-        self.ctx, self.gh, self.repo, self.commit, self.tree = ctx, gh, full_name, commit, tree
+        self.ctx, self.gh, self.full_name, self.commit, self.tree = ctx, gh, full_name, commit, tree
 
     async def texts(self, paths: list[str]) -> dict[str, str | None]:
-        return await self.ctx.files.texts_at(self.gh, self.repo, self.commit, paths,
+        return await self.ctx.files.texts_at(self.gh, self.full_name, self.commit, paths,
                                              archive_from=BUILD_ARCHIVE_FROM)
 
     async def binary(self, path: str) -> bytes | None:
         sha, size = self.tree[path]
         if size > MAX_BINARY_BYTES:
             return None
-        return await self.ctx.files.blob_bytes(self.gh, self.repo, sha)
+        return await self.ctx.files.blob_bytes(self.gh, self.full_name, sha)
 
     def blob(self, path: str) -> str:
         return self.tree[path][0]
@@ -283,7 +283,7 @@ class RepoBuilds:
                  ) -> None:
         self.ctx = ctx
         self.gh = gh
-        self.repo = full_name
+        self.full_name = full_name
         self.here = Here(full_name, default_branch)
         self._indexes: dict[str, TreeIndex] = {}
 
@@ -299,7 +299,7 @@ class RepoBuilds:
     async def index(self, commit: str) -> TreeIndex:
         """The files of ``commit``; TreeTruncated when GitHub does not list them all."""
         if commit not in self._indexes:
-            tree = await self.ctx.files.tree(self.gh, self.repo, commit)
+            tree = await self.ctx.files.tree(self.gh, self.full_name, commit)
             self._indexes[commit] = TreeIndex({path: size for path, (_, size) in tree.items()})
         return self._indexes[commit]
 
@@ -326,17 +326,17 @@ class RepoBuilds:
     async def syncs(self, commit: str) -> list[SyncObject]:
         """The Argo CD and Flux objects of every YAML file of ``commit`` (kept by commit,
         each file's by its blob)."""
-        key = (self.repo.lower(), commit)
+        key = (self.full_name.lower(), commit)
         if key in self.ctx.sync_scans:
             return self.ctx.sync_scans[key]
-        tree = await self.ctx.files.tree(self.gh, self.repo, commit)
+        tree = await self.ctx.files.tree(self.gh, self.full_name, commit)
         paths = [path for path, (_, size) in sorted(tree.items())
                  if path.endswith((".yaml", ".yml")) and size <= MAX_FILE_BYTES]
         found: list[SyncObject] = []
         if len(paths) <= MAX_SCANNED_FILES:
             unknown = [path for path in paths if (tree[path][0], path) not in
                        self.ctx.sync_blobs]
-            texts = await self.ctx.files.texts_at(self.gh, self.repo, commit, unknown,
+            texts = await self.ctx.files.texts_at(self.gh, self.full_name, commit, unknown,
                                                   archive_from=BUILD_ARCHIVE_FROM)
             for path in paths:
                 blob = (tree[path][0], path)
@@ -351,22 +351,22 @@ class RepoBuilds:
     async def prefetch(self, commit: str, paths: Iterable[str]) -> None:
         """Read many files of ``commit`` at once (one archive when many are new), so that
         the renders after it find their texts kept."""
-        await self.ctx.files.texts_at(self.gh, self.repo, commit, paths,
+        await self.ctx.files.texts_at(self.gh, self.full_name, commit, paths,
                                       archive_from=BUILD_ARCHIVE_FROM)
 
     async def file(self, commit: str, path: str) -> RepoFile | None:
         """One file at ``commit`` read through the tree, the render's way: a cold read takes
         the commit's archive (one request) for every file a render may need next. None when
         the commit has no such file or it is not UTF-8; FileTooLarge past 1 MB."""
-        tree = await self.ctx.files.tree(self.gh, self.repo, commit)
+        tree = await self.ctx.files.tree(self.gh, self.full_name, commit)
         if path not in tree:
             return None
         sha, size = tree[path]
         if size > MAX_FILE_BYTES:
             raise FileTooLarge(f"{path} is larger than {MAX_FILE_BYTES} bytes")
-        await self.ctx.files.from_archive(self.gh, self.repo, commit, tree,
+        await self.ctx.files.from_archive(self.gh, self.full_name, commit, tree,
                                           archive_from=BUILD_ARCHIVE_FROM)
-        text = (await self.ctx.files.texts_at(self.gh, self.repo, commit, [path]))[path]
+        text = (await self.ctx.files.texts_at(self.gh, self.full_name, commit, [path]))[path]
         return RepoFile(path, text, sha) if text is not None else None
 
     async def prefetch_walks(self, commit: str) -> None:
@@ -377,14 +377,14 @@ class RepoBuilds:
                                      in (*KUSTOMIZATION_NAMES, CHART_FILE)])
 
     async def _files(self, commit: str) -> CommitFiles:
-        return CommitFiles(self.ctx, self.gh, self.repo, commit,
-                           await self.ctx.files.tree(self.gh, self.repo, commit))
+        return CommitFiles(self.ctx, self.gh, self.full_name, commit,
+                           await self.ctx.files.tree(self.gh, self.full_name, commit))
 
     async def inputs(self, commit: str, target: Target,
                      replaced: Mapping[str, str] | None = None) -> RenderInputs:
         """What rendering ``target`` at ``commit`` reads (``replaced``: texts that stand for
         the commit's own, as a promotion's edit would set them)."""
-        key = (self.repo.lower(), commit, target)
+        key = (self.full_name.lower(), commit, target)
         if not replaced and key in self.ctx.build_inputs:
             return self.ctx.build_inputs[key]
         found = await walk_inputs(await self.index(commit), target, await self._files(commit),

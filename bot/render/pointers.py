@@ -42,11 +42,11 @@ def repository_of(url: str) -> str | None:
 class Here:
     """This repository and its default branch, as sources are matched against them."""
 
-    repo: str
+    full_name: str
     default_branch: str
 
     def same(self, url: str) -> bool:
-        return repository_of(url) == self.repo.lower()
+        return repository_of(url) == self.full_name.lower()
 
     def default(self, revision: str) -> bool:
         return revision.strip() in ("", "HEAD", self.default_branch,

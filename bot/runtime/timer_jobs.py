@@ -32,12 +32,12 @@ class GateRecheck:
     """The gate of a PR evaluated again: a soak or a freeze window ends."""
 
     EVENT: ClassVar[str] = "recheck"
-    repo: str
+    full_name: str
     number: int
     installation: int | None
 
     def payload(self) -> dict[str, Any]:
-        return {**_where(self.repo, self.installation), "number": self.number}
+        return {**_where(self.full_name, self.installation), "number": self.number}
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> GateRecheck:
@@ -50,7 +50,7 @@ class MergeRetry:
     """A merge of Conveyor's own PR tried again, guarded by the head Conveyor made."""
 
     EVENT: ClassVar[str] = "merge"
-    repo: str
+    full_name: str
     number: int
     head: str
     method: str
@@ -60,7 +60,7 @@ class MergeRetry:
     installation: int | None
 
     def payload(self) -> dict[str, Any]:
-        return {**_where(self.repo, self.installation), "number": self.number,
+        return {**_where(self.full_name, self.installation), "number": self.number,
                 "head": self.head, "method": self.method, "gated": self.gated,
                 "environment": self.environment, "attempt": self.attempt}
 
@@ -77,11 +77,11 @@ class DashboardDue:
     """The dashboard issue of a repository refreshed (a burst of changes makes one)."""
 
     EVENT: ClassVar[str] = "dashboard"
-    repo: str
+    full_name: str
     installation: int | None
 
     def payload(self) -> dict[str, Any]:
-        return _where(self.repo, self.installation)
+        return _where(self.full_name, self.installation)
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,8 @@ class DeliveryDue:
     """The delivery figures of a repository read again after a merge."""
 
     EVENT: ClassVar[str] = "delivery"
-    repo: str
+    full_name: str
     installation: int | None
 
     def payload(self) -> dict[str, Any]:
-        return _where(self.repo, self.installation)
+        return _where(self.full_name, self.installation)

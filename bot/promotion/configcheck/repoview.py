@@ -62,7 +62,7 @@ def layout_of(tree: list[dict[str, Any]]) -> Layout:
 class RepoView:
     def __init__(self, gh: GitHubAPI, full_name: str, sha: str, *, use_tree: bool = True) -> None:
         self.gh = gh
-        self.repo = full_name
+        self.full_name = full_name
         self.sha = sha
         self.use_tree = use_tree
         self._limit = asyncio.Semaphore(CONCURRENCY)
@@ -79,17 +79,17 @@ class RepoView:
 
     async def layout(self) -> Layout | None:
         """Every directory at the commit, or None when the tree came back truncated."""
-        key = (self.repo.lower(), self.sha)
+        key = (self.full_name.lower(), self.sha)
         if key in self._known.layouts:
             return self._known.layouts[key]
         return await self._once(("tree", ""), self._tree)
 
     async def _tree(self) -> Layout | None:
-        url = f"/repos/{self.repo}/git/trees/{quote(self.sha)}?recursive=1"
+        url = f"/repos/{self.full_name}/git/trees/{quote(self.sha)}?recursive=1"
         async with self._limit:
             data = await self.gh.getitem(url)
         result = None if data.get("truncated") else layout_of(list(data.get("tree") or []))
-        self._known.layouts[(self.repo.lower(), self.sha)] = result
+        self._known.layouts[(self.full_name.lower(), self.sha)] = result
         return result
 
     async def listing(self, directory: str) -> Listing | None:
@@ -98,7 +98,7 @@ class RepoView:
             layout = await self.layout()
             if layout is not None:
                 return layout.get(directory)
-        key = (self.repo.lower(), self.sha, directory)
+        key = (self.full_name.lower(), self.sha, directory)
         if key in self._known.listings:
             return self._known.listings[key]
         return await self._once(("dir", directory), lambda: self._list(directory))
@@ -106,11 +106,11 @@ class RepoView:
     async def _list(self, directory: str) -> Listing | None:
         if not directory:  # the root: the commit's own tree, one level deep
             async with self._limit:
-                data = await self.gh.getitem(f"/repos/{self.repo}/git/trees/{quote(self.sha)}")
+                data = await self.gh.getitem(f"/repos/{self.full_name}/git/trees/{quote(self.sha)}")
             result: Listing | None = layout_of(list(data.get("tree") or []))[""]
-            self._known.listings[(self.repo.lower(), self.sha, directory)] = result
+            self._known.listings[(self.full_name.lower(), self.sha, directory)] = result
             return result
-        url = f"/repos/{self.repo}/contents/{content_path(directory)}?ref={quote(self.sha)}"
+        url = f"/repos/{self.full_name}/contents/{content_path(directory)}?ref={quote(self.sha)}"
         async with self._limit:
             data = await or_none(self.gh.getitem(url), 404)
         result = (
@@ -118,7 +118,7 @@ class RepoView:
             if isinstance(data, list)
             else None
         )
-        self._known.listings[(self.repo.lower(), self.sha, directory)] = result
+        self._known.listings[(self.full_name.lower(), self.sha, directory)] = result
         return result
 
     async def file(self, path: str) -> RepoFile | None:
@@ -127,4 +127,4 @@ class RepoView:
 
     async def _get(self, path: str) -> RepoFile | None:
         async with self._limit:
-            return await get_file(self.gh, self.repo, path, self.sha)
+            return await get_file(self.gh, self.full_name, path, self.sha)

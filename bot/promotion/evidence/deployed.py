@@ -71,7 +71,7 @@ class Target:
 @dataclass
 class DeployedSearch:
     gh: GitHubAPI
-    repo: str
+    full_name: str
     default_branch: str
     # whether the target's file pins the digest at a commit
     pinned_at: Callable[[str], Awaitable[bool]]
@@ -120,7 +120,7 @@ class DeployedSearch:
         cached for good); every commit in between has the file of the next older one."""
         touching: set[str] = set()
         async for commit in _bounded(self.gh.getiter(
-            f"/repos/{self.repo}/commits?sha={quote(self.default_branch)}"
+            f"/repos/{self.full_name}/commits?sha={quote(self.default_branch)}"
             f"&path={quote(target.path)}&per_page=100"
         ), MAX_FILE_HISTORY):
             touching.add(commit["sha"])
@@ -129,7 +129,7 @@ class DeployedSearch:
         since_change: list[dict[str, Any]] = []
         expected: str | None = None
         async for commit in _bounded(self.gh.getiter(
-            f"/repos/{self.repo}/commits?sha={quote(self.default_branch)}&per_page=100"
+            f"/repos/{self.full_name}/commits?sha={quote(self.default_branch)}&per_page=100"
         ), MAX_RANGE_COMMITS):
             if expected is not None and commit["sha"] != expected:
                 continue  # a commit of a merged branch, not of the default branch itself
@@ -152,7 +152,7 @@ class DeployedSearch:
             return []
         found = []
         async for status in _bounded(self.gh.getiter(
-            f"/repos/{self.repo}/commits/{sha}/statuses?per_page=100"
+            f"/repos/{self.full_name}/commits/{sha}/statuses?per_page=100"
         ), MAX_REPORTS_PER_LIST):
             context = str(status.get("context") or "")
             if not target.matches("status", context):
@@ -172,7 +172,7 @@ class DeployedSearch:
         query = f"check_name={quote(name)}&" if name is not None else ""
         found = []
         async for run in _bounded(self.gh.getiter(
-            f"/repos/{self.repo}/commits/{sha}/check-runs?{query}filter=all&per_page=100",
+            f"/repos/{self.full_name}/commits/{sha}/check-runs?{query}filter=all&per_page=100",
             iterable_key="check_runs",
         ), MAX_REPORTS_PER_LIST):
             if not target.matches("check_run", str(run.get("name") or "")):
@@ -194,7 +194,7 @@ class DeployedSearch:
         found: list[Report] = []
         ids: set[int] = set()
         async for deployment in _bounded(self.gh.getiter(
-            f"/repos/{self.repo}/deployments?sha={sha}&per_page=100"
+            f"/repos/{self.full_name}/deployments?sha={sha}&per_page=100"
         ), MAX_REPORTS_PER_LIST):
             if target.matches("deployment", str(deployment.get("environment") or "")):
                 ids.add(int(deployment["id"]))
@@ -207,7 +207,7 @@ class DeployedSearch:
         digest, newest first down to the commit that set it."""
         found: list[Report] = []
         async for deployment in _bounded(self.gh.getiter(
-            f"/repos/{self.repo}/deployments?environment={quote(target.environment)}"
+            f"/repos/{self.full_name}/deployments?environment={quote(target.environment)}"
             "&per_page=100"
         ), MAX_REPORTS_PER_LIST):
             if parse_time(deployment["created_at"]) < since:
@@ -223,7 +223,7 @@ class DeployedSearch:
                                    ) -> list[Report]:
         found = []
         async for status in _bounded(self.gh.getiter(
-            f"/repos/{self.repo}/deployments/{deployment['id']}/statuses?per_page=100"
+            f"/repos/{self.full_name}/deployments/{deployment['id']}/statuses?per_page=100"
         ), MAX_REPORTS_PER_LIST):
             app = status.get("performed_via_github_app") or {}
             found.append(Report(

@@ -54,7 +54,7 @@ def pins(text: str | None, image: str, digest: str, path: str,
 @dataclass
 class EvidenceFinder:
     gh: GitHubAPI
-    repo: str
+    full_name: str
     default_branch: str
     policy: Policy
     web_url: str
@@ -92,11 +92,11 @@ class EvidenceFinder:
         tag_keys = self._tag_keys(service)
 
         async def pinned_at(sha: str) -> bool:
-            file = await get_file(self.gh, self.repo, path, sha)
+            file = await get_file(self.gh, self.full_name, path, sha)
             return pins(file.text if file else None, image, digest, path, tag_keys,
                         version=version)
 
-        search = DeployedSearch(self.gh, self.repo, self.default_branch, pinned_at)
+        search = DeployedSearch(self.gh, self.full_name, self.default_branch, pinned_at)
         target = Target(service, upstream, path, environment.deployed_context)
         stretch = await search.pinning_commits(target)
         if not stretch:
@@ -121,10 +121,10 @@ class EvidenceFinder:
         in. A file that names the version alone holds no digest: Conveyor's own promotion
         commit (its trailers, which nobody else can write) says which digest it wrote; a tag
         pushed again since then resolves to another digest and is no evidence."""
-        file = await get_file(self.gh, self.repo, path, str(commit["sha"]))
+        file = await get_file(self.gh, self.full_name, path, str(commit["sha"]))
         if pins(file.text if file else None, image, digest, path):
             return True  # the upstream place holds the digest itself
-        ran = await written_digest(self.gh, self.repo, str(commit["sha"]), service, upstream,
+        ran = await written_digest(self.gh, self.full_name, str(commit["sha"]), service, upstream,
                                    self.own_login)
         if ran == digest:
             return True
@@ -139,7 +139,7 @@ class EvidenceFinder:
                             digest: str) -> None:
         """Record Conveyor's failure mark for the digest in `environment`, if the commit that
         brought the digest there carries one."""
-        mark = await find_mark(self.gh, self.repo, sha, service, environment, digest,
+        mark = await find_mark(self.gh, self.full_name, sha, service, environment, digest,
                                own_app_id=self.own_app_id, own_login=self.own_login)
         failure = mark.as_failure() if mark is not None else None
         if failure is not None:
@@ -165,10 +165,10 @@ class EvidenceFinder:
             path = self.policy.path_for(service, name)
 
             async def pinned_at(sha: str, path: str = path) -> bool:
-                file = await get_file(self.gh, self.repo, path, sha)
+                file = await get_file(self.gh, self.full_name, path, sha)
                 return pins(file.text if file else None, image, digest, path, tag_keys)
 
-            search = DeployedSearch(self.gh, self.repo, self.default_branch, pinned_at)
+            search = DeployedSearch(self.gh, self.full_name, self.default_branch, pinned_at)
             stretch = await search.pinning_commits(Target(service, name, path, None))
             if stretch:
                 await self._failure_mark(stretch[-1]["sha"], service, name, digest)
@@ -196,7 +196,7 @@ class EvidenceFinder:
         signed = (data.get("verification") or {}).get("verified") is True
         if signed and (commit.get("committer") or {}).get("login") == "web-flow":
             return committed, ""
-        pulls = await self.gh.getitem(f"/repos/{self.repo}/commits/{commit['sha']}/pulls")
+        pulls = await self.gh.getitem(f"/repos/{self.full_name}/commits/{commit['sha']}/pulls")
         merged = [parse_time(pr["merged_at"]) for pr in pulls or []
                   if pr.get("merged_at") and pr.get("base", {}).get("ref") == self.default_branch]
         if merged:
@@ -213,7 +213,7 @@ class EvidenceFinder:
             return [], judgement.notes()
         return [Evidence(
             kind="deployed", digest=digest, at=report.at,
-            url=report.url or f"{self.web_url}/{self.repo}/commit/{report.sha}",
+            url=report.url or f"{self.web_url}/{self.full_name}/commit/{report.sha}",
             description=report.describe(), environment=target.environment,
         )], judgement.notes()
 
@@ -230,15 +230,15 @@ class EvidenceFinder:
         version = version if self.policy.services[service].is_chart else None
         path = self.policy.path_for(service, environment)
         commits = await self.gh.getitem(
-            f"/repos/{self.repo}/commits?sha={quote(self.default_branch)}&path={quote(path)}"
+            f"/repos/{self.full_name}/commits?sha={quote(self.default_branch)}&path={quote(path)}"
             f"&per_page={MAX_HISTORY_COMMITS}"
         )
         for commit in commits:
-            text = await get_file(self.gh, self.repo, path, commit["sha"])
+            text = await get_file(self.gh, self.full_name, path, commit["sha"])
             held = text.text if text else None
             if pins(held, image, digest, path, self._tag_keys(service)) or (
                     version is not None and pins(held, image, digest, path, version=version)
-                    and await written_digest(self.gh, self.repo, str(commit["sha"]), service,
+                    and await written_digest(self.gh, self.full_name, str(commit["sha"]), service,
                                              environment, self.own_login) == digest):
                 return [Evidence(
                     kind="history", digest=digest,

@@ -65,7 +65,7 @@ class Side:
 
     async def read(self, paths: list[str]) -> None:
         present = [path for path in paths if path in self.index.sizes]
-        texts = await self.builds.ctx.files.texts_at(self.builds.gh, self.builds.repo,
+        texts = await self.builds.ctx.files.texts_at(self.builds.gh, self.builds.full_name,
                                                      self.commit, present)
         for path in present:
             text = texts[path]
@@ -96,7 +96,7 @@ class Side:
         texts: dict[str, str | None] = {}
         while isinstance(found := expand(obj, self.index, texts, self.here.follows), NeedTexts):
             texts.update(await self.builds.ctx.files.texts_at(
-                self.builds.gh, self.builds.repo, self.commit, list(found.paths)))
+                self.builds.gh, self.builds.full_name, self.commit, list(found.paths)))
         return found
 
     async def _flux_source(self, ref: tuple[str, str, str]) -> tuple[str, str]:
@@ -120,7 +120,7 @@ class Side:
             self._scanned = []
             if len(paths) <= MAX_SCANNED:
                 await self.builds.prefetch(self.commit, paths)
-                texts = await self.builds.ctx.files.texts_at(self.builds.gh, self.builds.repo,
+                texts = await self.builds.ctx.files.texts_at(self.builds.gh, self.builds.full_name,
                                                              self.commit, paths)
                 self._scanned = [obj for path in paths if (text := texts[path]) is not None
                                  and "GitRepository" in text

@@ -78,7 +78,7 @@ class PublishedImage:
 class Origin:
     """Where a published image says it comes from: its repository and commit, if known."""
 
-    repo: str | None
+    full_name: str | None
     revision: str | None
 
 
@@ -124,9 +124,9 @@ class PackagePromoter:
 
     @staticmethod
     def _admits(service: Service, published: PublishedImage, origin: Origin) -> bool:
-        if not origin.repo or origin.repo.lower() != service.source.lower():
+        if not origin.full_name or origin.full_name.lower() != service.source.lower():
             log.warning("image event from a repository that does not feed the service, ignored",
-                        extra={"service": service.name, "from": origin.repo,
+                        extra={"service": service.name, "from": origin.full_name,
                                "source": service.source})
             return False
         if not service.tags.admits(published.tag):

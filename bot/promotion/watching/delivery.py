@@ -49,7 +49,7 @@ class DeliveryReader:
     def __init__(self, gh: GitHubAPI, full_name: str, default_branch: str, policy: Policy, *,
                  bot_login: str, app_id: int | None) -> None:
         self.gh = gh
-        self.repo = full_name
+        self.full_name = full_name
         self.default_branch = default_branch
         self.policy = policy
         self.bot_login = bot_login
@@ -67,7 +67,7 @@ class DeliveryReader:
         merged: list[_Merged] = []
         count = 0
         async for pr in self.gh.getiter(
-                f"/repos/{self.repo}/pulls?state=closed&sort=updated&direction=desc"
+                f"/repos/{self.full_name}/pulls?state=closed&sort=updated&direction=desc"
                 "&per_page=100"):
             count += 1
             if count > MAX_PULLS or parse_time(str(pr["updated_at"])) < since:
@@ -78,7 +78,7 @@ class DeliveryReader:
             merged_at = parse_time(str(pr["merged_at"]))
             if not since <= merged_at < until:
                 continue
-            trusted = await trusted_pull(self.gh, self.repo, pr, self.bot_login)
+            trusted = await trusted_pull(self.gh, self.full_name, pr, self.bot_login)
             if trusted is None or trusted.environment not in self.policy.environments:
                 continue
             env = self.policy.environments[trusted.environment]
@@ -122,7 +122,7 @@ class DeliveryReader:
         marked = False
         if env.deployed_context is not None:
             statuses = await self.gh.getitem(
-                f"/repos/{self.repo}/commits/{sha}/statuses?per_page=100")
+                f"/repos/{self.full_name}/commits/{sha}/statuses?per_page=100")
             for status in statuses[:MAX_REPORTS]:
                 if target.matches("status", str(status.get("context") or "")):
                     found.append(Report(
@@ -131,7 +131,7 @@ class DeliveryReader:
                         (status.get("creator") or {}).get("login", ""), sha,
                         str(status.get("target_url") or ""), order=int(status.get("id") or 0)))
         runs = await self.gh.getitem(
-            f"/repos/{self.repo}/commits/{sha}/check-runs?filter=all&per_page=100")
+            f"/repos/{self.full_name}/commits/{sha}/check-runs?filter=all&per_page=100")
         for run in (runs.get("check_runs") or [])[:MAX_REPORTS]:
             name = str(run.get("name") or "")
             if name.startswith(MARK_PREFIX) and is_own(run, self.app_id, self.bot_login):
@@ -146,12 +146,12 @@ class DeliveryReader:
                     parse_time(at), f"{app.get('slug', '')}[bot]", sha,
                     str(run.get("html_url") or ""), app.get("id"), int(run.get("id") or 0)))
         deployments = await self.gh.getitem(
-            f"/repos/{self.repo}/deployments?sha={sha}&per_page=100")
+            f"/repos/{self.full_name}/deployments?sha={sha}&per_page=100")
         for deployment in deployments[:MAX_REPORTS]:
             if not target.matches("deployment", str(deployment.get("environment") or "")):
                 continue
             statuses = await self.gh.getitem(
-                f"/repos/{self.repo}/deployments/{deployment['id']}/statuses?per_page=100")
+                f"/repos/{self.full_name}/deployments/{deployment['id']}/statuses?per_page=100")
             for status in statuses[:MAX_REPORTS]:
                 app = status.get("performed_via_github_app") or {}
                 found.append(Report(

@@ -38,7 +38,7 @@ LABELS = ["repository", "service", "environment"]
 
 @dataclass(frozen=True)
 class Snapshot:
-    repo: str
+    full_name: str
     since: datetime
     until: datetime
     figures: tuple[Figures, ...]
@@ -53,7 +53,7 @@ async def read_snapshot(ctx: Context, gh: gidgethub.abc.GitHubAPI, repo: Deploym
                             bot_login=ctx.bot_login, app_id=ctx.app_id)
     promotions, outages = await reader.read(since, until)
     return Snapshot(
-        repo=repo.full_name, since=since, until=until,
+        full_name=repo.full_name, since=since, until=until,
         figures=tuple(figures(service, env, promotions, outages, since, until)
                       for service in policy.services for env in policy.environments),
         weekly=tuple((env, tuple(weekly_lead_times(env, promotions, since, until)))
@@ -69,7 +69,7 @@ class DeliveryBoard:
         self._read_at: datetime | None = None
 
     def store(self, snapshot: Snapshot) -> None:
-        self._snapshots[snapshot.repo.lower()] = snapshot
+        self._snapshots[snapshot.full_name.lower()] = snapshot
 
     def get(self, full_name: str) -> Snapshot | None:
         return self._snapshots.get(full_name.lower())
@@ -102,7 +102,7 @@ class DeliveryBoard:
             "promotions of the trailing 30 days", labels=[*LABELS, "until"])
         for snapshot in self._snapshots.values():
             for item in snapshot.figures:
-                labels = [snapshot.repo, item.service, item.environment]
+                labels = [snapshot.full_name, item.service, item.environment]
                 merged.add_metric(labels, item.deployments)
                 if item.change_failure_rate is not None:
                     failed.add_metric(labels, item.change_failure_rate)
@@ -145,7 +145,7 @@ def render_section(snapshot: Snapshot) -> str:
                   f'    title "Lead time to merge into {env}, median per week (hours)"',
                   f"    x-axis [{labels}]", '    y-axis "hours"', f"    bar [{values}]", "```"]
     lines += ["", f"The same figures as a table, JSON or CSV: `python -m bot report --repo "
-              f"{snapshot.repo}`."]
+              f"{snapshot.full_name}`."]
     return "\n".join(lines)
 
 
