@@ -24,6 +24,7 @@ from bot.domain.policy import load_policy
 from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.policies import DeploymentRepo
 from bot.render.tool import find_kustomize
+from tests.manifest_texts import deployment
 
 from .counting import tally
 from .report import Section, ms
@@ -45,25 +46,6 @@ environments:
     after: staging
     evidence: [merged]
 """)
-
-
-def deployment(name: str) -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {name}
-spec:
-  selector:
-    matchLabels: {{app: {name}}}
-  template:
-    metadata:
-      labels: {{app: {name}}}
-    spec:
-      containers:
-        - name: app
-          image: ghcr.io/acme/{name}
-"""
 
 
 def overlay(name: str, component: bool) -> str:

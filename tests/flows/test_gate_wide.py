@@ -12,6 +12,7 @@ from bot.names import POLICY_PATH
 from bot.render import batching
 from bot.render.tool import find_kustomize
 from tests.harness import World, close_world, hand_pr, make_world
+from tests.manifest_texts import ENV_FROM, deployment
 
 # CI never skips: a machine without kustomize fails these instead.
 pytestmark = pytest.mark.skipif(find_kustomize(None) is None and not os.environ.get("CI"),
@@ -61,32 +62,11 @@ def overlay(name: str) -> str:
     return text
 
 
-def deployment(name: str) -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {name}
-spec:
-  selector:
-    matchLabels: {{app: {name}}}
-  template:
-    metadata:
-      labels: {{app: {name}}}
-    spec:
-      containers:
-        - name: app
-          image: ghcr.io/acme/{name}
-          envFrom:
-            - configMapRef: {{name: settings}}
-"""
-
-
 def repository() -> dict[str, str]:
     files = {POLICY_PATH: POLICY, COMPONENT: MESH, "README.md": "# deploy\n"}
     for name in SERVICES:
         files[f"apps/{name}/prod/kustomization.yaml"] = overlay(name)
-        files[f"apps/{name}/prod/deployment.yaml"] = deployment(name)
+        files[f"apps/{name}/prod/deployment.yaml"] = deployment(name, extra=ENV_FROM)
     return files
 
 

@@ -18,6 +18,7 @@ from bot.render import batching
 from bot.render.build import Builder, BuildResult, KustomizeJob, Request, _chunks, _exact_results
 from bot.render.inputs import BuildInputs, TreeIndex, build_inputs
 from bot.render.tool import Kustomize, find_kustomize
+from tests.manifest_texts import ENV_FROM, deployment
 
 # CI never skips: a machine without kustomize fails these instead.
 pytestmark = pytest.mark.skipif(find_kustomize(None) is None and not os.environ.get("CI"),
@@ -25,31 +26,6 @@ pytestmark = pytest.mark.skipif(find_kustomize(None) is None and not os.environ.
 
 KUSTOMIZATION = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
 
-
-def deployment(name: str, image: str, extra: str = "") -> str:
-    return f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {name}
-spec:
-  selector:
-    matchLabels: {{app: {name}}}
-  template:
-    metadata:
-      labels: {{app: {name}}}
-    spec:
-      containers:
-        - name: app
-          image: {image}
-{extra}"""
-
-
-ENV_FROM = """\
-          envFrom:
-            - configMapRef:
-                name: settings
-"""
 
 SAFE = {
     # a base two services build with a prefix each, a config map generated with its hash
