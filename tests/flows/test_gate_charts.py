@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from bot.promotion.resync.reconcile import resync_all
 from bot.render.tool import find_helm
 from bot.sandbox.demo import DEMO_FILES
 from bot.text import unescape_markdown
@@ -432,6 +433,23 @@ async def test_a_promotion_into_a_chart_that_does_not_render_says_so_and_opens()
         body = unescape_markdown(world.pull("Promote api 1.0.0 to staging")["body"])
         assert "> Rendering the chart charts/api could not be compared: " in body, body
         assert "nil pointer" in body
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_the_resync_leaves_open_a_staging_promotion_whose_gate_fails() -> None:
+    """The staging promotion that reaches production's render and was left open: the resync's
+    pass over auto-merges that did not happen judges it by its gate too, and leaves it open."""
+    world = await make_world(files=layout("guestbook-helm"), source_repos=("acme/guestbook",))
+    try:
+        await world.release("guestbook", "1.1.0")
+        assert not world.pull("Promote guestbook 1.1.0 to staging")["merged"]
+        await resync_all(world.conveyor.capabilities.resync)
+        await world.settle()
+        pr = world.pull("Promote guestbook 1.1.0 to staging")
+        assert pr["state"] == "open" and not pr["merged"]
+        assert world.gate(pr)["conclusion"] == "failure"
     finally:
         await close_world(world)
     assert world.emulator.violations == []

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import http
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
+import gidgethub
 import pytest
 
 from bot.domain.promotions.marker import parse_marker
@@ -13,6 +15,7 @@ from bot.domain.trains import train_digest
 from bot.promotion.resync.reconcile import resync_all
 from bot.promotion.trains import flows as train_flows
 from bot.promotion.trains import opener as train_opener
+from bot.promotion.triggers import merging
 from bot.sandbox.demo import digest_of
 from tests.harness import World, close_world, commit_signing, make_world
 
@@ -417,6 +420,36 @@ async def test_together_waits_for_the_third_image_then_opens_one_staging_train()
         await resync_all(world.conveyor.capabilities.resync)
         await world.settle()
         assert len(world.emulator.pulls(world.repo, state="all")) == 1
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
+
+
+async def test_a_staging_train_whose_merge_failed_is_merged_by_the_resync_after_its_gate(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    versions = {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}
+    world = await make_world(files={**files(versions, versions),
+                                    ".github/conveyor.yml": TOGETHER_POLICY})
+    try:
+        async def merge_fails(*args: object, **kwargs: object) -> bool:
+            raise gidgethub.BadRequest(http.HTTPStatus.BAD_GATEWAY)
+
+        with monkeypatch.context() as patched:
+            patched.setattr(merging, "merge_promotion", merge_fails)
+            await world.emulator.create_tag("acme/api", "v2.0.0")
+            await world.emulator.publish_release("acme/api", "v2.0.0", author="alice")
+            for name in ("web", "api", "cart"):
+                await world.emulator.publish_container("acme", name, image(name, "2.0.0")[2],
+                                                       ["2.0.0"], source_repo="acme/api")
+            await world.settle()
+        [train] = world.emulator.pulls(world.repo, state="all")
+        assert train["state"] == "open" and not train["merged"]
+
+        await resync_all(world.conveyor.capabilities.resync)
+        await world.settle()
+        [train] = world.emulator.pulls(world.repo, state="all")
+        assert train["merged"]
+        assert world.gate(train)["conclusion"] == "success"
         assert world.emulator.violations == []
     finally:
         await close_world(world)

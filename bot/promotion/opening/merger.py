@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
 
-from bot.domain.policy import Policy
+from bot.domain.policy import Environment, Policy
 from bot.domain.promotions.marker import branch_environment
 from bot.github.limits import fit
 from bot.github.repos import write_comment
@@ -38,6 +39,17 @@ log = logging.getLogger(__name__)
 RETRY_AFTER = timedelta(seconds=15)
 MAX_ATTEMPTS = 5
 STOPPED_MARKER = "<!-- conveyor:merge-stopped"
+
+
+@dataclass(frozen=True)
+class UnmergedPull:
+    """A PR Conveyor opened into an ungated `auto_merge` environment whose merge did not
+    happen (the job failed after opening it): the PR, Conveyor's commit at its head, and the
+    environment."""
+
+    pr: dict[str, Any]
+    head_sha: str
+    env: Environment
 
 # GitHub's `mergeable_state` of a pull request, in words.
 STATES = {

@@ -36,7 +36,7 @@ from bot.promotion.commands.rollback import watcher
 from bot.promotion.dashboard.issue import DashboardCapabilities, refresh_dashboard
 from bot.promotion.dashboard.status import StatusSources
 from bot.promotion.gate.gatekeeper import GateService
-from bot.promotion.opening.merger import merge_promotion
+from bot.promotion.opening.merger import UnmergedPull, merge_promotion
 from bot.promotion.opening.opener import find_pull_for_branch, open_pulls
 from bot.promotion.opening.superseding import close_superseded
 from bot.promotion.policies import DeploymentRepo, PolicyIndex, settled
@@ -162,7 +162,7 @@ async def resync_repo(resync: ResyncCapabilities, gh: GitHubAPI, repo: Deploymen
                 log.warning("resync: image lookup failed: %s", exc.message,
                             extra={"repository": repo.full_name, "service": name})
     await resync.gates.enforcement.refresh(gh, repo)
-    await finish_interrupted_promotions(ctx, gh, repo)
+    await finish_interrupted_promotions(ctx, resync.gates, gh, repo)
     await resume_auto_promotions(resync.promoter, gh, repo)
     if watched(repo.policy):
         await watcher(resync.commands, gh, repo).resync()
@@ -205,23 +205,43 @@ async def _promote_newest_image(promoter: Promoter, gh: GitHubAPI, repo: Deploym
                                         report_refusals=False)
 
 
-async def finish_interrupted_promotions(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo
-                                        ) -> None:
-    """Finish what a failed job left half done on open promotion PRs.
+async def finish_interrupted_promotions(ctx: Context, gates: GateService, gh: GitHubAPI,
+                                        repo: DeploymentRepo) -> None:
+    """Finish what a failed job left half done on open promotion PRs and trains.
 
     - two open PRs for one (service, environment): the older version is closed as superseded
       (its closing failed when the newer one was opened);
-    - an open PR of an ungated `auto_merge` environment still at Conveyor's commit: merged
-      (the merge right after opening failed), unless its file already pins a newer version.
+    - an open PR of an ungated `auto_merge` environment still at Conveyor's commit: merged as
+      the opener would have (the merge right after opening failed), after its gate and not
+      when the gate fails (the edit reaches a gated environment's render), unless its file
+      already pins a newer version.
     """
     # Under the repository's lock, like the opener: a promotion opened meanwhile by a webhook
     # never races with these merges and closes.
     async with ctx.locks.hold(repo.full_name):
-        await _finish_interrupted(ctx, gh, repo)
-        await finish_interrupted_trains(ctx, gh, repo, await open_pulls(gh, repo.full_name))
+        unmerged = await _finish_interrupted(ctx, gh, repo)
+        unmerged += await finish_interrupted_trains(ctx, gh, repo,
+                                                    await open_pulls(gh, repo.full_name))
+        for pull in unmerged:
+            await _merge_after_gate(ctx, gates, gh, repo, pull)
 
 
-async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo) -> None:
+async def _merge_after_gate(ctx: Context, gates: GateService, gh: GitHubAPI,
+                            repo: DeploymentRepo, pull: UnmergedPull) -> None:
+    number = int(pull.pr["number"])
+    where = {"repository": repo.full_name, "pull": number, "env": pull.env.name}
+    verdict = await gates.evaluate(gh, repo, number)
+    if verdict is None or verdict.conclusion != "success":
+        log.info("resync: not merging a promotion whose gate does not pass", extra=where)
+        return
+    log.info("resync: merging a promotion whose auto-merge did not happen", extra=where)
+    await merge_promotion(ctx, gh, repo.full_name, number, pull.head_sha,
+                          pull.env.merge_method, environment=pull.env.name)
+
+
+async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo
+                              ) -> list[UnmergedPull]:
+    """Closes the superseded promotions; returns those whose merge did not happen."""
     policy = repo.policy
     pulls = await open_pulls(gh, repo.full_name)
     await _delete_stray_branches(gh, repo.full_name, {str(pr["head"]["ref"]) for pr in pulls})
@@ -240,6 +260,7 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
                 at_head=commit.head))
     merging = [env.name for env in policy.environments.values()
                if env.auto_merge and not env.gated]
+    unmerged: list[UnmergedPull] = []
     for step in leftover_steps([pull for _, pull in ours.values()], merging=merging,
                                services=policy.services):
         pr, pull = ours[step.pull]
@@ -248,11 +269,9 @@ async def _finish_interrupted(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo)
             continue
         if is_newer(await _live_tag(gh, repo, pull.service, pull.environment), pull.version):
             continue
-        log.info("resync: merging a promotion whose auto-merge did not happen",
-                 extra={"repository": repo.full_name, "pull": pr["number"]})
-        await merge_promotion(ctx, gh, repo.full_name, pull.number, str(pr["head"]["sha"]),
-                              policy.environments[pull.environment].merge_method,
-                              environment=pull.environment)
+        unmerged.append(UnmergedPull(pr, str(pr["head"]["sha"]),
+                                     policy.environments[pull.environment]))
+    return unmerged
 
 
 async def _live_tag(gh: GitHubAPI, repo: DeploymentRepo, service: str, environment: str

@@ -20,7 +20,7 @@ from bot.github.repos import get_file
 from bot.promotion.authorship.trust import ConveyorCommit, trusted_train
 from bot.promotion.evidence.finder import pins as pins_digest
 from bot.promotion.evidence.halts import halted
-from bot.promotion.opening.merger import merge_promotion
+from bot.promotion.opening.merger import UnmergedPull
 from bot.promotion.opening.opener import MergeAsOpened
 from bot.promotion.opening.superseding import close_superseded
 from bot.promotion.opening.upstream_pins import agreed_pins
@@ -146,11 +146,12 @@ async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: Deployment
 
 
 async def finish_interrupted_trains(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
-                                    pulls: list[dict[str, Any]]) -> None:
+                                    pulls: list[dict[str, Any]]) -> list[UnmergedPull]:
     """Resync, under the repository's lock: of two open trains of one (group, environment),
-    the older is closed as superseded (its closing failed when the newer one was opened); a
-    train of an ungated `auto_merge` environment still at Conveyor's commit is merged. What a
-    train is, and whether anyone pushed on it, is read from Conveyor's own commit."""
+    the older is closed as superseded (its closing failed when the newer one was opened). The
+    trains of ungated `auto_merge` environments still at Conveyor's commit are returned: their
+    merge did not happen. What a train is, and whether anyone pushed on it, is read from
+    Conveyor's own commit."""
     policy = repo.policy
     newest: dict[tuple[str, str], int] = {}
     trains: list[tuple[dict[str, Any], ConveyorCommit]] = []
@@ -167,6 +168,7 @@ async def finish_interrupted_trains(ctx: Context, gh: GitHubAPI, repo: Deploymen
         trains.append((pr, commit))
         key = (commit.train, commit.environment)
         newest[key] = max(newest.get(key, 0), int(pr["number"]))
+    unmerged: list[UnmergedPull] = []
     for pr, commit in trains:
         assert commit.train is not None
         winner = newest[(commit.train, commit.environment)]
@@ -176,7 +178,5 @@ async def finish_interrupted_trains(ctx: Context, gh: GitHubAPI, repo: Deploymen
         env = policy.environments.get(commit.environment)
         if env is None or not env.auto_merge or env.gated or not commit.head:
             continue
-        log.info("resync: merging a train whose auto-merge did not happen",
-                 extra={"repository": repo.full_name, "pull": pr["number"]})
-        await merge_promotion(ctx, gh, repo.full_name, int(pr["number"]), commit.sha,
-                              env.merge_method, environment=env.name)
+        unmerged.append(UnmergedPull(pr, commit.sha, env))
+    return unmerged
