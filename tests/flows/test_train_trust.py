@@ -12,8 +12,8 @@ import re
 from typing import Any
 
 from bot.domain.promotions.marker import parse_marker
-from tests.flows.test_trains import TOGETHER_POLICY, files, image
-from tests.harness import World, close_world, make_world
+from tests.flows.test_trains import TOGETHER_POLICY, files, image, release_together
+from tests.harness import close_world, make_world
 
 # Staging trains wait for a person to merge them; production opens by itself after staging,
 # and needs one approval by alice or bob, never by whoever asked for the release.
@@ -22,17 +22,6 @@ POLICY = TOGETHER_POLICY.replace("    auto_merge: true\n", "").replace(
     "    evidence: [merged]\n    promote: auto\n    approvals: 1\n"
     "    approvers: [alice, bob]\n")
 VERSIONS = {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}
-
-
-async def release_together(world: World) -> dict[str, Any]:
-    """alice releases acme/api 2.0.0 and CI publishes its three images: the staging train."""
-    await world.emulator.create_tag("acme/api", "v2.0.0")
-    await world.emulator.publish_release("acme/api", "v2.0.0", author="alice")
-    for name in ("web", "api", "cart"):
-        await world.emulator.publish_container("acme", name, image(name, "2.0.0")[2],
-                                               ["2.0.0"], source_repo="acme/api")
-    await world.settle()
-    return world.pull("Promote storefront to staging (3 services)", state="open")
 
 
 def rewrite_marker(body: str, change: dict[str, Any]) -> str:

@@ -380,6 +380,17 @@ async def test_status_shows_the_open_train_beside_each_service_it_moves(trains: 
     assert "### api" in group and "### cart" in group and "### web" not in group
 
 
+async def release_together(world: World, state: str = "open") -> dict[str, Any]:
+    """alice releases acme/api 2.0.0 and CI publishes its three images: the staging train."""
+    await world.emulator.create_tag("acme/api", "v2.0.0")
+    await world.emulator.publish_release("acme/api", "v2.0.0", author="alice")
+    for name in ("web", "api", "cart"):
+        await world.emulator.publish_container("acme", name, image(name, "2.0.0")[2],
+                                               ["2.0.0"], source_repo="acme/api")
+    await world.settle()
+    return world.pull("Promote storefront to staging (3 services)", state=state)
+
+
 TOGETHER_POLICY = POLICY.replace("source: acme/web", "source: acme/api").replace(
     "  storefront: [web, api, cart]", "  storefront: {services: [web, api, cart], together: true}")
 
@@ -436,14 +447,8 @@ async def test_a_staging_train_whose_merge_failed_is_merged_by_the_resync_after_
 
         with monkeypatch.context() as patched:
             patched.setattr(merging, "merge_promotion", merge_fails)
-            await world.emulator.create_tag("acme/api", "v2.0.0")
-            await world.emulator.publish_release("acme/api", "v2.0.0", author="alice")
-            for name in ("web", "api", "cart"):
-                await world.emulator.publish_container("acme", name, image(name, "2.0.0")[2],
-                                                       ["2.0.0"], source_repo="acme/api")
-            await world.settle()
-        [train] = world.emulator.pulls(world.repo, state="all")
-        assert train["state"] == "open" and not train["merged"]
+            train = await release_together(world)
+        assert not train["merged"]
 
         await resync_all(world.conveyor.capabilities.resync)
         await world.settle()
@@ -506,13 +511,7 @@ async def test_a_merged_train_opens_the_next_train_where_promote_is_auto() -> No
     versions = {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}
     world = await make_world(files={**files(versions, versions), ".github/conveyor.yml": policy})
     try:
-        await world.emulator.create_tag("acme/api", "v2.0.0")
-        await world.emulator.publish_release("acme/api", "v2.0.0", author="alice")
-        for name in ("web", "api", "cart"):
-            await world.emulator.publish_container("acme", name, image(name, "2.0.0")[2],
-                                                   ["2.0.0"], source_repo="acme/api")
-        await world.settle()
-        staging = world.pull("Promote storefront to staging (3 services)")
+        staging = await release_together(world, state="all")
         assert staging["merged"]
         production = world.pull("Promote storefront to production (3 services)", state="open")
         marker = parse_marker(production["body"])
@@ -611,13 +610,7 @@ async def test_the_resync_follows_a_merged_train_whose_event_was_lost_but_never_
     versions = {"web": "1.0.0", "api": "1.0.0", "cart": "1.0.0"}
     world = await make_world(files={**files(versions, versions), ".github/conveyor.yml": policy})
     try:
-        await world.emulator.create_tag("acme/api", "v2.0.0")
-        await world.emulator.publish_release("acme/api", "v2.0.0", author="alice")
-        for name in ("web", "api", "cart"):
-            await world.emulator.publish_container("acme", name, image(name, "2.0.0")[2],
-                                                   ["2.0.0"], source_repo="acme/api")
-        await world.settle()
-        staging = world.pull("Promote storefront to staging (3 services)", state="open")
+        staging = await release_together(world)
         webhook, world.emulator.webhook_url = world.emulator.webhook_url, None
         await world.emulator.merge_pull(world.repo, staging["number"], user="bob")
         await world.settle()
