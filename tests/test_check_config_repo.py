@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 from tests.registry.test_chart_flow import POLICY, PRODUCTION, STAGING
@@ -150,15 +151,28 @@ def test_a_file_another_environments_render_reads_is_said(tmp_path: Path) -> Non
     """argocd-example-apps' helm-guestbook: the image is in the chart's default values,
     which staging promotes into and production's render reads too."""
     repo = copy_layout("guestbook-helm", tmp_path)
-    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert done.stdout.splitlines() == [
+    said = [
         f"{repo}/helm-guestbook/values.yaml:1: notice: staging's file, read by the production "
         "render of helm-guestbook too: a change here changes what production runs, and a "
         "promotion into it names production",
         f"{repo}/helm-guestbook/values-production.yaml:1: does not name ghcr.io/acme/guestbook, "
         "the image of service guestbook: Conveyor cannot promote it in production",
     ]
+    # a folder that does not say which repository it is: its Applications are not read
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        f"{repo}/.github/conveyor.yml:1: notice: the Argo CD and Flux objects of the checkout, "
+        "which may say how a chart environment renders, are not read: it has no `origin` "
+        "remote naming its repository", *said]
+    # a clone of acme/deploy, which its Applications follow: each renders as its Application
+    # says (the same here: they name no other values)
+    subprocess.run(["git", "-C", str(repo), "init", "--quiet"], check=True)
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin",
+                    "https://github.com/acme/deploy.git"], check=True)
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines() == said
 
 
 def test_a_policy_outside_a_repository_is_checked_alone(tmp_path: Path) -> None:

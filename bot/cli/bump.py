@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.cli.localrepo import not_utf8
+from bot.cli.localsyncs import local_renders
 from bot.cli.offline import ToolSettingError, local_builder
 from bot.cli.repocheck import LocalFiles, local_index
 from bot.domain.images import parse_image_ref, same_image
@@ -30,12 +31,7 @@ from bot.domain.tags import version_from_tag
 from bot.github.repos import MAX_FILE_BYTES
 from bot.manifests import Edit, ManifestError, promote_image
 from bot.names import POLICY_PATH
-from bot.promotion.builds import (
-    builder_renders,
-    policy_renders,
-    run_render,
-    walk_inputs,
-)
+from bot.promotion.builds import builder_renders, run_render, walk_inputs
 from bot.promotion.effects import PromotionEffect, render_changes
 from bot.render.build import Builder
 
@@ -180,17 +176,19 @@ def _read(root: Path, relative: str) -> tuple[str] | str:
 async def _local_effect(root: Path, request: _Request, relative: str, new_text: str,
                         builder: Builder) -> PromotionEffect:
     """What the edit changes in the workloads of its environment's render, rendered from the
-    folder as the opener renders it from the default branch (the Argo CD and Flux objects
-    that may re-point a chart environment are not read offline)."""
+    folder as the opener renders it from the default branch."""
     index = local_index(root)
     if index is None:
         return PromotionEffect()
-    target = next((render.target for render in policy_renders(request.policy, index)
+    files = LocalFiles(root)
+    renders, note = await local_renders(root, files, request.policy, index)
+    if note is not None:
+        print(f"note: {note}", file=sys.stderr)
+    target = next((render.target for render in renders
                    if render.environment == request.environment
                    and request.service in render.services), None)
     if target is None or not builder_renders(builder, target):
         return PromotionEffect()
-    files = LocalFiles(root)
     edited = {relative: new_text}
     after = await run_render(builder, await walk_inputs(index, target, files, edited), files,
                              edited)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.cli.localrepo import LocalFolder, PolicyFiles, read_policy_files
+from bot.cli.localsyncs import local_renders
 from bot.configcheck import helm, kustomize
 from bot.configcheck.files import check_text, may_hold_resources
 from bot.configcheck.kubernetes import prepare
@@ -31,7 +32,6 @@ from bot.promotion.builds import (
     MAX_BINARY_BYTES,
     EnvironmentRender,
     builder_renders,
-    policy_renders,
     render_anchor,
     run_render,
     walk_inputs,
@@ -169,7 +169,8 @@ async def build_findings(root: Path, policy: Policy, builder: Builder | None,
     files = LocalFiles(root)
     findings: list[RepoFinding] = []
     read: dict[EnvironmentRender, RenderInputs] = {}
-    for render in policy_renders(policy, index):
+    renders, unread = await local_renders(root, files, policy, index)
+    for render in renders:
         if not builder_renders(builder, render.target):
             continue
         anchor = render_anchor(policy, index, render)
@@ -207,7 +208,10 @@ async def build_findings(root: Path, policy: Policy, builder: Builder | None,
     notices = overlap_notices(policy, sorted({policy.path_for(service, env) for service in
                                               policy.services for env in policy.environments}),
                               read)
-    return findings, [RepoFinding(n.path, n.line, f"notice: {n.message}") for n in notices]
+    said = [RepoFinding(n.path, n.line, f"notice: {n.message}") for n in notices]
+    if unread is not None:
+        said.append(RepoFinding(POLICY_PATH, 1, f"notice: {unread}"))
+    return findings, said
 
 
 def _local_text(folder: LocalFolder, path: str) -> str | None:

@@ -101,8 +101,8 @@ def policy_renders(policy: Policy, index: TreeIndex, *, gated_only: bool = False
 MAX_SCANNED_FILES = 5000
 
 
-def _may_point_at_charts(policy: Policy, index: TreeIndex, renders: list[EnvironmentRender],
-                         gated_only: bool) -> bool:
+def may_point_at_charts(policy: Policy, index: TreeIndex, renders: list[EnvironmentRender],
+                        *, gated_only: bool) -> bool:
     """Whether an Application or HelmRelease could say how an environment's chart renders:
     some environment renders a chart, or has a values file no overlay or chart holds."""
     if any(isinstance(render.target, ChartTarget) for render in renders):
@@ -310,7 +310,7 @@ class RepoBuilds:
         renders it says (its value files in order, inline values, release and namespace)."""
         index = await self.index(commit)
         renders = policy_renders(policy, index, gated_only=gated_only)
-        if not _may_point_at_charts(policy, index, renders, gated_only):
+        if not may_point_at_charts(policy, index, renders, gated_only=gated_only):
             return renders
         return chart_pointers(policy, index, renders, await self.syncs(commit), self.here,
                               gated_only=gated_only)

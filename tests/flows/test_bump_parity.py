@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from bot.text import unescape_markdown
 from conveyor_emulator.registry.images import build_chart
 from tests.flows.test_commands import issue, reply_to, say
 from tests.flows.test_gate_builds import frontend_in_production
+from tests.flows.test_gate_charts import layout
 from tests.harness import World, close_world, make_world
 
 # CI never skips: a machine without kustomize fails these instead.
@@ -136,6 +138,59 @@ async def test_bump_and_the_bot_refuse_a_stale_chart_lock_alike(
         assert said in reply, reply
         assert world.open_pulls() == []
         assert (root / "charts/storefront/Chart.yaml").read_text() == UMBRELLA
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+PINNED_BY_APPLICATION = """    helm:
+      parameters:
+        - name: image.tag
+          value: "1.0.0"
+"""
+
+
+def as_clone(root: Path, full_name: str) -> Path:
+    """``root`` as `git clone` leaves it: a repository whose `origin` is ``full_name``."""
+    git = ["git", "-C", str(root)]
+    subprocess.run([*git, "init", "--quiet", "--initial-branch", "main"], check=True)
+    subprocess.run([*git, "remote", "add", "origin", f"https://github.com/{full_name}.git"],
+                   check=True)
+    return root
+
+
+async def test_bump_renders_a_chart_environment_as_its_application_says_like_the_bot(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Staging's Application pins the chart's `image.tag` with a parameter: an edit of the
+    values file changes no workload of staging's render. The bot renders staging as the
+    Application says and refuses; `bump` in a clone of the repository reads the Application
+    too and refuses alike. In a folder that does not say which repository it is, `bump` cannot
+    tell the Application is this repository's, and says so."""
+    files = layout("guestbook-helm")
+    application = "argocd/guestbook-staging.yaml"
+    files[application] = files[application].replace(
+        "    path: helm-guestbook\n", "    path: helm-guestbook\n" + PINNED_BY_APPLICATION)
+    world = await make_world(files=files, source_repos=("acme/guestbook",))
+    try:
+        digest = digest_of("guestbook:1.1.0")
+        await world.emulator.publish_container("acme", "guestbook", digest, ["1.1.0"],
+                                               source_repo="acme/guestbook", emit=False)
+        image = f"ghcr.io/acme/guestbook:1.1.0@{digest}"
+        reply = await bot_says(world, "/promote guestbook 1.1.0 staging")
+        assert world.open_pulls() == []
+
+        clone = as_clone(checkout(world, tmp_path / "clone", files), world.repo)
+        code, out, said = await bump_says(clone, "guestbook", "staging", image, capsys)
+        assert (code, out) == (1, "")
+        assert said.startswith("the render of the chart `helm-guestbook` runs the same images")
+        assert said in reply, reply
+
+        folder = checkout(world, tmp_path / "folder", files)
+        code, out, said = await bump_says(folder, "guestbook", "staging", image, capsys)
+        assert code == 0 and "+  tag: " in out
+        assert said == ("note: the Argo CD and Flux objects of the checkout, which may say "
+                        "how a chart environment renders, are not read: it has no `origin` "
+                        "remote naming its repository")
     finally:
         await close_world(world)
     assert world.emulator.violations == []
