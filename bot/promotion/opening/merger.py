@@ -51,6 +51,7 @@ class UnmergedPull:
     head_sha: str
     env: Environment
 
+
 # GitHub's `mergeable_state` of a pull request, in words.
 STATES = {
     "dirty": "the branch conflicts with the base branch",
