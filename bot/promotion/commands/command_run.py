@@ -22,6 +22,7 @@ from bot.promotion.gate.hold import HOLD_LABEL
 from bot.promotion.opening.attestations import check_attestation
 from bot.promotion.opening.opener import Opener, find_pull_for_branch
 from bot.promotion.policies import DeploymentRepo
+from bot.promotion.trains.opener import TrainOpener
 from bot.promotion.triggers.flows import Promoter, find_release
 from bot.text import short_digest
 
@@ -77,6 +78,10 @@ class CommandRun:
     def opener(self) -> Opener:
         """The promotion opener of the repository, merging as the app's promoter does."""
         return Opener(self.ctx, self.gh, self.where.repo, self.capabilities.promoter.merge)
+
+    def train_opener(self) -> TrainOpener:
+        """The train opener of the repository, merging as the app's promoter does."""
+        return TrainOpener(self.ctx, self.gh, self.where.repo, self.capabilities.promoter.merge)
 
     async def pull(self) -> dict[str, Any]:
         if self._pr is None:

@@ -134,10 +134,8 @@ async def promote_train(run: CommandRun, command: PromoteTrain) -> str:
     async def candidate_for(service: str, tag: str | None, digest: str) -> Candidate:
         return await run.candidate(service, digest, tag, "command")
 
-    result = await promote_group(run.ctx, run.gh, run.where.repo, group,
-                                 command.environment, requester=run.where.commenter,
-                                 candidate_for=candidate_for,
-                                 merge=run.capabilities.promoter.merge)
+    result = await promote_group(run.train_opener(), group, command.environment,
+                                 requester=run.where.commenter, candidate_for=candidate_for)
     return describe_train(result, group, command.environment)
 
 

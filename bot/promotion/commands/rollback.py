@@ -15,7 +15,6 @@ from bot.promotion.commands.replies import Reply, describe_result, describe_trai
 from bot.promotion.opening.opener import OpenResult
 from bot.promotion.opening.provenance import gather_provenance
 from bot.promotion.policies import DeploymentRepo
-from bot.promotion.trains.opener import TrainOpener
 from bot.promotion.watching.rollback import (
     choose_rollback,
     live_periods,
@@ -89,7 +88,7 @@ async def rollback_train(run: CommandRun, command: RollbackTrain) -> str:
             f"before [`{sha[:7]}`]({url}), the group's most recent change there: each digest "
             f"ran in {command.environment} before, and that history is its evidence; the "
             f"approvals of {command.environment} still apply.")
-    result = await TrainOpener(run.ctx, run.gh, repo, run.capabilities.promoter.merge).open(
+    result = await run.train_opener().open(
         command.group, command.environment, candidates, requester=run.where.commenter,
         rollback_note=note)
     text = describe_train(result, command.group, command.environment, rollback=True)

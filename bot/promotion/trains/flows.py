@@ -41,18 +41,18 @@ MAX_TRAIN_SERVICES = 200
 CandidateFor = Callable[[str, str | None, str], Awaitable[Candidate]]
 
 
-async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group: str,
-                        environment: str, *, requester: str | None,
-                        candidate_for: CandidateFor, merge: MergeAsOpened,
+async def promote_group(opener: TrainOpener, group: str, environment: str, *,
+                        requester: str | None, candidate_for: CandidateFor,
                         explicit: bool = True) -> TrainResult:
     """The train of ``group`` (every service for ``all``) into ``environment`` at the digests
-    its upstream environment pins now; ``candidate_for(service, tag, digest)`` tells what is
-    known about each."""
+    its upstream environment pins now, opened by ``opener`` in its repository;
+    ``candidate_for(service, tag, digest)`` tells what is known about each."""
+    gh, repo = opener.gh, opener.repo
     policy = repo.policy
     services = (list(policy.services) if group == ALL_GROUP
                 else list(policy.groups[group].services))
     upstreams = policy.environments[environment].upstreams
-    pins = await agreed_pins(gh, repo, services, environment, ctx.images)
+    pins = await agreed_pins(gh, repo, services, environment, opener.ctx.images)
     unpinned = [f"{service} ({pin})" for service, pin in pins.items() if isinstance(pin, str)]
     if unpinned:
         return TrainResult("refused", f"the train takes every service's digest from "
@@ -72,9 +72,8 @@ async def promote_group(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo, group
         # what a service left out is needs no provenance: only those that move are looked up
         candidates.append(plain_candidate(repo, service, tag, digest, requester)
                           if service in live else await candidate_for(service, tag, digest))
-    return await TrainOpener(ctx, gh, repo, merge).open(group, environment, candidates,
-                                                 requester=requester, superseding=services,
-                                                 explicit=explicit)
+    return await opener.open(group, environment, candidates, requester=requester,
+                             superseding=services, explicit=explicit)
 
 
 async def already_pinned(gh: GitHubAPI, repo: DeploymentRepo,
@@ -131,13 +130,13 @@ async def promote_train_downstream(ctx: Context, gh: GitHubAPI, repo: Deployment
         return []
     results = []
     moves = [(move.service, move.digest) for move in train.moved]
+    opener = TrainOpener(ctx, gh, repo, merge)
     for env in policy.downstream_of(train.environment):
         if env.promote != "auto" or await halted(ctx, gh, repo, env.name, moves):
             continue
-        result = await promote_group(ctx, gh, repo, group, env.name,
-                                     requester=train.requester,
+        result = await promote_group(opener, group, env.name, requester=train.requester,
                                      candidate_for=known_candidates(repo, train, "upstream"),
-                                     merge=merge, explicit=False)
+                                     explicit=False)
         log.info("downstream train %s", result.action,
                  extra={"env": env.name, "group": group, "pull": result.number,
                         "detail": result.message})
