@@ -5,13 +5,17 @@ afresh instead of taking the failure for a verdict."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from bot.domain.gate.model import NO_GATED_CHANGE, Verdict
+from bot.promotion.gate import gatekeeper
 from bot.promotion.gate.gatekeeper import GateService
-from bot.promotion.policies import BrokenPolicy
+from bot.promotion.gate.hold import HOLD_LABEL
+from bot.promotion.gate.pull_facts import PullFacts
+from bot.promotion.policies import BrokenPolicy, DeploymentRepo
 
 
 class Scripted(GateService):
@@ -24,14 +28,14 @@ class Scripted(GateService):
         self.release = asyncio.Event()
 
     async def _evaluate_once(self, gh: Any, repo: Any, number: int,
-                             pr: dict[str, Any] | None) -> Verdict | None:
+                             pr: dict[str, Any] | None) -> tuple[Verdict, PullFacts] | None:
         self.started.append(pr)
         await self.release.wait()
         self.release.clear()
         outcome = self.outcomes.pop(0)
         if isinstance(outcome, Exception):
             raise outcome
-        return outcome
+        return outcome, PullFacts(number, "head", "base", "someone", (), None, "", "open")
 
 
 REPO = BrokenPolicy("acme/deploy", [])
@@ -67,3 +71,73 @@ async def test_when_the_running_evaluation_fails_a_waiting_caller_evaluates_afre
     assert await second == SECOND
     assert gates.started == [{"number": 7}, None]
     assert gates._running == {}
+
+
+class Approved(GateService):
+    """Reads a production promotion that auto-merges; a hold lands after the first reading.
+    The check runs and the merge are recorded, not sent."""
+
+    def __init__(self) -> None:
+        super().__init__(ctx=SimpleNamespace(  # type: ignore[arg-type]
+            bot_login="conveyor[bot]", scheduler=None,
+            metrics=SimpleNamespace(gate_verdicts=SimpleNamespace(
+                labels=lambda *_: SimpleNamespace(inc=lambda: None)))))
+        self.readings = 0
+        self.posted: list[str] = []
+        self.merged: list[str] = []
+        self.runs = SimpleNamespace(post=self._post)  # type: ignore[assignment]
+        self.reading = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def _post(self, _gh: Any, _repo: str, _sha: str, verdict: Verdict,
+                    **_: Any) -> None:
+        self.posted.append(verdict.title)
+
+    async def facts_of(self, gh: Any, repo: Any, pr: dict[str, Any]) -> PullFacts:
+        self.readings += 1
+        labels = (HOLD_LABEL,) if self.readings > 1 else ()
+        facts = PullFacts(7, "head", "base", "conveyor[bot]", labels, None, "", "open")
+        facts.trusted = SimpleNamespace(environment="production", head=True)  # type: ignore
+        return facts
+
+    async def verdict_for(self, gh: Any, repo: Any, facts: PullFacts) -> Verdict:
+        self.reading.set()
+        await self.release.wait()  # the renders and the evidence take a while
+        self.release.clear()
+        return HELD if HOLD_LABEL in facts.labels else APPROVED
+
+
+APPROVED = Verdict("completed", "success", "All conditions met", (), None)
+HELD = Verdict("completed", "failure", "Held", (), None)
+
+
+async def test_an_auto_merge_waits_for_the_final_verdict_of_a_coalesced_evaluation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    gates = Approved()
+
+    async def merge(_ctx: Any, _gh: Any, _repo: str, _number: int, head: str, *_: Any,
+                    **__: Any) -> bool:
+        gates.merged.append(head)
+        return True
+
+    monkeypatch.setattr(gatekeeper, "merge_promotion", merge)
+    production = SimpleNamespace(name="production", auto_merge=True, gated=True,
+                                 merge_method="squash")
+    repo = object.__new__(DeploymentRepo)
+    repo.__dict__.update(full_name="acme/deploy",
+                         policy=SimpleNamespace(environments={"production": production}))
+    async def read_pull(_url: str) -> dict[str, Any]:
+        return {"number": 7}
+
+    github = SimpleNamespace(getitem=read_pull)
+    first = asyncio.create_task(gates.evaluate(github, repo, 7, {"number": 7}))
+    await gates.reading.wait()
+    gates.reading.clear()
+    held = asyncio.create_task(gates.evaluate(github, repo, 7))  # `/hold` came meanwhile
+    await asyncio.sleep(0)
+    gates.release.set()  # the first reading (no hold) ends with a success
+    await asyncio.wait_for(gates.reading.wait(), 5)
+    gates.release.set()
+    assert await first == HELD and await held == HELD
+    assert gates.posted == ["All conditions met", "Held"]
+    assert gates.merged == []  # the success of the first reading merged nothing

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bot.domain.promotions.marker import parse_marker
+from bot.promotion.opening.opener import RepoOpener
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
 from bot.text import unescape_markdown
 from tests.harness import World, close_world, hand_pr, make_world, pinned_kustomization
@@ -330,6 +331,29 @@ async def test_an_edited_commit_does_not_bring_back_auto_merge_after_a_push() ->
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+async def test_a_push_to_a_new_promotion_branch_before_conveyors_commit_is_left_out(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The branch exists a moment before Conveyor's commit (the body's links are read
+    meanwhile): a writer who pushes then must not ride under it into the merged PR."""
+    creating = RepoOpener._create_branch
+    evil = pinned_kustomization("6.6.6", "sha256:" + "e" * 64)
+    pushed: list[str] = []
+
+    async def then_a_push(opener: RepoOpener[Any], branch: str, sha: str) -> None:
+        await creating(opener, branch, sha)
+        if not pushed:
+            pushed.append(await world.emulator.push_files(
+                world.repo, {PROD: evil}, branch=branch, author="mallory", message="sneak"))
+
+    monkeypatch.setattr(RepoOpener, "_create_branch", then_a_push)
+    await world.release("web", "1.0.0")
+    pr = world.pull("Promote web 1.0.0 to staging")
+    assert pushed and pr["merged"]
+    assert world.emulator.file(world.repo, PROD) == DEMO_FILES[PROD]
+    head = world.emulator.commit(world.repo, pr["head"]["sha"])
+    assert [parent["sha"] for parent in head["parents"]] == [pr["base"]["sha"]]
 
 
 async def test_promote_on_a_hand_written_pr_with_a_forged_marker_is_refused(

@@ -83,21 +83,25 @@ class GateService:
             pr = None  # it failed: this caller evaluates afresh
         running = _Running(asyncio.get_running_loop().create_future())
         self._running[key] = running
-        verdict: Verdict | None = None
+        final: tuple[Verdict, PullFacts] | None = None
         try:
             while True:
-                verdict = await self._evaluate_once(gh, repo, number, pr)
+                final = await self._evaluate_once(gh, repo, number, pr)
                 pr = None  # a re-run reads the PR afresh
                 if not running.again:
                     break
                 running.again = False
+            if final is not None and isinstance(repo, DeploymentRepo):
+                # on the final verdict only: a hold, a dismissed approval or a failure mark
+                # that came while an earlier reading ran is in it
+                await self._auto_merge(gh, repo, final[1], final[0])
         except BaseException:
             running.failed = True
             raise
         finally:
             self._running.pop(key, None)
-            running.verdict.set_result(verdict)
-        return verdict
+            running.verdict.set_result(final[0] if final is not None else None)
+        return final[0] if final is not None else None
 
     async def post_own_commit(self, gh: GitHubAPI, repo: DeploymentRepo, number: int,
                               head_sha: str, base_sha: str, paths: Sequence[str]) -> bool:
@@ -133,8 +137,9 @@ class GateService:
             facts.trusted = await trusted_pull(gh, repo.full_name, pr, self.ctx.bot_login)
         return facts
 
-    async def _evaluate_once(self, gh: GitHubAPI, repo: IndexedRepo,
-                             number: int, pr: dict[str, Any] | None) -> Verdict | None:
+    async def _evaluate_once(self, gh: GitHubAPI, repo: IndexedRepo, number: int,
+                             pr: dict[str, Any] | None) -> tuple[Verdict, PullFacts] | None:
+        """Read, decide and post the gate once: the verdict and the facts it rests on."""
         if pr is None:
             pr = await gh.getitem(f"/repos/{repo.full_name}/pulls/{number}")
         facts = await self.facts_of(gh, repo, pr)
@@ -147,9 +152,7 @@ class GateService:
             self.ctx.scheduler.at(
                 f"gate:{repo.full_name}#{number}", verdict.recheck_at,
                 GateRecheck(repo.full_name, number, getattr(gh, "installation_id", None)))
-        if isinstance(repo, DeploymentRepo):
-            await self._auto_merge(gh, repo, facts, verdict)
-        return verdict
+        return verdict, facts
 
     async def verdict_for(self, gh: GitHubAPI, repo: IndexedRepo,
                           facts: PullFacts) -> Verdict:

@@ -49,6 +49,7 @@ from bot.promotion.configcheck import run_config_check
 from bot.promotion.effects import PromotionEffect, promotion_effect
 from bot.promotion.opening.body import Change, pr_body
 from bot.promotion.opening.chart_lock import lock_refusal
+from bot.promotion.opening.commits import commit_on, parent_shas
 from bot.promotion.opening.provenance import LazyProvenance, with_compare
 from bot.promotion.opening.superseding import close_superseded
 from bot.promotion.policies import DeploymentRepo
@@ -420,18 +421,22 @@ class Opener(RepoOpener[_Promotion]):
         repo = self.repo.full_name
         rollback = rollback_note is not None
         from_version = version_from_tag(change.old_tag) if change.old_tag else None
+        message = commit_message(candidate, env.name, rollback=rollback,
+                                 from_version=from_version)
         committed = await self.gh.put(
             f"/repos/{repo}/contents/{content_path(path)}",
             data={
-                "message": commit_message(candidate, env.name, rollback=rollback,
-                                          from_version=from_version),
+                "message": message,
                 "content": base64.b64encode(new_text.encode()).decode(),
                 "sha": blob_sha,
                 "branch": branch,
             },
         )
-        head_sha = str(committed["commit"]["sha"])
-        await receipt_unless_signed(self.ctx, self.gh, repo, committed["commit"],
+        commit = committed["commit"]
+        if parent_shas(commit) != [base_sha]:
+            commit = await self._commit_again(branch, base_sha, path, new_text, message)
+        head_sha = str(commit["sha"])
+        await receipt_unless_signed(self.ctx, self.gh, repo, commit,
                                     f"{'Rollback of' if rollback else 'Promotion of'} "
                                     f"{candidate.service} {candidate.version} in {env.name}.")
         marker = PromotionMarker(
@@ -450,6 +455,21 @@ class Opener(RepoOpener[_Promotion]):
             title=pr_title(candidate, env.name, rollback=rollback, from_version=from_version))
         await add_labels(self.gh, repo, int(pull["number"]), promotion_labels(env.name, rollback))
         return int(pull["number"]), str(pull["html_url"]), head_sha
+
+    async def _commit_again(self, branch: str, base_sha: str, path: str, new_text: str,
+                            message: str) -> dict[str, Any]:
+        """The contents API commits on whatever the branch holds: someone pushed to the new
+        branch before Conveyor's commit, and their changes would ride under it into the PR
+        (and past a gate that judges Conveyor's one edit). The edit is made again on
+        ``base_sha`` alone and the branch forced to it; a push after that sits on top of
+        Conveyor's commit, where every reading of the PR sees it."""
+        repo = self.repo.full_name
+        log.warning("someone pushed to a new promotion branch before Conveyor's commit; "
+                    "committing again on the base", extra={"branch": branch})
+        commit = await commit_on(self.gh, repo, base_sha, {path: new_text}, message)
+        await self.gh.patch(f"/repos/{repo}/git/refs/heads/{branch}",
+                            data={"sha": commit["sha"], "force": True})
+        return commit
 
     async def _supersede(self, candidate: Candidate, environment: str, branch: str, number: int,
                          pulls: list[dict[str, Any]]) -> None:

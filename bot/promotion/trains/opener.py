@@ -42,6 +42,7 @@ from bot.promotion.authorship.trust import trusted_pull
 from bot.promotion.builds import RepoBuilds, environment_target
 from bot.promotion.effects import promotion_effect
 from bot.promotion.opening.body import Change
+from bot.promotion.opening.commits import commit_on
 from bot.promotion.opening.opener import (
     LABEL,
     ROLLBACK_LABEL,
@@ -65,7 +66,6 @@ from bot.render.targets import Target
 log = logging.getLogger(__name__)
 
 TRAIN_LABEL = "train"
-FILE_MODE = "100644"
 
 
 @dataclass(frozen=True)
@@ -280,15 +280,8 @@ class TrainOpener(RepoOpener[_Train]):
     async def _commit(self, branch: str, plan: _Plan, message: str) -> str:
         """One tree (the new texts inline: GitHub writes their blobs), one commit, one ref."""
         full_name = self.repo.full_name
-        base = await self.gh.getitem(f"/repos/{full_name}/git/commits/{plan.base_sha}")
-        tree = await self.gh.post(f"/repos/{full_name}/git/trees", data={
-            "base_tree": base["tree"]["sha"],
-            "tree": [{"path": path, "mode": FILE_MODE, "type": "blob",
-                      "content": plan.texts[path]} for path in plan.changed],
-        })
-        commit = await self.gh.post(f"/repos/{full_name}/git/commits", data={
-            "message": message, "tree": tree["sha"], "parents": [plan.base_sha],
-        })
+        commit = await commit_on(self.gh, full_name, plan.base_sha,
+                                 {path: plan.texts[path] for path in plan.changed}, message)
         sha = str(commit["sha"])
         await self._create_branch(branch, sha)
         await receipt_unless_signed(self.ctx, self.gh, full_name, commit,
