@@ -147,6 +147,31 @@ def test_every_chart_environment_is_rendered(tmp_path: Path) -> None:
         2, "CONVEYOR_HELM: no-such-helm is not an executable on the PATH\n")
 
 
+def test_a_render_reading_a_link_or_a_submodule_is_refused_as_the_gate_refuses_it(
+        tmp_path: Path) -> None:
+    """The checkout follows the link and holds the submodule's files; GitHub holds neither."""
+    repo = copy_layout("podinfo-helm", tmp_path)
+    (repo / "misc").mkdir()
+    (repo / "misc" / "a: b").write_text("kind: Deployment\n")
+    (repo / "charts/podinfo/templates/miner.yaml").symlink_to("../../../misc/a: b")
+    link = ("`charts/podinfo/templates/miner.yaml` is a symbolic link: Conveyor renders files "
+            "as GitHub stores them and cannot judge a link; replace it with the file")
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        f"{repo}/charts/podinfo/values-{env}.yaml:1: the {env} render of charts/podinfo: {link}"
+        for env in ("production", "staging")]
+    (repo / "charts/podinfo/templates/miner.yaml").unlink()
+    (repo / "charts/podinfo/charts/cache").mkdir(parents=True)
+    (repo / "charts/podinfo/charts/cache/.git").write_text("gitdir: ../../../.git/modules/c\n")
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert all(line.endswith("`charts/podinfo/charts/cache` is a submodule: Conveyor renders "
+                             "files as GitHub stores them and cannot judge another "
+                             "repository's files; replace it with the files")
+               for line in done.stdout.splitlines()), done.stdout
+
+
 def test_a_file_another_environments_render_reads_is_said(tmp_path: Path) -> None:
     """argocd-example-apps' helm-guestbook: the image is in the chart's default values,
     which staging promotes into and production's render reads too."""

@@ -39,7 +39,7 @@ from bot.promotion.builds import (
 from bot.promotion.configcheck.builds import overlap_notices
 from bot.promotion.configcheck.run import check_kustomization, check_values
 from bot.render.build import Builder
-from bot.render.inputs import TreeIndex
+from bot.render.inputs import SUBMODULE_MODE, SYMLINK_MODE, TreeIndex
 from bot.render.reads import RenderInputs
 
 MAX_LOCAL_FILES = 50_000
@@ -112,22 +112,35 @@ async def manifest_findings(root: Path, policy: Policy, files: PolicyFiles) -> l
 
 def local_index(root: Path) -> TreeIndex | None:
     """The files of a checkout (without `.git`), as a tree; None when there are too many to
-    build from."""
+    build from. A symbolic link (to a file or a folder) is listed as git lists it, a blob of
+    mode 120000, and a submodule's checkout (a folder holding `.git`) as an entry of mode
+    160000 whose files are not listed: a render reading either is not run, as on GitHub."""
     sizes: dict[str, int] = {}
+    modes: dict[str, str] = {}
     for folder, subfolders, names in os.walk(root):
-        subfolders[:] = sorted(d for d in subfolders if d != ".git")
         relative = Path(folder).relative_to(root).as_posix()
+        entered = []
+        for name in sorted(subfolders):
+            path = name if relative == "." else f"{relative}/{name}"
+            full = Path(folder) / name
+            if full.is_symlink():  # os.walk lists a link to a folder without entering it
+                names.append(name)
+            elif (full / ".git").exists():
+                modes[path] = SUBMODULE_MODE
+            elif name != ".git":
+                entered.append(name)
+        subfolders[:] = entered
         for name in names:
             path = name if relative == "." else f"{relative}/{name}"
             full = Path(folder) / name
-            # A symlink is listed as git lists it (a blob); reading it refuses what leaves
-            # the repository, so a build that reads one is not run.
-            if not full.is_symlink() and not full.is_file():
+            if full.is_symlink():
+                modes[path] = SYMLINK_MODE
+            elif name == ".git" or not full.is_file():
                 continue
             sizes[path] = full.lstat().st_size
             if len(sizes) > MAX_LOCAL_FILES:
                 return None
-    return TreeIndex(sizes)
+    return TreeIndex(sizes, modes)
 
 
 class LocalFiles:
@@ -176,6 +189,8 @@ async def build_findings(root: Path, policy: Policy, builder: Builder | None,
         anchor = render_anchor(policy, index, render)
         inputs = read[render] = await walk_inputs(index, render.target, files)
         what = f"the {render.environment} {render.kind} of {render.where}"
+        if reported.intersection(inputs.files):
+            continue
         if inputs.problems:
             findings += [RepoFinding(anchor, 1, f"{what}: {problem}")
                          for problem in inputs.problems]
@@ -183,8 +198,6 @@ async def build_findings(root: Path, policy: Policy, builder: Builder | None,
         texts = await files.texts(list(inputs.files))
         unreadable = sorted(path for path, text in texts.items() if text is None
                             and not path.endswith(".tgz"))
-        if reported.intersection(unreadable):
-            continue
         if unreadable:
             findings.append(RepoFinding(anchor, 1, f"{what} reads {unreadable[0]}, "
                                                    "which is not UTF-8 text"))

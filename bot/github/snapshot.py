@@ -1,8 +1,9 @@
 """A repository's files at one commit, in a few requests however many files there are.
 
 A read asks for the branch head (conditional: `304` while it has not moved) and that commit's
-recursive tree (addressed by the commit, so it never changes and is kept), then only for the
-blobs whose sha it has not seen: blobs are immutable, so their texts are kept by sha. When many
+recursive tree (addressed by the commit, so it never changes and is kept, with the mode of each
+entry that is not a regular file: a symbolic link, a submodule), then only for the blobs whose
+sha it has not seen: blobs are immutable, so their texts are kept by sha. When many
 are missing (a cold start, a bulk change), the commit is fetched as one archive
 (`GET /repos/{r}/tarball/{sha}`: one API request; the download itself comes from GitHub's archive
 host and is not an API request) and each file of it stands for a blob only when its git blob
@@ -21,8 +22,9 @@ import io
 import logging
 import sys
 import tarfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
 from gidgethub import sansio
@@ -46,6 +48,8 @@ TREE_BYTES_KEPT = 64 * 1024 * 1024  # a tree of 100,000 files takes about 25 MB
 # Binary blobs a render needs (a chart's vendored subchart archive): few, read one by one.
 BINARY_BLOBS_KEPT = 64
 BINARY_BYTES_KEPT = 16 * 1024 * 1024
+# The git modes of a regular file (plain, executable).
+FILE_MODES = ("100644", "100755")
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,36 @@ class Snapshot:
     files: dict[str, FileAt]
 
 
+@dataclass(frozen=True)
+class TreeListing:
+    """A commit's recursive tree as GitHub lists it: path → (blob sha, size) of every blob
+    (regular files and symbolic links), and the git mode of every entry that is not a regular
+    file (a symbolic link, 120000: a blob whose text is the link's target; a submodule,
+    160000: a commit of another repository, not a blob)."""
+
+    blobs: dict[str, tuple[str, int]]
+    modes: dict[str, str]
+
+
+def tree_listing(entries: Iterable[Mapping[str, Any]]) -> TreeListing:
+    """The listing of the entries of a recursive "Get a tree" answer."""
+    blobs: dict[str, tuple[str, int]] = {}
+    modes: dict[str, str] = {}
+    for item in entries:
+        path, kind, mode = str(item["path"]), item.get("type"), str(item.get("mode"))
+        if kind == "blob":
+            blobs[path] = (str(item["sha"]), int(item.get("size") or 0))
+        if kind == "commit" or (kind == "blob" and mode not in FILE_MODES):
+            modes[path] = mode
+    return TreeListing(blobs, modes)
+
+
+def listing_size(listing: TreeListing | None) -> int:
+    if listing is None:
+        return tree_size(None)
+    return tree_size(listing.blobs) + deep_size(listing.modes)
+
+
 def git_blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
@@ -79,8 +113,8 @@ class RepoFiles:
     def __init__(self, blobs: int = MIN_BLOBS_KEPT) -> None:
         self._texts: SizedLRU[str, str | None] = SizedLRU(
             max_bytes=TEXT_BYTES_KEPT, max_entries=blobs, sizeof=sys.getsizeof)
-        self._trees: SizedLRU[tuple[str, str], dict[str, tuple[str, int]] | None] = SizedLRU(
-            max_bytes=TREE_BYTES_KEPT, max_entries=TREES_KEPT, sizeof=tree_size)
+        self._trees: SizedLRU[tuple[str, str], TreeListing | None] = SizedLRU(
+            max_bytes=TREE_BYTES_KEPT, max_entries=TREES_KEPT, sizeof=listing_size)
         self._binary: SizedLRU[str, bytes | None] = SizedLRU(
             max_bytes=BINARY_BYTES_KEPT, max_entries=BINARY_BLOBS_KEPT, sizeof=deep_size)
 
@@ -96,10 +130,10 @@ class RepoFiles:
     def known_text(self, full_name: str, commit: str, path: str) -> tuple[bool, str | None]:
         """`(True, text)` of a file at a commit from the kept trees and blobs, without a request
         (`text` None: no such file there); `(False, None)` when they do not tell."""
-        tree = self._trees.get((full_name.lower(), commit))
-        if tree is None:
+        listing = self._trees.get((full_name.lower(), commit))
+        if listing is None:
             return False, None
-        entry = tree.get(path)
+        entry = listing.blobs.get(path)
         if entry is None:
             return True, None
         text = self._texts.get(entry[0])
@@ -109,7 +143,8 @@ class RepoFiles:
                    ) -> Snapshot:
         wanted = list(dict.fromkeys(paths))
         head = await or_none(branch_head(gh, full_name, branch), 404, 409)
-        tree = await self._tree(gh, full_name, head) if head else None
+        listing = await self._tree(gh, full_name, head) if head else None
+        tree = listing.blobs if listing is not None else None
         if tree is None:  # empty repository or a truncated tree: file by file
             return Snapshot(head, {path: await self._by_contents(gh, full_name, path, branch)
                                    for path in wanted})
@@ -179,10 +214,15 @@ class RepoFiles:
     async def tree(self, gh: GitHubAPI, full_name: str, commit: str) -> dict[str, tuple[str, int]]:
         """path → (blob sha, size) of every file of ``commit``; TreeTruncated when GitHub
         cuts the listing (more than 100,000 entries or 7 MB)."""
-        tree = await self._tree(gh, full_name, commit)
-        if tree is None:
+        return (await self.listing(gh, full_name, commit)).blobs
+
+    async def listing(self, gh: GitHubAPI, full_name: str, commit: str) -> TreeListing:
+        """The tree of ``commit`` with the modes of its entries that are not regular files;
+        TreeTruncated when GitHub cuts the listing."""
+        listing = await self._tree(gh, full_name, commit)
+        if listing is None:
             raise TreeTruncated(f"GitHub lists only part of the tree of {commit[:12]}")
-        return tree
+        return listing
 
     async def _prefetch(self, gh: GitHubAPI, full_name: str, commit: str,
                         tree: dict[str, tuple[str, int]], wanted: Iterable[str],
@@ -194,18 +234,15 @@ class RepoFiles:
                 size for _, size in tree.values()) <= MAX_ARCHIVE_BYTES:
             await self._from_archive(gh, full_name, commit, missing)
 
-    async def _tree(self, gh: GitHubAPI, full_name: str, commit: str
-                    ) -> dict[str, tuple[str, int]] | None:
-        """path → (blob sha, size) of a commit; None when GitHub truncates the listing."""
+    async def _tree(self, gh: GitHubAPI, full_name: str, commit: str) -> TreeListing | None:
+        """The tree of a commit; None when GitHub truncates the listing."""
         key = (full_name.lower(), commit)
         if key in self._trees:
             return self._trees[key]
         found = await gh.getitem(f"/repos/{full_name}/git/trees/{commit}?recursive=1")
-        tree = None if found.get("truncated") else {
-            str(item["path"]): (str(item["sha"]), int(item.get("size") or 0))
-            for item in found.get("tree") or [] if item.get("type") == "blob"}
-        self._trees[key] = tree
-        return tree
+        listing = None if found.get("truncated") else tree_listing(found.get("tree") or [])
+        self._trees[key] = listing
+        return listing
 
     async def _by_contents(self, gh: GitHubAPI, full_name: str, path: str, branch: str) -> FileAt:
         try:

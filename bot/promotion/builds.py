@@ -299,8 +299,9 @@ class RepoBuilds:
     async def index(self, commit: str) -> TreeIndex:
         """The files of ``commit``; TreeTruncated when GitHub does not list them all."""
         if commit not in self._indexes:
-            tree = await self.ctx.files.tree(self.gh, self.full_name, commit)
-            self._indexes[commit] = TreeIndex({path: size for path, (_, size) in tree.items()})
+            listing = await self.ctx.files.listing(self.gh, self.full_name, commit)
+            self._indexes[commit] = TreeIndex(
+                {path: size for path, (_, size) in listing.blobs.items()}, listing.modes)
         return self._indexes[commit]
 
     async def environments(self, commit: str, policy: Policy, *, gated_only: bool

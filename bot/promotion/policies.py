@@ -8,7 +8,8 @@ current by `installation_repositories` events (only the repositories they name a
 the list shows the same `pushed_at`, which GitHub moves on every push to any of its branches, or
 while its branch head stays where it was. A broken policy never replaces the last valid one; a
 repository whose policy was never valid is a `BrokenPolicy`, which only the gate, the command
-refusal and the config check ever see.
+refusal and the config check ever see. A policy file Conveyor cannot take as it is (a symbolic
+link, which the contents API follows to another file; not UTF-8; over 1 MB) is broken too.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from bot.domain.images import canonical_image_name
 from bot.domain.policy import Policy, PolicyError, PolicyIssue, load_policy
 from bot.github.graphql import holds_path
 from bot.github.refusals import or_none
-from bot.github.repos import FileTooLarge, branch_head, get_file, get_repository
+from bot.github.repos import UnreadableFile, branch_head, get_file, get_repository
 from bot.names import POLICY_PATH
 from bot.runtime.offload import run_cpu
 
@@ -197,9 +198,11 @@ class PolicyIndex:
                     return None
         entry.without_policy.pop(key, None)
         try:
-            policy_file = None if absent else await get_file(gh, full_name, POLICY_PATH)
-        except FileTooLarge as exc:
-            return _broken(entry, key, full_name, [PolicyIssue(POLICY_PATH, 1, 1, str(exc))])
+            policy_file = None if absent else await get_file(gh, full_name, POLICY_PATH,
+                                                             strict=True)
+        except UnreadableFile as exc:
+            return _broken(entry, key, full_name,
+                           [PolicyIssue(POLICY_PATH, 1, 1, f"{POLICY_PATH} is {exc}")])
         if policy_file is None:
             entry.repos.pop(key, None)
             if pushed_at:  # listed before this read: a push since moves it

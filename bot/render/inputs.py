@@ -11,8 +11,10 @@ files below its roots; an entry this walk fails to follow is a folder missing fr
 which fails the build (closed), never a file the gate overlooks.
 
 Remote bases and charts kustomize would pull are found here and reported: they are never
-fetched. ``helmCharts`` whose chart is kept below the kustomization (``helmGlobals.chartHome``,
-``charts/`` by default: the load restrictor keeps it there) are inflated with Helm.
+fetched. So is a symbolic link or a submodule a kustomization names: the copy holds files as
+GitHub stores them and never follows one. ``helmCharts`` whose chart is kept below the
+kustomization (``helmGlobals.chartHome``, ``charts/`` by default: the load restrictor keeps it
+there) are inflated with Helm.
 """
 
 from __future__ import annotations
@@ -33,16 +35,22 @@ FOLDER_FIELDS = ("resources", "bases", "components", "generators", "transformers
 # What one build may copy: far more than any overlay, far less than a disk.
 MAX_BUILD_FILES = 5000
 MAX_BUILD_BYTES = 32 * 1024 * 1024
+SYMLINK_MODE = "120000"
+SUBMODULE_MODE = "160000"
 
 # A resource kustomize would fetch: a URL, an scp-like git address, or host/path.
 _REMOTE = re.compile(r"^([a-z][a-z0-9+.-]*://|git@|[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?/)", re.I)
 
 
 class TreeIndex:
-    """The paths of one commit's tree (blobs with their sizes), with its folders."""
+    """The paths of one commit's tree (blobs with their sizes), with its folders; ``modes``:
+    the git mode of each entry that is not a regular file (a symbolic link, among the blobs;
+    a submodule, not)."""
 
-    def __init__(self, sizes: Mapping[str, int]) -> None:
+    def __init__(self, sizes: Mapping[str, int], modes: Mapping[str, str] | None = None
+                 ) -> None:
         self.sizes = dict(sizes)
+        self.modes = dict(modes or {})
         self._sorted = sorted(self.sizes)
         self.folders: set[str] = {""}
         for path in self._sorted:
@@ -60,12 +68,35 @@ class TreeIndex:
         end = bisect.bisect_left(self._sorted, prefix + "\U0010ffff")
         return self._sorted[start:end]
 
+    def not_a_file(self, path: str) -> str | None:
+        """Why a render cannot take ``path`` as GitHub stores it: it is, or lies in, a
+        symbolic link or a submodule; None otherwise."""
+        at = path
+        while at:
+            if at in self.modes:
+                return unjudged_entry(at, self.modes[at])
+            at = posixpath.dirname(at)
+        return None
+
     def kustomization_in(self, folder: str) -> str | None:
         for name in KUSTOMIZATION_NAMES:
             path = posixpath.join(folder, name) if folder else name
             if path in self.sizes:
                 return path
         return None
+
+
+def unjudged_entry(path: str, mode: str) -> str:
+    """Why a render reading the tree entry ``path`` of git mode ``mode`` cannot be judged: a
+    checkout (Argo CD's, Flux's) follows a symbolic link and clones a submodule, while the
+    render's copy holds a link's target path as the file's text and nothing of a submodule."""
+    if mode == SYMLINK_MODE:
+        return (f"`{path}` is a symbolic link: Conveyor renders files as GitHub stores them "
+                "and cannot judge a link; replace it with the file")
+    if mode == SUBMODULE_MODE:
+        return (f"`{path}` is a submodule: Conveyor renders files as GitHub stores them and "
+                "cannot judge another repository's files; replace it with the files")
+    return f"`{path}` is not a regular file (git mode {mode}): Conveyor cannot judge it"
 
 
 def overlay_folder(index: TreeIndex, path: str) -> str | None:
@@ -124,7 +155,10 @@ def build_inputs(index: TreeIndex, overlay: str, texts: Mapping[str, str | None]
         inflates = _helm_charts(kustomization, data, problems) or inflates
         for entry in _folder_entries(data):
             target = resolve(folder, entry)
-            if target is not None and target in index.folders:
+            entered = index.not_a_file(target) if target else None
+            if entered is not None:
+                problems += [entered] if entered not in problems else []
+            elif target is not None and target in index.folders:
                 pending.append(target)
             elif target is not None and target in index.sizes:
                 continue  # a file: below its kustomization's root, or refused by kustomize

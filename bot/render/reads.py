@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.render.build import Job
 from bot.render.charts import chart_file, chart_inputs
-from bot.render.inputs import NeedTexts, TreeIndex, build_inputs
+from bot.render.inputs import NeedTexts, TreeIndex, build_inputs, unjudged_entry
 from bot.render.targets import (
     ChartTarget,
     FolderTarget,
@@ -59,6 +59,29 @@ def render_inputs(index: TreeIndex, target: Target, texts: Mapping[str, str | No
                   ) -> RenderInputs | NeedTexts:
     """The inputs of rendering ``target``, given the texts read so far (kustomizations, a
     ``Chart.yaml``); or the files to read next."""
+    found = _inputs(index, target, texts)
+    if isinstance(found, NeedTexts):
+        return found
+    links = _links_read(index, found)
+    return replace(found, problems=(*found.problems, *links)) if links else found
+
+
+def _links_read(index: TreeIndex, inputs: RenderInputs) -> tuple[str, ...]:
+    """Why the render cannot be judged: the first symbolic link or submodule it reads that
+    no problem names yet (a kustomization naming one), and how many more."""
+    target = inputs.target
+    below = target.folder if isinstance(target, FolderTarget) and target.recurse else None
+    found = [unjudged_entry(path, mode) for path, mode in sorted(index.modes.items())
+             if inputs.reads(path) or (below is not None and (
+                 not below or path.startswith(below + "/")))]
+    found = [problem for problem in found if problem not in inputs.problems]
+    if not found:
+        return ()
+    return (found[0] + (f" (+{len(found) - 1} more)" if len(found) > 1 else ""),)
+
+
+def _inputs(index: TreeIndex, target: Target, texts: Mapping[str, str | None]
+            ) -> RenderInputs | NeedTexts:
     if isinstance(target, OverlayTarget):
         return _overlay(index, target, texts)
     if isinstance(target, ChartTarget):

@@ -20,24 +20,31 @@ from conveyor_emulator.pulls import pull_merge
 from conveyor_emulator.registry.images import build_image, image_for
 from conveyor_emulator.releases import shapes_releases
 from conveyor_emulator.releases.packages import add_version, attestation_bundle, event_body
-from conveyor_emulator.store.gitstore import Commit, Tag
+from conveyor_emulator.store.gitstore import SYMLINK_MODE, Commit, Tag
 from conveyor_emulator.store.state import JSON, Attestation, CheckRun, Issue, Repo, WorkflowRun
 
 
 class Acting(EmulatorBase):
     async def push_files(self, repo: str, files: Mapping[str, str | bytes | None], *,
                          branch: str | None = None, message: str = "Update files",
-                         author: str = "alice") -> str:
+                         author: str = "alice", symlinks: Mapping[str, str] | None = None
+                         ) -> str:
+        """One commit of ``files`` (None: removed) and ``symlinks`` (path → the target a
+        symbolic link names, as `git add` of a link stores it: a blob of mode 120000 whose
+        data is the target)."""
         r = self._repo(repo)
         target = branch or r.default_branch
         encoded = {p: (c.encode() if isinstance(c, str) else c) for p, c in files.items()}
+        encoded |= {p: link.encode() for p, link in (symlinks or {}).items()}
+        modes = dict.fromkeys(symlinks or {}, SYMLINK_MODE)
         if r.branch_sha(target) is None and r.refs:
             # a new branch starts from the default branch, like `git checkout -b`
             base = r.branch_sha(r.default_branch)
             if base is not None:
                 r.refs["refs/heads/" + target] = base
         result: str = await self._act(
-            lambda: self.ops.commit_files(r, target, encoded, message, author, verified=False))
+            lambda: self.ops.commit_files(r, target, encoded, message, author, verified=False,
+                                          modes=modes))
         return result
 
     async def create_branch(self, repo: str, branch: str, sha: str | None = None, *,

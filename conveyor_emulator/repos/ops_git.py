@@ -13,7 +13,9 @@ from conveyor_emulator.store.state import Repo
 class GitOps(OpsCore):
     def write_commit(self, repo: Repo, parent: str | None, files: Mapping[str, bytes | None],
                      message: str, author: Signature, committer: Signature,
-                     verified: bool) -> str:
+                     verified: bool, modes: Mapping[str, str] | None = None) -> str:
+        """A commit of ``files`` over ``parent`` (None: removed); ``modes``: the git mode of a
+        file that is not a plain one (a symbolic link, 120000, whose data is its target)."""
         store = repo.store
         base: dict[str, tuple[str, str]] = {}
         if parent:
@@ -27,17 +29,19 @@ class GitOps(OpsCore):
                 for key in [k for k in base if k.startswith(path + "/")]:
                     del base[key]
             else:
-                base[path] = (FILE_MODE, store.put_blob(data))
+                base[path] = ((modes or {}).get(path, FILE_MODE), store.put_blob(data))
         tree = store.write_tree(base)
         return store.put_commit(Commit(tree, (parent,) if parent else (), message, author,
                                        committer, verified))
 
     def commit_files(self, repo: Repo, branch: str, files: Mapping[str, bytes | None],
-                     message: str, actor: str, *, verified: bool) -> str:
+                     message: str, actor: str, *, verified: bool,
+                     modes: Mapping[str, str] | None = None) -> str:
         parent = repo.branch_sha(branch)
         author = self.signature(actor)
         committer, verified = self.web_committer(author) if verified else (author, False)
-        sha = self.write_commit(repo, parent, files, message, author, committer, verified)
+        sha = self.write_commit(repo, parent, files, message, author, committer, verified,
+                                modes)
         self.update_ref(repo, "refs/heads/" + branch, sha, actor)
         return sha
 

@@ -21,6 +21,7 @@ from aiohttp import web
 
 from conveyor_emulator.errors import not_found
 from conveyor_emulator.routing import Ctx, Reply, Router
+from conveyor_emulator.store.gitstore import SYMLINK_MODE
 from conveyor_emulator.store.state import ArchiveLink, Repo
 from conveyor_emulator.store.world import World
 
@@ -71,7 +72,7 @@ def archive(repo: Repo, sha: str) -> bytes:
                 continue
             blob = repo.store.blob(entry.sha)
             data = blob.data if blob else b""
-            if entry.mode == "120000":
+            if entry.mode == SYMLINK_MODE:
                 info.type, info.linkname, info.mode = tarfile.SYMTYPE, data.decode(), 0o777
                 tar.addfile(info)
                 continue

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import posixpath
 from datetime import datetime
 
 from conveyor_emulator.errors import ApiError, not_found
 from conveyor_emulator.issues import shapes_issues
 from conveyor_emulator.repos import shapes_git, shapes_repos
 from conveyor_emulator.routing import Ctx, Reply, Router
-from conveyor_emulator.store.gitstore import Commit, Signature
+from conveyor_emulator.store.gitstore import SYMLINK_MODE, Commit, Signature, TreeEntry
 from conveyor_emulator.store.state import JSON, Repo
 
 router = Router()
@@ -49,6 +50,15 @@ async def get_contents(ctx: Ctx) -> Reply:
     entry = repo.store.lookup(commit.tree, path)
     if entry is None:
         raise not_found()
+    if entry.type == "blob" and entry.mode == SYMLINK_MODE:
+        # "Get repository content": "If the content is a symlink and the symlink's target is
+        # a normal file in the repository, then the API responds with the content of the
+        # file. Otherwise, the API responds with an object describing the symlink itself."
+        target = _link_target(repo, commit.tree, path, entry.sha)
+        if target is None:
+            return Reply(200, shapes_repos.content_symlink(ctx.world, repo, path, entry.sha,
+                                                           ref))
+        path, entry = target
     if entry.type == "blob":
         blob = repo.store.blob(entry.sha)
         if blob is not None and len(blob.data) > CONTENTS_LIMIT:
@@ -68,6 +78,18 @@ async def get_contents(ctx: Ctx) -> Reply:
         for name, e in sorted(tree.entries.items())
     ]
     return Reply(200, listing)
+
+
+def _link_target(repo: Repo, tree: str, path: str, link: str) -> tuple[str, TreeEntry] | None:
+    """The regular file a symbolic link names, within the repository; None otherwise."""
+    named = repo.store.text(link)
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), named))
+    if named.startswith("/") or joined == ".." or joined.startswith("../"):
+        return None
+    entry = repo.store.lookup(tree, joined)
+    if entry is None or entry.type != "blob" or entry.mode == SYMLINK_MODE:
+        return None
+    return joined, entry
 
 
 def _signature(data: object, default: Signature) -> Signature:

@@ -166,6 +166,16 @@ def content_file(world: World, repo: Repo, path: str, sha: str, ref: str,
     return out
 
 
+def content_symlink(world: World, repo: Repo, path: str, sha: str, ref: str) -> JSON:
+    """A symbolic link whose target is not a regular file of the repository, as the contents
+    API describes it ("content-symlink")."""
+    out = content_file(world, repo, path, sha, ref, with_content=False)
+    del out["encoding"]
+    out["type"] = "symlink"
+    out["target"] = repo.store.text(sha)
+    return out
+
+
 def dir_entry(world: World, repo: Repo, path: str, kind: str, sha: str, ref: str) -> JSON:
     api = f"{world.api_url}/repos/{repo.full_name}"
     if kind == "blob":

@@ -14,6 +14,7 @@ from datetime import datetime
 
 FILE_MODE = "100644"
 TREE_MODE = "040000"
+SYMLINK_MODE = "120000"  # a blob whose data is the path the link names
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,7 @@ async def test_a_repository_whose_policy_read_fails_fails_discovery_once_the_oth
         gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
         reading = policies.get_file
 
-        async def flaky(client: Any, repo: str, path: str, *args: Any) -> Any:
+        async def flaky(client: Any, repo: str, path: str, *args: Any, **kwargs: Any) -> Any:
             raise gidgethub.GitHubBroken(HTTPStatus.BAD_GATEWAY)  # for the policy
 
         monkeypatch.setattr(policies, "get_file", flaky)

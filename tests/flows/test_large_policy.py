@@ -19,7 +19,8 @@ async def test_a_policy_larger_than_github_serves_is_a_broken_policy() -> None:
         repo = await indexed(world)
         assert isinstance(repo, BrokenPolicy)
         assert [(i.path, i.line, i.message) for i in repo.issues] == [
-            (POLICY_PATH, 1, f"{POLICY_PATH} is larger than 1048576 bytes")]
+            (POLICY_PATH, 1, f"{POLICY_PATH} is larger than the 1 MB GitHub returns through "
+                             "the contents API")]
         pr = await hand_pr(world, STAGING, DEMO_FILES[STAGING] + "# by hand\n")
         gate = world.gate(pr)
         assert gate["conclusion"] == "failure"
