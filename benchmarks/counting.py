@@ -92,8 +92,6 @@ GATE_READS: list[Need] = [
     ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs",
      "per such commit: its check runs of the deployed_context name"),
     ("GET", "/repos/{owner}/{repo}/deployments", "per such commit: its deployments (`sha=`)"),
-    ("GET", "/repos/{owner}/{repo}/deployments",
-     "deployments of the upstream environment whose payload names the digest"),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "the approvals"),
 ]
 GATE_AFTER_REVIEW: list[Need] = [

@@ -66,7 +66,8 @@ class Comments:
         if not parsed:
             return
         full_name = repo.full_name
-        if await already_answered(gh, full_name, int(event.data["issue"]["number"]), posted):
+        if await already_answered(gh, full_name, int(event.data["issue"]["number"]), posted,
+                                  self.commands.ctx.bot_login):
             log.info("command comment already answered", extra={"repository": full_name,
                                                                  "comment": posted["id"]})
             return

@@ -70,6 +70,28 @@ def test_the_trusted_facts_override_an_edited_marker() -> None:
     assert (other.service, other.paths) == ("web", ())
 
 
+def test_versions_and_tags_come_from_the_commit_never_from_an_agreeing_marker() -> None:
+    edited = PromotionMarker(service="web", environment="production", digest=DIGEST,
+                             tag="99.0.0", version="99.0.0", paths=("p.yaml",),
+                             source_repo="acme/web", release_tag="v99.0.0")
+    written = CommitTrailers(environment="production",
+                             moved=(Moved("web", DIGEST, "acme/web", "c" * 40),),
+                             version="1.4.2", tag="1.4.2", release_tag="v1.4.2")
+    message = commit_message("Promote web 1.4.2 to production", [], written)
+    assert "Conveyor-Release: v1.4.2\n" in message and read_trailers(message) == written
+    found = conveyor_commit(commit(message=message), head=True)
+    assert found is not None
+    marker = reconcile(edited, found)
+    assert (marker.version, marker.tag, marker.release_tag, marker.paths) == (
+        "1.4.2", "1.4.2", "v1.4.2", ("p.yaml",))
+    # a commit that names no release tag and no version: none comes from the marker either
+    bare = conveyor_commit(commit(message=MESSAGE.replace("Conveyor-Version: 1.4.2\n", "")),
+                           head=True)
+    assert bare is not None
+    marker = reconcile(edited, bare)
+    assert (marker.version, marker.release_tag) == ("v1.4.2", None)
+
+
 def test_a_commit_without_trailers_is_not_a_promotion() -> None:
     assert conveyor_commit(commit(message="Update README\n"), head=True) is None
 

@@ -316,6 +316,24 @@ async def test_hold_and_unhold(world: World) -> None:
     assert "not on hold" in run["output"]["summary"]
 
 
+async def test_another_bots_comment_with_the_reply_marker_does_not_silence_a_command(
+        world: World) -> None:
+    """Only Conveyor's own reply answers a command: a workflow's bot that posts the reply
+    marker before the command's delivery arrives does not make Conveyor skip a /hold."""
+    pr = await production_pr(world)
+    world.emulator.webhook_url = None  # the delivery of the command comment is late
+    posted = await world.emulator.comment(world.repo, pr["number"], "alice", "/hold QA")
+    await world.emulator.comment(world.repo, pr["number"], "github-actions[bot]",
+                                 f"<!-- conveyor:reply {posted['id']} --> done")
+    world.emulator.webhook_url = world.webhook_url
+    delivery = next(d for d in reversed(world.emulator.deliveries)
+                    if d.event == "issue_comment" and d.payload["comment"]["id"] == posted["id"])
+    assert await world.emulator.redeliver(delivery.id) == 202
+    await world.settle()
+    assert "conveyor/hold" in labels(world, pr["number"])
+    assert "Reason: QA" in reply_to(world, pr["number"], posted)
+
+
 async def test_hold_reason_is_read_from_conveyor_only(world: World) -> None:
     pr = await production_pr(world)
     await say(world, pr["number"], "/hold release freeze")

@@ -199,6 +199,32 @@ async def test_a_forged_status_by_a_writer_does_not_count(argo_world: World) -> 
     assert "by alice (not in deployed_by)" in line
 
 
+async def test_a_deployment_whose_payload_names_the_digest_is_no_evidence_for_it(
+        argo_world: World) -> None:
+    """Only a deployment of a commit that pins the digest speaks about it: a writer's
+    deployment of another commit whose payload names the digest does not, even once Argo CD
+    reports its sync of that commit on it."""
+    world, argo = argo_world, ArgoCD(argo_world)
+    failed = await staged(world, "web", "1.0.0")
+    await argo.status("web-staging", head(world), "failure")
+    assert await staged(world, "web", "1.1.0") != failed
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", failed))
+    # alice may write to the repository: a deployment of main's head (which runs 1.1.0) for
+    # staging, no status, whose payload names the digest that failed there
+    await world.emulator.create_deployment(world.repo, head(world), "staging", state="",
+                                           user="alice", payload={"digest": failed})
+    # Argo CD reports its sync of main's head on the first deployment listed for it: alice's
+    await argo.deployment("web-staging", head(world), "staging")
+    assert world.emulator.deployments(world.repo)[0]["creator"]["login"] == "alice"
+    await world.emulator.comment(world.repo, pr["number"], "bob", "/recheck")
+    await world.settle()
+    run = world.gate(pr)
+    assert run["conclusion"] == "failure"
+    line = deployed_line(run, "web → production")
+    assert "deployment staging" not in line
+    assert "the latest report is a failure: status argocd/web-staging failure" in line
+
+
 async def test_conveyor_own_source_deployment_is_not_evidence_in_a_single_repository() -> None:
     policy = DEMO_POLICY.replace("    source: acme/web\n", "    source: acme/deploy\n").replace(
         "    deployed_context: argocd/{service}-{env}   # Argo CD labels its statuses per "
@@ -223,7 +249,8 @@ async def test_conveyor_own_source_deployment_is_not_evidence_in_a_single_reposi
         assert run["conclusion"] == "failure"
         line = deployed_line(run, "web → production")
         assert "no deployed evidence from staging" in line
-        assert "by conveyor[bot] (Conveyor's own report)" in line
+        # it deploys the source commit, which pins nothing: it is not read as a report
+        assert "deployment staging" not in line
     finally:
         await close_world(world)
     assert world.emulator.violations == []

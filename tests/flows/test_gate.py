@@ -101,6 +101,27 @@ async def test_changes_requested_by_an_approver_blocks(world: World) -> None:
     assert world.gate(pr)["conclusion"] == "failure"
 
 
+async def test_a_dismissed_approval_does_not_bring_back_the_same_reviewers_earlier_one(
+        world: World) -> None:
+    digest = await staged(world)
+    pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))
+    await deploy_staging(world)
+    world.clock.advance(hours=1)
+    await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE")
+    again = await world.emulator.review(world.repo, pr["number"], "bob", "APPROVE",
+                                        body="still fine")
+    await world.settle()
+    assert world.gate(pr)["conclusion"] == "success"
+
+    # bob's latest review is the dismissed one: his earlier approval of the head is not his
+    # position any more
+    await world.emulator.dismiss_review(world.repo, pr["number"], int(again["id"]), user="alice")
+    await world.settle()
+    run = world.gate(pr)
+    assert run["conclusion"] == "action_required", run["output"]
+    assert "needs 1 more approval" in run["output"]["summary"]
+
+
 async def test_check_run_is_updated_in_place(world: World) -> None:
     digest = await staged(world)
     pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", digest))

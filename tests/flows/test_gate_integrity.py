@@ -393,6 +393,24 @@ async def test_a_forged_newer_marker_on_a_conveyor_branch_does_not_block_a_relea
     assert world.pull("Promote web 1.1.0 to staging")["merged"]
 
 
+@pytest.mark.parametrize("command", ["/promote web {digest} production", "/promote production"])
+async def test_an_edited_release_tag_is_not_the_next_promotions_version(
+        world: World, command: str) -> None:
+    digest = await staged(world)
+    real = world.pull("Promote web 1.0.0 to staging")
+    await world.emulator.edit_pull(world.repo, real["number"], user="alice",
+                                   body=forge(real["body"], release_tag="v99.0.0",
+                                              version="99.0.0"))
+    await world.emulator.comment(world.repo, real["number"], "alice",
+                                 command.format(digest=digest))
+    await world.settle()
+    pr = world.pull("Promote web 1.0.0 to production", state="open")
+    assert "99.0.0" not in pr["body"]
+    message = world.emulator.commit(world.repo, pr["head"]["sha"])["commit"]["message"]
+    assert "Conveyor-Version: 1.0.0\n" in message and "99.0.0" not in message, message
+    assert "Conveyor-Release: v1.0.0\n" in message, message
+
+
 async def test_a_failed_tag_lookup_still_posts_a_failing_gate(world: World) -> None:
     world.emulator.registry.fail_with = 401  # the registry refuses every read
     tag_only = HEADER + '  - name: ghcr.io/acme/web\n    newTag: "1.0.0"\n'

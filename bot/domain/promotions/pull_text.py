@@ -35,6 +35,7 @@ def commit_message(candidate: Candidate, environment: str, *, rollback: bool = F
                   candidate.source_sha)
     trailers = CommitTrailers(environment=environment, moved=(moved,),
                               version=candidate.version, tag=candidate.tag,
+                              release_tag=candidate.release_tag,
                               requester=candidate.requester, rollback=rollback)
     title = pr_title(candidate, environment, rollback=rollback, from_version=from_version)
     return trailer_message(title, (), trailers)

@@ -2,10 +2,11 @@
 
 Every trust decision about a promotion or a release train — who asked for it, which digests it
 moves, from which source commits, whether it is a rollback, which group it belongs to — reads
-these lines of Conveyor's own commit (``trust.py`` decides whether a commit is Conveyor's). A
+these lines of Conveyor's own commit (``trust.py`` decides whether a commit is Conveyor's), and
+so do the version, image tag and release tag a later promotion of the same digest carries on. A
 single-service promotion writes::
 
-    Conveyor-Service / -Environment / -Digest / -Source / -Version [/ -Tag]
+    Conveyor-Service / -Environment / -Digest / -Source / -Version [/ -Tag] [/ -Release]
     [/ -Requested-By] [/ -Kind: rollback]
 
 and a release train::
@@ -25,6 +26,7 @@ DIGEST = "Conveyor-Digest"
 SOURCE = "Conveyor-Source"
 VERSION = "Conveyor-Version"
 TAG = "Conveyor-Tag"
+RELEASE = "Conveyor-Release"  # the source repository's release tag (git tag) it came from
 REQUESTED_BY = "Conveyor-Requested-By"
 KIND = "Conveyor-Kind"
 TRAIN = "Conveyor-Train"
@@ -55,6 +57,7 @@ class CommitTrailers:
     moved: tuple[Moved, ...]
     version: str | None = None
     tag: str | None = None
+    release_tag: str | None = None
     requester: str | None = None
     rollback: bool = False
     train: str | None = None  # the group of a release train
@@ -75,7 +78,7 @@ class CommitTrailers:
                  f"{DIGEST}: {move.digest}", f"{SOURCE}: {move.source}",
                  f"{VERSION}: {self.version or ''}"]
         return lines + [f"{key}: {value}" for key, value in
-                        [(TAG, self.tag), *optional] if value]
+                        [(TAG, self.tag), (RELEASE, self.release_tag), *optional] if value]
 
 
 def commit_message(title: str, body: Sequence[str], trailers: CommitTrailers) -> str:
@@ -116,7 +119,8 @@ def read_trailers(message: str) -> CommitTrailers | None:
                            source_sha=sha if sha and sha != UNKNOWN_SOURCE else None))
     return CommitTrailers(
         environment=environment, moved=tuple(moved), version=_first(trailers, VERSION),
-        tag=_first(trailers, TAG), requester=_first(trailers, REQUESTED_BY),
+        tag=_first(trailers, TAG), release_tag=_first(trailers, RELEASE),
+        requester=_first(trailers, REQUESTED_BY),
         rollback=_first(trailers, KIND) == ROLLBACK, train=_first(trailers, TRAIN))
 
 

@@ -96,6 +96,10 @@ class ConveyorCommit:
         return self.trailers.tag
 
     @property
+    def release_tag(self) -> str | None:
+        return self.trailers.release_tag
+
+    @property
     def requester(self) -> str | None:
         return self.trailers.requester
 
@@ -203,20 +207,20 @@ async def _own_promotion(gh: GitHubAPI, full_name: str, commit: dict[str, Any], 
 
 
 def reconcile(marker: PromotionMarker | None, trusted: ConveyorCommit) -> PromotionMarker:
-    """The facts of a single-service promotion: what trust rests on from Conveyor's commit,
-    only the display details (paths, previous version, upstream PR) from the body marker —
-    and not even those when the marker tells another story (it was edited)."""
-    version = trusted.version or trusted.tag or short_digest(trusted.digest)
-    kind = "rollback" if trusted.rollback else "promotion"
+    """The facts of a single-service promotion, every one a later promotion or trace may
+    carry on (version, tags, source, requester) from Conveyor's commit alone; from the body
+    marker only display details nothing reads to decide or write (the files, what they held
+    before, the upstream PR) — and not even those when the marker tells another story."""
+    facts = PromotionMarker(
+        service=trusted.service, environment=trusted.environment, digest=trusted.digest,
+        tag=trusted.tag, version=trusted.version or trusted.tag or short_digest(trusted.digest),
+        paths=(), source_repo=trusted.source_repo or "", source_sha=trusted.source_sha,
+        requester=trusted.requester, kind="rollback" if trusted.rollback else "promotion",
+        commit=trusted.sha, release_tag=trusted.release_tag)
     if marker is None or not trusted.agrees_with(marker):
-        marker = PromotionMarker(service=trusted.service, environment=trusted.environment,
-                                 digest=trusted.digest, tag=trusted.tag, version=version,
-                                 paths=(), source_repo=trusted.source_repo or "")
-    return replace(marker, service=trusted.service, environment=trusted.environment,
-                   digest=trusted.digest, source_repo=trusted.source_repo or marker.source_repo,
-                   source_sha=trusted.source_sha, requester=trusted.requester, kind=kind,
-                   commit=trusted.sha, tag=trusted.tag or marker.tag,
-                   version=trusted.version or marker.version)
+        return facts
+    return replace(facts, paths=marker.paths, previous_digest=marker.previous_digest,
+                   previous_tag=marker.previous_tag, upstream_pr=marker.upstream_pr)
 
 
 async def trusted_marker(gh: GitHubAPI, full_name: str, pr: dict[str, Any], bot_login: str

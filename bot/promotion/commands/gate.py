@@ -87,7 +87,7 @@ async def recheck(run: CommandRun) -> str:
         return refusal
     gates = run.capabilities.gates
     verdict = await gates.evaluate(run.gh, run.where.repo, run.where.number)
-    if await retry_stopped_merge(run.ctx, run.gh, run.repo, run.where.number):
+    if await retry_stopped_merge(run.ctx, run.gh, run.repo, await run.pull(), run.where.policy):
         return "Merged."
     if verdict is None:
         # An evaluation was already running; it re-runs once more. Compute the state here.

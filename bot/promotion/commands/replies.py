@@ -11,7 +11,7 @@ from gidgethub.abc import GitHubAPI
 from bot.domain.commands.parse import HELP_TEXT, Command, CommandError
 from bot.domain.gate.model import Verdict
 from bot.github.limits import fit
-from bot.github.repos import comment, is_bot
+from bot.github.repos import comment
 from bot.names import GATE_CHECK, POLICY_PATH
 from bot.promotion.opening.opener import OpenResult
 from bot.promotion.policies import BrokenPolicy
@@ -49,16 +49,23 @@ class Reply:
         await comment(gh, full_name, number, self.render())
 
 
-async def already_answered(gh: GitHubAPI, full_name: str, number: int, comment: dict[str, Any]
-                           ) -> bool:
-    """True when Conveyor has replied to this comment before (a redelivered event)."""
+async def already_answered(gh: GitHubAPI, full_name: str, number: int, comment: dict[str, Any],
+                           bot_login: str) -> bool:
+    """True when Conveyor (``bot_login``) has replied to this comment before (a redelivered
+    event). Another bot's comment with the marker answers nothing: a writer's workflow could
+    post it first to silence a command."""
     marker = REPLY_MARKER.format(comment_id=comment["id"])
     since = comment.get("created_at")
     query = f"?since={since}&per_page=100" if since else "?per_page=100"
     async for item in gh.getiter(f"/repos/{full_name}/issues/{number}/comments{query}"):
-        if is_bot(item.get("user")) and marker in (item.get("body") or ""):
+        if _posted_by(item, bot_login) and marker in (item.get("body") or ""):
             return True
     return False
+
+
+def _posted_by(item: dict[str, Any], bot_login: str) -> bool:
+    login = str((item.get("user") or {}).get("login") or "")
+    return bool(bot_login) and login.lower() == bot_login.lower()
 
 
 def permission_refusal(comment_id: int, commenter: str, full_name: str, permission: str) -> str:

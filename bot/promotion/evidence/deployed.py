@@ -4,9 +4,11 @@ Which commits: every default-branch commit at which the upstream file pins the d
 commit that set it up to the commit that replaced it, or the branch head while it still stands,
 however many commits later the report came (the file's own history says where it changed).
 Which reports: every page of each commit's commit statuses, its check runs (by name when the
-context has no wildcard) and its deployments, plus deployments of the environment whose payload
-names the digest. Every list is bounded, and every request is conditional (the client's ETag
-cache), so an unchanged repository answers with ``304``s.
+context has no wildcard) and its deployments. A deployment speaks about the commit it deploys,
+never about what its payload names: anyone who may write to the repository can create one for
+any commit with any payload, and a trusted notifier (Argo CD reuses the first deployment listed
+for a revision) may then report on it. Every list is bounded, and every request is conditional
+(the client's ETag cache), so an unchanged repository answers with ``304``s.
 """
 
 from __future__ import annotations
@@ -77,11 +79,12 @@ class DeployedSearch:
     pinned_at: Callable[[str], Awaitable[bool]]
     _stretches: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
-    async def judge(self, target: Target, digest: str, trust: Trust) -> Judgement:
-        return judge(await self.reports(target, digest), trust)
+    async def judge(self, target: Target, trust: Trust) -> Judgement:
+        return judge(await self.reports(target), trust)
 
-    async def reports(self, target: Target, digest: str) -> list[Report]:
-        """Every report about the target on the commits of the digest's newest stretch."""
+    async def reports(self, target: Target) -> list[Report]:
+        """Every report about the target on the commits of the digest's newest stretch (the
+        commits where ``pinned_at``)."""
         commits = await self.pinning_commits(target)
         if not commits:
             return []
@@ -89,20 +92,13 @@ class DeployedSearch:
         # Each commit's three lists are independent reads: a few at a time, not one by one.
         limit = asyncio.Semaphore(PARALLEL_COMMITS)
 
-        async def reports_on(sha: str) -> tuple[list[Report], set[int]]:
+        async def reports_on(sha: str) -> list[Report]:
             async with limit:
-                found = await self._statuses(sha, target) + await self._check_runs(sha, target)
-                deployments, ids = await self._deployments_on(sha, target)
-                return found + deployments, ids
+                return await self._statuses(sha, target) + await self._check_runs(
+                    sha, target) + await self._deployments_on(sha, target)
 
-        reports: list[Report] = []
-        seen: set[int] = set()
-        for found, ids in await asyncio.gather(*(reports_on(sha) for sha in shas)):
-            reports += found
-            seen |= ids
-        since = parse_time(commits[-1]["commit"]["committer"]["date"])
-        reports += await self._deployments_naming(digest, target, since, seen)
-        return reports
+        return [report for found in await asyncio.gather(*(reports_on(sha) for sha in shas))
+                for report in found]
 
     async def pinning_commits(self, target: Target) -> list[dict[str, Any]]:
         """:meth:`_pinning_commits`, read once per search (`merged` evidence shares it)."""
@@ -190,33 +186,13 @@ class DeployedSearch:
             ))
         return found
 
-    async def _deployments_on(self, sha: str, target: Target) -> tuple[list[Report], set[int]]:
+    async def _deployments_on(self, sha: str, target: Target) -> list[Report]:
         found: list[Report] = []
-        ids: set[int] = set()
         async for deployment in _bounded(self.gh.getiter(
             f"/repos/{self.full_name}/deployments?sha={sha}&per_page=100"
         ), MAX_REPORTS_PER_LIST):
             if target.matches("deployment", str(deployment.get("environment") or "")):
-                ids.add(int(deployment["id"]))
                 found += await self._deployment_statuses(deployment, sha, target)
-        return found, ids
-
-    async def _deployments_naming(self, digest: str, target: Target, since: datetime,
-                                  seen: set[int]) -> list[Report]:
-        """Deployments made for another ref that count because their payload names the
-        digest, newest first down to the commit that set it."""
-        found: list[Report] = []
-        async for deployment in _bounded(self.gh.getiter(
-            f"/repos/{self.full_name}/deployments?environment={quote(target.environment)}"
-            "&per_page=100"
-        ), MAX_REPORTS_PER_LIST):
-            if parse_time(deployment["created_at"]) < since:
-                break
-            payload = deployment.get("payload")
-            if int(deployment["id"]) in seen or not isinstance(payload, dict) or \
-                    payload.get("digest") != digest:
-                continue
-            found += await self._deployment_statuses(deployment, str(deployment["sha"]), target)
         return found
 
     async def _deployment_statuses(self, deployment: dict[str, Any], sha: str, target: Target

@@ -206,7 +206,7 @@ class EvidenceFinder:
     async def _deployed(self, search: DeployedSearch, target: Target,
                         environment: Environment, digest: str
                         ) -> tuple[list[Evidence], tuple[str, ...]]:
-        judgement = await search.judge(target, digest, Trust(
+        judgement = await search.judge(target, Trust(
             environment.deployed_by, self.own_login, self.own_app_id))
         report = judgement.evidence
         if report is None:

@@ -27,24 +27,29 @@ class Approvals:
     async def reviews(self, gh: GitHubAPI, repo: DeploymentRepo, policy: Policy,
                       facts: PullFacts, envs: set[str], *, wanted: bool = False
                       ) -> list[Review]:
-        """The approvals and change requests of the PR, each naming which of the
-        environments ``envs`` its author may approve in; not read when none of them needs an
-        approval, unless ``wanted``."""
+        """The approvals, change requests and dismissed reviews of the PR, each naming which
+        of the environments ``envs`` its author may approve in; not read when none of them
+        needs an approval, unless ``wanted``."""
         if not wanted and not any(policy.environments[name].approvals for name in envs):
             return []
         reviews = []
         async for review in gh.getiter(
             f"/repos/{repo.full_name}/pulls/{facts.number}/reviews?per_page=100"
         ):
+            state = review.get("state")
+            if state not in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
+                continue
             user = review.get("user") or {}
             login = user.get("login", "")
-            if review.get("state") not in ("APPROVED", "CHANGES_REQUESTED"):
-                continue
+            # A dismissed review is kept so that it is its author's latest one: their earlier
+            # approval of the same head does not count again. It approves nothing, so whether
+            # its author is an approver is not asked.
+            approver_of = frozenset() if state == "DISMISSED" else await self._approver_of(
+                gh, repo.full_name, login, policy, envs)
             reviews.append(Review(
-                user=login, state=review["state"], commit_id=review.get("commit_id", ""),
+                user=login, state=state, commit_id=review.get("commit_id", ""),
                 submitted_at=_time(review.get("submitted_at")), is_bot=is_bot(user),
-                approver_of=await self._approver_of(gh, repo.full_name, login, policy, envs),
-                url=review.get("html_url", ""),
+                approver_of=approver_of, url=review.get("html_url", ""),
             ))
         return reviews
 

@@ -27,7 +27,7 @@ from bot.domain.policy import Environment, Policy
 from bot.domain.promotions.marker import branch_environment
 from bot.github.limits import fit
 from bot.github.repos import write_comment
-from bot.promotion.authorship.trust import opened_by_conveyor
+from bot.promotion.authorship.trust import ConveyorCommit, opened_by_conveyor, trusted_pull
 from bot.runtime.timer_jobs import MergeRetry
 from bot.text import escape_markdown
 
@@ -149,19 +149,41 @@ async def stopped_comment(ctx: Context, gh: GitHubAPI, full_name: str, number: i
     return None
 
 
-async def retry_stopped_merge(ctx: Context, gh: GitHubAPI, full_name: str, number: int) -> bool:
+async def retry_stopped_merge(ctx: Context, gh: GitHubAPI, full_name: str, pr: dict[str, Any],
+                              policy: Policy) -> bool:
     """`/recheck` on a PR whose merge Conveyor gave up: try again from the first attempt. A
-    gated PR is merged by its gate once it passes, which `/recheck` re-evaluates anyway."""
+    gated PR is merged by its gate once it passes, which `/recheck` re-evaluates anyway.
+
+    Anyone with write access can edit Conveyor's comment, so it decides nothing: the head
+    must be the one it names, the PR's current head and Conveyor's own commit; the method and
+    whether the PR is gated come from the policy."""
+    number = int(pr["number"])
     found = await stopped_comment(ctx, gh, full_name, number)
     if found is None:
         return False
-    first_line = str(found["body"]).split("\n", 1)[0]
+    head = str((pr.get("head") or {}).get("sha") or "")
+    if not head or _stopped_head(found) != head:
+        return False
+    env = _auto_merged(policy, await trusted_pull(gh, full_name, pr, ctx.bot_login), head)
+    if env is None:
+        return False
+    return await merge_promotion(ctx, gh, full_name, number, head, env.merge_method,
+                                 environment=env.name)
+
+
+def _stopped_head(comment: dict[str, Any]) -> str | None:
+    """The head a stopped merge was for, as Conveyor's comment names it."""
+    first_line = str(comment.get("body") or "").split("\n", 1)[0]
     try:
-        retry = json.loads(first_line.removeprefix(STOPPED_MARKER).removesuffix("-->"))
-        head, method, gated = str(retry["head"]), str(retry["method"]), bool(retry["gated"])
+        return str(json.loads(first_line.removeprefix(STOPPED_MARKER).removesuffix("-->"))["head"])
     except (ValueError, KeyError, TypeError):
-        return False
-    if gated:
-        return False
-    return await merge_promotion(ctx, gh, full_name, number, head, method,
-                                 environment=str(retry.get("environment") or "unknown"))
+        return None
+
+
+def _auto_merged(policy: Policy, trusted: ConveyorCommit | None, head: str) -> Environment | None:
+    """The ungated `auto_merge` environment Conveyor's commit ``head`` promotes into; None when
+    the head is not Conveyor's commit or the environment is gated or merged by hand."""
+    if trusted is None or not trusted.head or trusted.sha != head:
+        return None
+    env = policy.environments.get(trusted.environment)
+    return env if env is not None and env.auto_merge and not env.gated else None

@@ -203,7 +203,7 @@ class Watcher:
             return False
         marked = mark is None
         if mark is None:
-            report = self._first_failure(await search.reports(target, digest), env, arrival)
+            report = self._first_failure(await search.reports(target), env, arrival)
             if report is None:
                 return False
             mark = await self._mark(service, env, digest, arrival, report)
