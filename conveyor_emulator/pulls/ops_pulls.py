@@ -8,7 +8,7 @@ from conveyor_emulator.issues import shapes_issues
 from conveyor_emulator.issues.ops_issues import IssueOps
 from conveyor_emulator.pulls.pull_merge import merge_info, pull_changes
 from conveyor_emulator.repos.ops_git import GitOps
-from conveyor_emulator.store.gitstore import Commit, MergeConflict
+from conveyor_emulator.store.gitstore import Commit, GitStore, MergeConflict
 from conveyor_emulator.store.state import JSON, Issue, Pull, Repo, Review
 
 
@@ -72,14 +72,14 @@ class PullOps(GitOps, IssueOps):
             new = store.put_commit(Commit(tree, (base_tip, pr.head_sha), msg.rstrip("\n"),
                                           self.signature(actor), committer, signed))
         elif method == "squash":
-            default_body = "\n\n".join(
-                "* " + (store.commit(c).message if store.commit(c) else "")  # type: ignore[union-attr]
-                for c in commits)
-            msg = (title or f"{item.title} (#{item.number})")
+            default_title, default_body = squash_message(store, item, commits)
+            msg = title or default_title
             body = message if message is not None else default_body
             if body:
                 msg += "\n\n" + body
-            new = store.put_commit(Commit(tree, (base_tip,), msg, self.signature(item.user),
+            # the one who merges is the squash commit's author, whoever opened the PR (the merge
+            # box offers the merger's own e-mail addresses; through the API, the app's bot)
+            new = store.put_commit(Commit(tree, (base_tip,), msg, self.signature(actor),
                                           committer, signed))
         else:
             new = base_tip
@@ -159,3 +159,15 @@ class PullOps(GitOps, IssueOps):
             "review": self.review_payload(repo, item.number, rev),
             "pull_request": self.pull_json(repo, item)})
         return rev
+
+
+def squash_message(store: GitStore, item: Issue, commits: list[str]) -> tuple[str, str]:
+    """GitHub's default message of a squash merge ("About pull request merges"): for one commit
+    (merge commits not counted), that commit's title followed by the PR's number and its body;
+    for more, the PR's title followed by its number and every commit's message, in order."""
+    messages = [found.message for sha in commits
+                if (found := store.commit(sha)) is not None and len(found.parents) < 2]
+    if len(messages) == 1:
+        title, _, body = messages[0].partition("\n")
+        return f"{title} (#{item.number})", body.strip("\n")
+    return f"{item.title} (#{item.number})", "\n\n".join(f"* {m}" for m in messages)

@@ -131,6 +131,29 @@ async def test_merge_sha_guard_and_squash_content(emulator: Emulator, gh: GitHub
     assert em.violations == []
 
 
+async def test_a_squash_merge_is_authored_by_whoever_merges_with_githubs_default_message(
+        emulator: Emulator) -> None:
+    """One commit: its title with the PR's number, then its body (trailers included); the
+    author is the merger, not the PR's author (the merge box offers the merger's addresses)."""
+    em = emulator
+    await em.push_files("acme/deploy", {"one.txt": "1\n"}, branch="one", author="alice",
+                        message="Promote web 1.1.0\n\nWhy it moves.\n\nTrailer: kept")
+    one = await em.open_pull("acme/deploy", "one", title="The PR's own title", author="alice")
+    await em.merge_pull("acme/deploy", one["number"], user="dave")
+    squashed = em.commit("acme/deploy", "main")
+    assert squashed["commit"]["message"] == (
+        f"Promote web 1.1.0 (#{one['number']})\n\nWhy it moves.\n\nTrailer: kept")
+    assert squashed["author"]["login"] == "dave"
+    assert squashed["commit"]["committer"]["name"] == "GitHub"
+    await em.push_files("acme/deploy", {"a.txt": "a\n"}, branch="two", message="first")
+    await em.push_files("acme/deploy", {"b.txt": "b\n"}, branch="two", message="second")
+    two = await em.open_pull("acme/deploy", "two", title="Two commits", author="alice")
+    await em.merge_pull("acme/deploy", two["number"], user="bob")
+    assert em.commit("acme/deploy", "main")["commit"]["message"] == (
+        f"Two commits (#{two['number']})\n\n* first\n\n* second")
+    assert em.violations == []
+
+
 async def test_merge_commit_and_rebase(emulator: Emulator, gh: GitHubAPI) -> None:
     em = emulator
     await branch_with(em, "a", {"a.txt": "a\n"})
