@@ -16,13 +16,14 @@ from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.gate.hold import HOLD_LABEL
 from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.policies import BrokenPolicy, DeploymentRepo
+from bot.runtime.queue import KeyedLocks
 
 
 class Scripted(GateService):
     """Each evaluation waits until the test lets it end, then answers or fails as told."""
 
     def __init__(self, outcomes: list[Verdict | Exception]) -> None:
-        super().__init__(ctx=None)  # type: ignore[arg-type]  # the seam below reads nothing
+        super().__init__(ctx=SimpleNamespace(locks=KeyedLocks()))  # type: ignore[arg-type]
         self.outcomes = outcomes
         self.started: list[dict[str, Any] | None] = []
         self.release = asyncio.Event()
@@ -79,7 +80,7 @@ class Approved(GateService):
 
     def __init__(self) -> None:
         super().__init__(ctx=SimpleNamespace(  # type: ignore[arg-type]
-            bot_login="conveyor[bot]", scheduler=None,
+            bot_login="conveyor[bot]", scheduler=None, locks=KeyedLocks(),
             metrics=SimpleNamespace(gate_verdicts=SimpleNamespace(
                 labels=lambda *_: SimpleNamespace(inc=lambda: None)))))
         self.readings = 0

@@ -9,11 +9,14 @@ import http
 import gidgethub
 import pytest
 
+from bot.domain.gate.model import Verdict
 from bot.names import GATE_CHECK
+from bot.promotion.gate.checkrun import GateCheckRuns
 from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.opening import opener
 from bot.promotion.resync.reconcile import resync_all
 from bot.promotion.triggers import merging
+from bot.runtime.queue import KeyedLocks
 from bot.sandbox.demo import digest_of
 from tests.harness import World, close_world, hand_pr, pinned_kustomization
 from tests.reliability.support import (
@@ -234,3 +237,32 @@ async def test_two_replicas_gating_one_new_pr_at_once_post_one_gate_run(rworld: 
     await asyncio.gather(*(gates.evaluate(gh, repo, int(pr["number"])) for gates in replicas))
     runs = world.emulator.check_runs(world.repo, pr["head"]["sha"], GATE_CHECK)
     assert len(runs) == 1, runs
+
+
+class ReplicaLocks(KeyedLocks):
+    """Locks as Redis gives them: other processes take them too."""
+
+    shared = True
+
+
+async def test_a_replica_posts_its_verdict_again_after_another_replica_changed_the_run(
+        rworld: World) -> None:
+    """Replicas each remember what they posted; another replica's newer verdict on the same
+    run makes that memory stale, so a replica that reaches its own earlier verdict again
+    (an approval dismissed, a hold put back) must write it, not skip it as unchanged."""
+    world = rworld
+    world.emulator.webhook_url = None
+    pinned = pinned_kustomization("1.0.0", digest_of("web:1.0.0"))
+    pr = await hand_pr(world, "apps/web/overlays/prod/kustomization.yaml", pinned)
+    ctx = world.conveyor.ctx
+    ctx.locks = ReplicaLocks()
+    gh = await ctx.clients.installation(world.demo.installation_id)
+    first, second = GateCheckRuns(ctx), GateCheckRuns(ctx)
+    held = Verdict("completed", "failure", "Held", (), None)
+    released = Verdict("completed", "success", "All conditions met", (), None)
+    sha = str(pr["head"]["sha"])
+    await first.post(gh, world.repo, sha, held)
+    await second.post(gh, world.repo, sha, released)
+    await first.post(gh, world.repo, sha, held)
+    [run] = world.emulator.check_runs(world.repo, sha, GATE_CHECK)
+    assert (run["conclusion"], run["output"]["title"]) == ("failure", "Held")

@@ -40,15 +40,17 @@ class GateCheckRuns:
         output = render_gate_output(verdict)
         fingerprint = _fingerprint(verdict.status, verdict.conclusion, output)
         key = (full_name.lower(), sha)
+        shared = self.ctx.locks.shared
         known = self._posted.get(key)
-        if known is not None and known[1] == fingerprint:
+        if not shared and known is not None and known[1] == fingerprint:
             return
         # One writer per commit, across replicas: two that both found no run would create two.
         async with self.ctx.locks.hold(f"gate-run:{full_name}@{sha}"):
-            known = self._posted.get(key)  # posted by this process while this call waited
-            if known is None and (self.ctx.locks.shared or not fresh):
+            known = None if shared else self._posted.get(key)  # posted by this process
+            if known is None and (shared or not fresh):
                 # another replica (its `opened` event, even on a commit this process has just
-                # made), or this process before a restart, may have posted it
+                # made, or a newer verdict than this process last posted), or this process
+                # before a restart, may have posted it
                 known = await self._existing_run(gh, full_name, sha)
             if known is not None and known[1] == fingerprint:
                 self._posted[key] = known

@@ -85,16 +85,19 @@ class GateService:
         self._running[key] = running
         final: tuple[Verdict, PullFacts] | None = None
         try:
-            while True:
-                final = await self._evaluate_once(gh, repo, number, pr)
-                pr = None  # a re-run reads the PR afresh
-                if not running.again:
-                    break
-                running.again = False
-            if final is not None and isinstance(repo, DeploymentRepo):
-                # on the final verdict only: a hold, a dismissed approval or a failure mark
-                # that came while an earlier reading ran is in it
-                await self._auto_merge(gh, repo, final[1], final[0])
+            # across replicas too: one reading of a PR at a time, so that an older reading's
+            # verdict (or merge) never lands after a newer one's
+            async with self.ctx.locks.hold(f"gate:{repo.full_name}#{number}"):
+                while True:
+                    final = await self._evaluate_once(gh, repo, number, pr)
+                    pr = None  # a re-run reads the PR afresh
+                    if not running.again:
+                        break
+                    running.again = False
+                if final is not None and isinstance(repo, DeploymentRepo):
+                    # on the final verdict only: a hold, a dismissed approval or a failure
+                    # mark that came while an earlier reading ran is in it
+                    await self._auto_merge(gh, repo, final[1], final[0])
         except BaseException:
             running.failed = True
             raise
