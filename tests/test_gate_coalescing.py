@@ -142,3 +142,29 @@ async def test_an_auto_merge_waits_for_the_final_verdict_of_a_coalesced_evaluati
     assert await first == HELD and await held == HELD
     assert gates.posted == ["All conditions met", "Held"]
     assert gates.merged == []  # the success of the first reading merged nothing
+
+
+class Replica(GateService):
+    """One of two replicas sharing one set of locks, as on Redis: notes how many readings of
+    the PR run at once, across both."""
+
+    def __init__(self, locks: KeyedLocks, running: list[int]) -> None:
+        super().__init__(ctx=SimpleNamespace(locks=locks))  # type: ignore[arg-type]
+        self.running = running
+
+    async def _evaluate_once(self, gh: Any, repo: Any, number: int,
+                             pr: dict[str, Any] | None) -> tuple[Verdict, PullFacts] | None:
+        self.running.append(self.running[-1] + 1)
+        for _ in range(5):  # the reads take a while
+            await asyncio.sleep(0)
+        self.running.append(self.running[-1] - 1)
+        return NO_GATED_CHANGE, PullFacts(number, "head", "base", "someone", (), None, "", "open")
+
+
+async def test_replicas_read_one_prs_gate_one_at_a_time() -> None:
+    locks = KeyedLocks()
+    locks.shared = True  # type: ignore[misc]
+    running = [0]
+    replicas = (Replica(locks, running), Replica(locks, running))
+    await asyncio.gather(*(gates.evaluate(None, REPO, 7) for gates in replicas))
+    assert max(running) == 1 and running[-1] == 0
