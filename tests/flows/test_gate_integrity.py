@@ -356,6 +356,30 @@ async def test_a_push_to_a_new_promotion_branch_before_conveyors_commit_is_left_
     assert [parent["sha"] for parent in head["parents"]] == [pr["base"]["sha"]]
 
 
+async def test_a_pull_request_someone_opened_first_from_a_new_promotion_branch_is_not_adopted(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GitHub answers Conveyor's PR 422 when one of that branch into that base is open: one a
+    writer opened in the moment after the branch was made is theirs, not a retried job's."""
+    creating = RepoOpener._create_branch
+    opened: list[int] = []
+
+    async def then_a_pull_request(opener: RepoOpener[Any], branch: str, sha: str) -> None:
+        await creating(opener, branch, sha)
+        if not opened:
+            await world.emulator.push_files(world.repo, {"notes.txt": "mine\n"},
+                                            branch=branch, author="mallory")
+            pr = await world.emulator.open_pull(world.repo, branch, title="Mine",
+                                                author="mallory")
+            opened.append(int(pr["number"]))
+
+    monkeypatch.setattr(RepoOpener, "_create_branch", then_a_pull_request)
+    await world.release("web", "1.0.0")
+    theirs = next(pr for pr in world.emulator.pulls(world.repo, state="all")
+                  if pr["number"] == opened[0])
+    assert not theirs["merged"] and [label["name"] for label in theirs["labels"]] == []
+    assert world.emulator.file(world.repo, STAGING) == DEMO_FILES[STAGING]
+
+
 async def test_promote_on_a_hand_written_pr_with_a_forged_marker_is_refused(
         merged_only: World) -> None:
     world = merged_only

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, Self, TypeVar
+from urllib.parse import quote
 
 import gidgethub
 from gidgethub.abc import GitHubAPI
@@ -107,9 +108,10 @@ async def find_pull_for_branch(gh: GitHubAPI, full_name: str, branch: str) -> di
 
 
 async def open_pull(gh: GitHubAPI, full_name: str, *, branch: str, base: str, title: str,
-                    body: str) -> dict[str, Any]:
+                    body: str, bot_login: str) -> dict[str, Any]:
     """Open the pull request of ``branch``; a 422 because it already exists (a retried job)
-    adopts the existing one."""
+    adopts the existing one, when it is an open PR the app opened into ``base``: anyone with
+    write access can open a PR from the new branch first, into any base."""
     try:
         pull: dict[str, Any] = await gh.post(f"/repos/{full_name}/pulls", data={
             "title": title, "head": branch, "base": base, "body": body,
@@ -118,10 +120,13 @@ async def open_pull(gh: GitHubAPI, full_name: str, *, branch: str, base: str, ti
     except gidgethub.BadRequest as exc:
         if exc.status_code != 422:
             raise
-        found = await find_pull_for_branch(gh, full_name, branch)
-        if found is None:
+        owner = full_name.split("/", 1)[0]
+        existing = await gh.getitem(f"/repos/{full_name}/pulls?state=open&head={owner}:"
+                                    f"{quote(branch)}&base={quote(base)}&per_page=5")
+        own = [pr for pr in existing or [] if opened_by_conveyor(bot_login, pr)]
+        if not own:
             raise
-        pull = found
+        pull = own[0]
     return pull
 
 
@@ -452,6 +457,7 @@ class Opener(RepoOpener[_Promotion]):
                        upstream_note=upstream_note, rollback_note=rollback_note)
         pull = await open_pull(
             self.gh, repo, branch=branch, base=self.default_branch, body=body,
+            bot_login=self.ctx.bot_login,
             title=pr_title(candidate, env.name, rollback=rollback, from_version=from_version))
         await add_labels(self.gh, repo, int(pull["number"]), promotion_labels(env.name, rollback))
         return int(pull["number"]), str(pull["html_url"]), head_sha

@@ -272,7 +272,8 @@ class TrainOpener(RepoOpener[_Train]):
         body = train_body(group, env, moves, plan.left_out, marker, rollback_note=rollback_note)
         pull = await open_pull(
             self.gh, full_name, branch=branch, base=self.repo.default_branch, body=body,
-            title=train_title(group, environment, len(moves), rollback=rollback))
+            title=train_title(group, environment, len(moves), rollback=rollback),
+            bot_login=self.ctx.bot_login)
         await add_labels(self.gh, full_name, int(pull["number"]),
                          train_labels(environment, rollback))
         return int(pull["number"]), str(pull["html_url"]), head_sha
