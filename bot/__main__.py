@@ -91,7 +91,8 @@ def _check_config(args: argparse.Namespace) -> int:
 def _bump(args: argparse.Namespace) -> int:
     from bot.cli.bump import bump
 
-    return bump(args.repo, args.service, args.env, args.image or args.chart,
+    return bump(args.repo, args.service, args.env,
+                args.image if args.image is not None else args.chart,
                 write=args.write, chart=args.chart is not None)
 
 

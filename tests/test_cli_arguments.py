@@ -1,13 +1,17 @@
 """The command line's argument types and exits, in process: a port or webhook URL that is not
-one is a usage error naming it; no command means `serve`; Ctrl-C exits 130."""
+one is a usage error naming it; no command means `serve`; Ctrl-C exits 130; an empty
+`--image` is a reference like any other; a `--log-dir` the log cannot be written in."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
 from bot import __main__ as cli
+from bot.sandbox import cli as sandbox_cli
+from tests.test_offline import demo_repo
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -43,3 +47,19 @@ def test_no_command_serves_and_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr("bot.serving.serve.run_server", interrupted)
     assert cli.main([]) == 130
     assert served == ["serve"]
+
+
+def test_an_empty_image_is_refused_as_a_reference(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    assert cli.main(["bump", "--repo", str(repo), "--service", "web", "--env", "staging",
+                     "--image", ""]) == 1
+    assert capsys.readouterr().err == "--image: invalid image reference ''\n"
+
+
+def test_a_log_dir_the_log_cannot_be_written_in_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "conveyor.log").mkdir()
+    assert sandbox_cli.run(log_dir=tmp_path) == 2
+    assert capsys.readouterr().err == (f"conveyor sandbox: --log-dir {tmp_path}: "
+                                       "Is a directory\n")

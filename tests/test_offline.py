@@ -4,6 +4,7 @@ nothing."""
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -256,8 +257,9 @@ def test_a_failed_write_leaves_the_file_and_no_temporary(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("bot.cli.bump.os.replace", disk_full)
-    with pytest.raises(OSError):
-        run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}")
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"{STAGING}: cannot write: No space left on device")
     assert (repo / STAGING).read_text() == DEMO_FILES[STAGING]
     assert sorted(p.name for p in (repo / STAGING).parent.iterdir()) == ["kustomization.yaml"]
 
@@ -280,3 +282,53 @@ def test_check_config_names_files_it_cannot_use(
         f"{repo}/charts/api/values-staging.yaml:1: charts/api/values-staging.yaml is larger "
         "than 1048576 bytes"]
     assert captured.err == f"2 problem(s) in the files of {repo}\n"
+
+
+def test_a_write_into_a_read_only_folder_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+
+    def read_only(**_kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("bot.cli.bump.tempfile.mkstemp", read_only)
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"{STAGING}: cannot write: Permission denied")
+    assert (repo / STAGING).read_text() == DEMO_FILES[STAGING]
+
+
+def test_a_symbolic_link_loop_is_a_file_that_cannot_be_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    (repo / STAGING).unlink()
+    (repo / STAGING).symlink_to("kustomization.yaml")
+    (repo / "misc").mkdir()
+    (repo / "misc/loop.yaml").symlink_to("loop.yaml")
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 1
+    assert refusal(capsys) == f"{STAGING}: cannot read: symbolic link loop"
+    assert run_bump(repo, f"ghcr.io/acme/api:1.2.0@{DIGEST}", service="api") == 0
+    capsys.readouterr()
+    assert check_config(None, str(repo)) == 1
+    assert f"{repo}/{STAGING}:1: cannot read: symbolic link loop" in (
+        capsys.readouterr().out.splitlines())
+
+
+def test_a_path_with_a_name_too_long_is_a_file_that_cannot_be_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    long = "y" * 300
+    repo = demo_repo(tmp_path / "deploy")
+    (repo / STAGING).write_text(DEMO_FILES[STAGING].replace("  - ../../base\n",
+                                                            f"  - ../../base\n  - {long}\n"))
+    assert check_config(None, str(repo)) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert f"{repo}/apps/web/overlays/staging/{long}:1: cannot read: File name too long" in out
+
+
+def test_a_fifo_is_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = demo_repo(tmp_path / "deploy")
+    (repo / STAGING).unlink()
+    os.mkfifo(repo / STAGING)
+    assert run_bump(repo, f"ghcr.io/acme/web:1.2.0@{DIGEST}") == 1
+    assert refusal(capsys) == f"{STAGING}: cannot read: not a regular file"

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from bot.cli.receive import run, send, signature_for
+from bot.runtime.settings import SettingsError
 from tests.harness import SECRET, World, close_world, make_world
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,6 +106,52 @@ def test_unreadable_or_invalid_payload(tmp_path: Path, monkeypatch: pytest.Monke
     out = capsys.readouterr().out
     assert "missing.json: cannot read" in out
     assert "bad.json: not valid JSON" in out
+
+
+def test_a_payload_nested_too_deep_is_invalid_json(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    (tmp_path / "deep.json").write_text("[" * 100_000, encoding="utf-8")
+    assert run("push", str(tmp_path / "deep.json"), "http://127.0.0.1:9/x") == 1
+    assert capsys.readouterr().out == (f"{tmp_path / 'deep.json'}: not valid JSON: "
+                                       "nested too deeply\n")
+
+
+def test_an_event_with_a_control_character_is_a_usage_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    (tmp_path / "ok.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(SettingsError) as refused:
+        run("push\r\nX-Evil: 1", str(tmp_path / "ok.json"), "http://127.0.0.1:9/x")
+    assert str(refused.value) == ("-e/--event 'push\\r\\nX-Evil: 1': an event name has no "
+                                  "control characters")
+
+
+async def test_an_answer_that_is_not_utf8_is_printed(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    async def binary(_request: web.Request) -> web.Response:
+        return web.Response(body=b"ok \xff", content_type="text/plain", charset="utf-8")
+
+    app = web.Application()
+    app.router.add_post("/bin", binary)
+    server = TestServer(app)
+    await server.start_server()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    (tmp_path / "ok.json").write_text("{}", encoding="utf-8")
+    try:
+        assert await asyncio.to_thread(run, "push", str(tmp_path / "ok.json"),
+                                       str(server.make_url("/bin"))) == 0
+    finally:
+        await server.close()
+    assert capsys.readouterr().out == "200 ok \ufffd\n"
 
 
 def test_missing_secret_exits_2_with_one_line(tmp_path: Path) -> None:

@@ -60,6 +60,35 @@ def test_malformed_dotenv_lines_are_named(tmp_path: Path, text: str, message: st
     assert str(raised.value) == f"{tmp_path}/{message}"
 
 
+def test_a_dotenv_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / ".env"
+    path.write_bytes(b"GITHUB_APP_ID=1\nX=\xff\n")
+    with pytest.raises(SettingsError) as raised:
+        merged_environment({}, path)
+    assert str(raised.value) == f"{path}: cannot be read: not UTF-8 text"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of mode 000")
+def test_an_unreadable_dotenv_is_named(tmp_path: Path) -> None:
+    path = dotenv(tmp_path, "HOST=x\n")
+    path.chmod(0)
+    with pytest.raises(SettingsError) as raised:
+        merged_environment({}, path)
+    assert str(raised.value) == f"{path}: cannot be read: Permission denied"
+
+
+def test_serve_refuses_a_dotenv_that_is_not_utf8_in_one_line(env: dict[str, str],
+                                                              tmp_path: Path) -> None:
+    (tmp_path / ".env").write_bytes(b"X=\xff\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "serve"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=60, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT),
+                         **coverage_env(), **env})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"conveyor: {tmp_path / '.env'}: cannot be read: not UTF-8 text"]
+
+
 def test_the_environment_wins_over_dotenv(tmp_path: Path) -> None:
     path = dotenv(tmp_path, "HOST=from-file\nPORT=1\n")
     assert merged_environment({"HOST": "from-env"}, path) == {"HOST": "from-env", "PORT": "1"}
@@ -135,6 +164,8 @@ def test_an_inline_key_with_escaped_newlines(env: dict[str, str], tmp_path: Path
 @pytest.mark.parametrize(("change", "message"), [
     ({"GITHUB_APP_ID": ""}, "GITHUB_APP_ID is not set"),
     ({"GITHUB_APP_ID": "my-app"}, "GITHUB_APP_ID must be the numeric app id, got 'my-app'"),
+    ({"GITHUB_APP_ID": "²"}, "GITHUB_APP_ID must be the numeric app id, got '²'"),
+    ({"GITHUB_APP_ID": "١٢"}, "GITHUB_APP_ID must be the numeric app id, got '١٢'"),
     ({"GITHUB_WEBHOOK_SECRET": "  "}, "GITHUB_WEBHOOK_SECRET is not set"),
     ({"GITHUB_PRIVATE_KEY": ""}, "GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH is not set"),
     ({"GITHUB_PRIVATE_KEY": "not a key"}, "GITHUB_PRIVATE_KEY is not a PEM private key"),
@@ -145,11 +176,37 @@ def test_an_inline_key_with_escaped_newlines(env: dict[str, str], tmp_path: Path
     ({"PORT": "70000"}, "PORT must be between 1 and 65535, got 70000"),
     ({"CONVEYOR_RESYNC_INTERVAL": "soon"},
      "CONVEYOR_RESYNC_INTERVAL must be a number, got 'soon'"),
+    ({"CONVEYOR_RESYNC_INTERVAL": "nan"},
+     "CONVEYOR_RESYNC_INTERVAL must be a finite number, got 'nan'"),
+    ({"CONVEYOR_RESYNC_INTERVAL": "1e400"},
+     "CONVEYOR_RESYNC_INTERVAL must be a finite number, got '1e400'"),
+    ({"CONVEYOR_REDIS_CLAIM_TIMEOUT": "inf"},
+     "CONVEYOR_REDIS_CLAIM_TIMEOUT must be a finite number, got 'inf'"),
+    ({"CONVEYOR_REDIS_CLAIM_TIMEOUT": "-nan"},
+     "CONVEYOR_REDIS_CLAIM_TIMEOUT must be a finite number, got '-nan'"),
+    ({"CONVEYOR_WORKERS": "101"},
+     "CONVEYOR_WORKERS must be at most 100 (GitHub answers at most 100 concurrent requests), "
+     "got 101"),
+    ({"CONVEYOR_WORKERS": "100000000"}, "CONVEYOR_WORKERS must be at most 100"),
     ({"GITHUB_API_URL": "ftp://github.example"},
      "GITHUB_API_URL must be an http(s) URL, got 'ftp://github.example'"),
     ({"GITHUB_API_URL": "https://github.example/api?x=1"},
      "GITHUB_API_URL must be an http(s) URL, got 'https://github.example/api?x=1'"),
+    ({"GITHUB_API_URL": "http://[::1"}, "GITHUB_API_URL must be an http(s) URL, got 'http://[::1'"),
+    ({"GITHUB_API_URL": "http://h:99999/"},
+     "GITHUB_API_URL must be an http(s) URL, got 'http://h:99999/'"),
+    ({"GITHUB_API_URL": "http://h:abc/"},
+     "GITHUB_API_URL must be an http(s) URL, got 'http://h:abc/'"),
+    ({"GITHUB_API_URL": "http://h:0/"}, "GITHUB_API_URL must be an http(s) URL, got 'http://h:0/'"),
+    ({"GITHUB_API_URL": "https://:443/"},
+     "GITHUB_API_URL must be an http(s) URL, got 'https://:443/'"),
     ({"CONVEYOR_REGISTRY_ENDPOINTS": "ghcr.io"}, "CONVEYOR_REGISTRY_ENDPOINTS: "),
+    ({"CONVEYOR_REGISTRY_ENDPOINTS": "a=http://h:99999"},
+     "CONVEYOR_REGISTRY_ENDPOINTS: expected host=http(s)://address, got 'a=http://h:99999'"),
+    ({"CONVEYOR_REGISTRY_ENDPOINTS": "a=http://h:abc"},
+     "CONVEYOR_REGISTRY_ENDPOINTS: expected host=http(s)://address, got 'a=http://h:abc'"),
+    ({"CONVEYOR_REGISTRY_ENDPOINTS": "a=http://[::1"},
+     "CONVEYOR_REGISTRY_ENDPOINTS: expected host=http(s)://address, got 'a=http://[::1'"),
     ({"CONVEYOR_CONTENT_LIMITS": "80/sec"}, "CONVEYOR_CONTENT_LIMITS must be `off` or limits "
                                            "like `80/min,500/h`, got '80/sec'"),
     ({"CONVEYOR_CONTENT_LIMITS": "0/min"}, "CONVEYOR_CONTENT_LIMITS must be `off`"),
@@ -173,6 +230,30 @@ def test_an_unreadable_key_file(env: dict[str, str], tmp_path: Path) -> None:
                       dotenv=tmp_path / "none")
     assert str(raised.value) == ("GITHUB_PRIVATE_KEY_PATH cannot be read: "
                                  "No such file or directory")
+
+
+def test_a_key_file_that_is_not_utf8(env: dict[str, str], tmp_path: Path) -> None:
+    without_inline = {k: v for k, v in env.items() if k != "GITHUB_PRIVATE_KEY"}
+    key = tmp_path / "bad.pem"
+    key.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(SettingsError) as raised:
+        load_settings({**without_inline, "GITHUB_PRIVATE_KEY_PATH": str(key)},
+                      dotenv=tmp_path / "none")
+    assert str(raised.value) == ("GITHUB_PRIVATE_KEY_PATH is not a PEM private key "
+                                 "(not UTF-8 text)")
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('{"auths":{"ghcr.io":{"auth":"é"}}}', "auths['ghcr.io'].auth is not base64 of user:password"),
+    ("[" * 100_000, "is not JSON (expected a Docker config.json)"),
+])
+def test_an_auth_file_with_a_non_ascii_auth_or_too_deep_is_named(
+        env: dict[str, str], tmp_path: Path, text: str, problem: str) -> None:
+    auth = tmp_path / "auth.json"
+    auth.write_text(text, encoding="utf-8")
+    with pytest.raises(SettingsError) as raised:
+        load_settings({**env, "CONVEYOR_REGISTRY_AUTH_FILE": str(auth)}, dotenv=tmp_path / "n")
+    assert str(raised.value) == f"CONVEYOR_REGISTRY_AUTH_FILE {auth}: {problem}"
 
 
 def test_a_broken_auth_file_names_the_variable_and_the_path(env: dict[str, str],
@@ -212,3 +293,13 @@ def test_the_renderers_are_named_or_turned_off(env: dict[str, str]) -> None:
     with pytest.raises(SettingsError) as kustomize:
         load_settings({**env, "CONVEYOR_KUSTOMIZE": "no-such-kustomize build"})
     assert str(kustomize.value).startswith("CONVEYOR_KUSTOMIZE: no-such-kustomize is not")
+
+
+def test_a_sigstore_trust_file_nested_too_deep_is_named(env: dict[str, str],
+                                                        tmp_path: Path) -> None:
+    roots = tmp_path / "deep.json"
+    roots.write_text("[" * 100_000, encoding="utf-8")
+    with pytest.raises(SettingsError) as raised:
+        load_settings({**env, "CONVEYOR_SIGSTORE_TRUST": str(roots)}, dotenv=tmp_path / "none")
+    assert str(raised.value).startswith(
+        f"CONVEYOR_SIGSTORE_TRUST {roots}: line 1: not a Sigstore trusted root: ")

@@ -166,20 +166,26 @@ async def test_org_and_placeholder_webhook(emulator: Emulator, tmp_path: Path) -
     assert "placeholder" in page
 
 
-async def test_existing_env_is_kept_without_force(emulator: Emulator, tmp_path: Path) -> None:
+async def test_existing_env_is_kept_without_force(emulator: Emulator, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text("KEEP=me\n", encoding="utf-8")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
     client, expected = await client_for(config_for(emulator, env_file))
     try:
         _action, manifest = read_form(await (await client.get("/")).text())
         state = expected
         code = emulator.issue_manifest_code(manifest)
-        refused = await client.get("/setup/done", params={"code": code, "state": state})
-        assert refused.status == 502
-        assert "--force" in await refused.text()
+        done = await client.get("/setup/done", params={"code": code, "state": state})
+        assert done.status == 200
+        assert "--force" in await done.text()
     finally:
         await client.close()
     assert env_file.read_text(encoding="utf-8") == "KEEP=me\n"
+    [saved] = (tmp_path / "cwd").iterdir()
+    assert load_settings(environ={}, dotenv=saved).webhook_secret == (
+        emulator.world.manifest_apps["conveyor"].webhook_secret)
 
 
 def test_write_env_force_replaces_and_tightens_mode(tmp_path: Path) -> None:
@@ -249,7 +255,7 @@ def test_run_refuses_an_existing_env_before_serving(tmp_path: Path,
     monkeypatch.delenv("GITHUB_API_URL", raising=False)
     (tmp_path / ".env").write_text("X=1\n", encoding="utf-8")
     assert run(host="127.0.0.1", port=3000, org=None, webhook_url=None, manifest=None,
-               env_file=Path(".env"), force=False) == 1
+               env_file=Path(".env"), force=False) == 2
     assert "exists; run again with --force" in capsys.readouterr().err
 
 

@@ -79,7 +79,7 @@ def load_roots_text(text: str) -> list[NamedRoot]:
         raise RootError("holds no trusted root")
     try:
         whole = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         lines = [(number, line) for number, line in enumerate(text.splitlines(), 1)
                  if line.strip()]
     else:

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bot.cli.localrepo import not_utf8
+from bot.cli.localrepo import is_file, not_utf8, unreadable_reason
 from bot.cli.localsyncs import local_renders
 from bot.cli.offline import ToolSettingError, local_builder
 from bot.cli.repocheck import LocalFiles, local_index
@@ -94,7 +94,11 @@ def bump(repo_dir: str, service: str, env: str, image: str, *, write: bool,
     if write:
         target = _inside(root, relative)
         assert target is not None  # read from there a moment ago
-        _write_atomically(target, edit.new_text)
+        try:
+            _write_atomically(target, edit.new_text)
+        except OSError as exc:
+            print(f"{relative}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -143,8 +147,11 @@ def _edit(root: Path, request: _Request, relative: str, builder: Builder | None
     except ManifestError as exc:
         return FileEdit(f"cannot edit {exc}"), None
     lock = chart_lock_path(service, relative)
-    lock_file = _inside(root, lock) if lock is not None else None
-    if lock is not None and lock_file is not None and lock_file.is_file():
+    try:
+        lock_file = _inside(root, lock) if lock is not None else None
+    except RuntimeError:  # a symbolic link loop
+        lock_file = None
+    if lock is not None and lock_file is not None and is_file(lock_file):
         return FileEdit(chart_lock_refusal(service, lock)), None
     before = edit.occurrences[0] if edit.occurrences else None
     if edit.changed and builder is not None:
@@ -156,14 +163,16 @@ def _edit(root: Path, request: _Request, relative: str, builder: Builder | None
 
 def _read(root: Path, relative: str) -> tuple[str] | str:
     """The file's text (in a 1-tuple), or why it cannot be read."""
-    target = _inside(root, relative)
-    if target is None:
-        return f"{relative}: outside the repository"
     try:
+        target = _inside(root, relative)
+        if target is None:
+            return f"{relative}: outside the repository"
+        if target.exists() and not target.is_file():
+            return f"{relative}: cannot read: not a regular file"
         with open(target, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        return f"{relative}: cannot read: {exc.strerror or exc}"
+    except (OSError, RuntimeError) as exc:
+        return f"{relative}: cannot read: {unreadable_reason(exc)}"
     if len(data) > MAX_FILE_BYTES:
         return (f"{relative}: larger than {MAX_FILE_BYTES} bytes, the most Conveyor reads of "
                 "one file")

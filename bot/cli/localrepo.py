@@ -42,6 +42,27 @@ def not_utf8(data: bytes, exc: UnicodeDecodeError) -> str:
             "Conveyor edits UTF-8 files only")
 
 
+def unreadable_reason(exc: OSError | RuntimeError) -> str:
+    """Why a path cannot be read; Python 3.11's `Path.resolve` raises RuntimeError for a loop."""
+    if isinstance(exc, RuntimeError):
+        return "symbolic link loop"
+    return exc.strerror or str(exc)
+
+
+def is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long
+        return False
+
+
+def is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class Unreadable:
     """A file that is named but cannot be used; `line` is where, 1 when not tied to a line."""
@@ -58,13 +79,20 @@ class LocalFolder:
         self.root = root.resolve()
 
     def resolve(self, path: str) -> Path | None:
-        """The file of a repository path, or None when it would leave the repository."""
+        """The file of a repository path, or None when it would leave the repository or
+        cannot be resolved (a symbolic link loop)."""
+        try:
+            return self._resolve(path)
+        except (OSError, RuntimeError):
+            return None
+
+    def _resolve(self, path: str) -> Path | None:
         target = (self.root / path).resolve() if path else self.root
         return target if target.is_relative_to(self.root) else None
 
     async def listing(self, directory: str) -> Listing | None:
         target = self.resolve(directory)
-        if target is None or not target.is_dir():
+        if target is None or not is_dir(target):
             return None
         entries: Listing = {}
         with os.scandir(target) as scanned:
@@ -80,16 +108,16 @@ class LocalFolder:
 
     def read(self, path: str) -> RepoFile | Unreadable | None:
         """The file's text, why it cannot be used, or None when it does not exist."""
-        target = self.resolve(path)
-        if target is None:
-            return Unreadable(path, 1, "the path leaves the repository")
-        if not target.is_file():
-            return None
         try:
+            target = self._resolve(path)
+            if target is None:
+                return Unreadable(path, 1, "the path leaves the repository")
+            if not target.is_file():
+                return None
             with open(target, "rb") as handle:
                 data = handle.read(MAX_FILE_BYTES + 1)
-        except OSError as exc:
-            return Unreadable(path, 1, f"cannot read: {exc.strerror or exc}")
+        except (OSError, RuntimeError) as exc:
+            return Unreadable(path, 1, f"cannot read: {unreadable_reason(exc)}")
         if len(data) > MAX_FILE_BYTES:
             raise FileTooLarge(f"{path} is larger than {MAX_FILE_BYTES} bytes")
         try:
@@ -133,7 +161,7 @@ def read_policy_files(root: Path, policy: Policy) -> PolicyFiles:
         if read is None:
             if path in named:
                 found.missing.append(path)
-            elif folder.resolve(path) is not None and (root / path).is_dir():
+            elif folder.resolve(path) is not None and is_dir(root / path):
                 queue += [posixpath.join(path, name) for name in kustomize.KUSTOMIZATION_NAMES]
             continue
         if isinstance(read, Unreadable):
@@ -153,7 +181,7 @@ def chart_files(root: Path, policy: Policy) -> dict[str, str]:
     for path in named_paths(policy):
         parent = posixpath.dirname(path)
         while True:
-            if (root / parent / "Chart.yaml").is_file() and parent not in charts:
+            if is_file(root / parent / "Chart.yaml") and parent not in charts:
                 charts.append(parent)
                 break
             if not parent:

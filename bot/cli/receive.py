@@ -40,7 +40,7 @@ async def send(url: str, event: str, body: bytes, secret: str) -> tuple[int, str
         url, data=body, headers=webhook_headers(event, body, secret),
         timeout=aiohttp.ClientTimeout(total=30),
     ) as response:
-        return response.status, await response.text()
+        return response.status, await response.text(errors="replace")
 
 
 def run(event: str, payload_path: str, url: str | None) -> int:
@@ -57,6 +57,11 @@ def run(event: str, payload_path: str, url: str | None) -> int:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         print(f"{payload_path}: not valid JSON: {exc}")
         return 1
+    except RecursionError:
+        print(f"{payload_path}: not valid JSON: nested too deeply")
+        return 1
+    if not event.isprintable():
+        raise SettingsError(f"-e/--event {event!r}: an event name has no control characters")
     target = url or default_url()
     try:
         status, text = asyncio.run(send(target, event, body, secret))

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.cli.localrepo import LocalFolder, PolicyFiles, read_policy_files
+from bot.cli.localrepo import LocalFolder, PolicyFiles, is_file, read_policy_files
 from bot.cli.localsyncs import local_renders
 from bot.configcheck import helm, kustomize
 from bot.configcheck.files import check_text, may_hold_resources
@@ -154,13 +154,13 @@ class LocalFiles:
 
     async def binary(self, path: str) -> bytes | None:
         target = self.folder.resolve(path)
-        if target is None or not target.is_file() or target.stat().st_size > MAX_BINARY_BYTES:
+        if target is None or not is_file(target) or target.stat().st_size > MAX_BINARY_BYTES:
             return None
         return target.read_bytes()
 
     def blob(self, path: str) -> str:
         target = self.folder.resolve(path)
-        return git_blob_sha(target.read_bytes()) if target is not None and target.is_file() \
+        return git_blob_sha(target.read_bytes()) if target is not None and is_file(target) \
             else ""
 
 

@@ -21,6 +21,7 @@ import os
 import secrets
 import signal
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,14 @@ class SetupConfig:
         return f"{self.web_url}/settings/apps/new"
 
 
+@dataclass(frozen=True)
+class Saved:
+    """Where the new app's settings were written; `problem` says why not to `--env-file`."""
+
+    path: Path
+    problem: str | None = None
+
+
 @dataclass
 class SetupState:
     config: SetupConfig
@@ -76,6 +85,8 @@ class SetupState:
     done: asyncio.Event = field(default_factory=asyncio.Event)
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
     app: dict[str, Any] | None = None
+    saved: Saved | None = None
+    unsaved: str | None = None  # why the settings of a registered app are not saved
 
 
 _STATE: web.AppKey[SetupState] = web.AppKey("conveyor_setup")
@@ -166,6 +177,42 @@ def write_env(path: Path, text: str, *, force: bool) -> None:
         out.write(text)
 
 
+def check_destination(path: Path, *, force: bool) -> None:
+    """SetupError unless `path` can be written: checked before the one-use code is spent."""
+    if path.is_dir():
+        raise SetupError(f"{path} is a folder; --env-file names the file to write")
+    if path.exists() and not force:
+        raise SetupError(f"{path} exists; run again with --force to replace it")
+    folder = path.parent
+    if not folder.is_dir():
+        raise SetupError(f"{folder}: no such folder (for --env-file {path})")
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists()
+                                                    and not os.access(path, os.W_OK)):
+        raise SetupError(f"{path}: cannot write there (permission denied)")
+
+
+def save_env(config: SetupConfig, text: str) -> Saved:
+    """Write `--env-file`; if that fails, a new 0600 file in the current folder, else the
+    temporary one, so that the app's key and webhook secret are not lost."""
+    try:
+        write_env(config.env_file, text, force=config.force)
+        return Saved(config.env_file)
+    except SetupError as exc:
+        problem = str(exc)
+    except OSError as exc:
+        problem = f"cannot write {config.env_file}: {exc.strerror or exc}"
+    for folder in (os.curdir, tempfile.gettempdir()):
+        try:
+            handle, name = tempfile.mkstemp(prefix="conveyor-app-", suffix=".env", dir=folder)
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            return Saved(Path(os.path.abspath(name)), problem)
+        except OSError:
+            continue
+    raise SetupError(f"{problem}; nor can a file be written in the current folder or in "
+                     f"{tempfile.gettempdir()}")
+
+
 # -- the code exchange -----------------------------------------------------------------------------
 async def convert_code(api_url: str, code: str) -> dict[str, Any]:
     """`POST /app-manifests/{code}/conversions`: the new app, its key and webhook secret."""
@@ -243,7 +290,6 @@ async def done_page(request: web.Request) -> web.Response:
                      f"<code>{html.escape(str(config.env_file))}</code> written.</p>", 409)
     try:
         app = await convert_code(config.api_url, code)
-        write_env(config.env_file, env_text(app, config.api_url), force=config.force)
     except SetupError as exc:
         return _page("Conveyor setup", f"<h1>Setup failed</h1><p>{html.escape(str(exc))}</p>",
                      502)
@@ -251,17 +297,38 @@ async def done_page(request: web.Request) -> web.Response:
         return _page("Conveyor setup", "<h1>Setup failed</h1><p>Could not reach "
                      f"{html.escape(config.api_url)}: {html.escape(str(exc))}</p>", 502)
     setup.app = app
+    try:
+        setup.saved = save_env(config, env_text(app, config.api_url))
+    except SetupError as exc:
+        setup.unsaved = f"{exc}. {lost_hint(config, app)}"
+        setup.done.set()
+        return _page("Conveyor setup", "<h1>The app is registered, its settings are not "
+                     f"saved</h1><p>{html.escape(setup.unsaved)}</p>", 500)
     setup.done.set()
-    steps = "".join(f"<li>{html.escape(step)}</li>" for step in next_steps(config, app))
+    steps = "".join(f"<li>{html.escape(step)}</li>"
+                    for step in next_steps(config, app, setup.saved))
     return _page("Conveyor setup", f"<h1>Conveyor is registered</h1><ol>{steps}</ol>")
 
 
-def next_steps(config: SetupConfig, app: dict[str, Any]) -> list[str]:
-    html_url = str(app.get("html_url") or f"{config.web_url}/apps/{app.get('slug', '')}")
-    steps = [f"Wrote {config.env_file} (mode 0600): GITHUB_APP_ID={app['id']}, "
+def app_url(config: SetupConfig, app: dict[str, Any]) -> str:
+    return str(app.get("html_url") or f"{config.web_url}/apps/{app.get('slug', '')}")
+
+
+def lost_hint(config: SetupConfig, app: dict[str, Any]) -> str:
+    return (f"Generate a private key and set a new webhook secret in the app's settings "
+            f"({app_url(config, app)}), then write .env by hand (GITHUB_APP_ID={app['id']})")
+
+
+def next_steps(config: SetupConfig, app: dict[str, Any], saved: Saved) -> list[str]:
+    html_url = app_url(config, app)
+    wrote = (f"Wrote {saved.path} (mode 0600): GITHUB_APP_ID={app['id']}, "
              "GITHUB_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET"
              + (", GITHUB_API_URL" if config.api_url.rstrip("/") != DEFAULT_API_URL else "")
-             + ".",
+             + ".")
+    if saved.problem is not None:
+        wrote = (f"Could not write {config.env_file} ({saved.problem}). {wrote} "
+                 f"Move it to where the server reads its .env.")
+    steps = [wrote,
              f"Install the app on your deployment repository and the source repositories "
              f"whose releases feed it: {html_url}/installations/new"]
     if uses_placeholder(config):
@@ -293,6 +360,11 @@ def setup_state(app: web.Application) -> SetupState:
 
 async def serve_until_done(config: SetupConfig) -> dict[str, Any] | None:
     """Serve the pages until the app is registered (its data), or Ctrl-C/SIGTERM (None)."""
+    return (await serve_setup(config)).app
+
+
+async def serve_setup(config: SetupConfig) -> SetupState:
+    """Serve the pages until the app is registered, or Ctrl-C/SIGTERM (`app` is None)."""
     app = build_setup_app(config)
     state = setup_state(app)
     runner = web.AppRunner(app, access_log=None)
@@ -316,7 +388,7 @@ async def serve_until_done(config: SetupConfig) -> dict[str, Any] | None:
         stopped.cancel()
         if state.app is not None:
             await asyncio.sleep(0.5)  # let the browser receive the last page
-        return state.app
+        return state
     finally:
         for signum in handled:
             loop.remove_signal_handler(signum)
@@ -330,8 +402,11 @@ def run(*, host: str, port: int, org: str | None, webhook_url: str | None,
     if not api_url.startswith(("http://", "https://")):
         raise SettingsError(f"GITHUB_API_URL must be an http(s) URL, got {api_url!r}")
     try:
-        if env_file.exists() and not force:
-            raise SetupError(f"{env_file} exists; run again with --force to replace it")
+        check_destination(env_file, force=force)
+    except SetupError as exc:
+        print(f"conveyor setup: {exc}", file=sys.stderr)
+        return 2
+    try:
         config = SetupConfig(api_url=api_url, manifest=load_manifest(find_manifest(manifest)),
                              env_file=env_file, host=host, port=port, org=org,
                              webhook_url=webhook_url, force=force)
@@ -339,16 +414,24 @@ def run(*, host: str, port: int, org: str | None, webhook_url: str | None,
         print(f"conveyor setup: {exc}", file=sys.stderr)
         return 1
     try:
-        app = asyncio.run(serve_until_done(config))
+        state = asyncio.run(serve_setup(config))
     except OSError as exc:
         print(f"conveyor setup: cannot listen on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 1
-    if app is None:
+    if state.app is None:
         print("conveyor setup: stopped before the app was registered; nothing was written",
               file=sys.stderr)
         return 1
+    if state.saved is None:
+        print(f"conveyor setup: the app is registered but its settings are not saved: "
+              f"{state.unsaved}", file=sys.stderr)
+        return 1
     print("Conveyor is registered:")
-    for step in next_steps(config, app):
+    for step in next_steps(config, state.app, state.saved):
         print(f"  - {step}")
+    if state.saved.problem is not None:
+        print(f"conveyor setup: {state.saved.problem}; the app's settings are in "
+              f"{state.saved.path} instead", file=sys.stderr)
+        return 1
     return 0

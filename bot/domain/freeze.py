@@ -57,11 +57,20 @@ def _time(text: str) -> time:
     return time(hours, minutes)
 
 
+# A day's midnight, and the next one, must be instants in every zone.
+_FIRST_DATE = date.min + timedelta(days=1)
+_LAST_DATE = date.max - timedelta(days=1)
+
+
 def _date(text: str) -> date:
     try:
-        return date.fromisoformat(text)
+        day = date.fromisoformat(text)
     except ValueError:
         raise ValueError(f"invalid date {text!r}: use YYYY-MM-DD") from None
+    if not _FIRST_DATE <= day <= _LAST_DATE:
+        raise ValueError(f"invalid date {text!r}: use a date between {_FIRST_DATE} and "
+                         f"{_LAST_DATE}")
+    return day
 
 
 def first_instant(day: date, clock: time, zone: ZoneInfo) -> datetime:

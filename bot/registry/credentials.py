@@ -9,7 +9,6 @@ secret from the file.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import logging
 import time
@@ -61,7 +60,7 @@ def parse_auths(data: Any) -> dict[str, Credential]:
         if encoded:
             try:
                 decoded = base64.b64decode(encoded, validate=True).decode()
-            except (binascii.Error, UnicodeDecodeError):
+            except ValueError:  # also a text that is not ASCII
                 raise AuthFileError(f"auths[{key!r}].auth is not base64 of user:password") \
                     from None
             user, sep, secret = decoded.partition(":")
@@ -90,7 +89,7 @@ def load_auth_file(path: Path) -> dict[str, Credential]:
         raise AuthFileError("is larger than 1 MB")
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):
         raise AuthFileError("is not JSON (expected a Docker config.json)") from None
     return parse_auths(data)
 

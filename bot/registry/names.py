@@ -46,9 +46,13 @@ def parse_endpoints(text: str) -> dict[str, str]:
         if not entry:
             continue
         host, sep, url = entry.partition("=")
-        parts = urlsplit(url.strip())
+        try:
+            parts = urlsplit(url.strip())
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"expected host=http(s)://address, got {entry!r}") from None
         if not sep or not host.strip() or parts.scheme not in ("http", "https") \
-                or not parts.netloc or parts.query or parts.fragment:
+                or not parts.hostname or port == 0 or parts.query or parts.fragment:
             raise ValueError(f"expected host=http(s)://address, got {entry!r}")
         endpoints[host_key(host)] = url.strip().rstrip("/")
     return endpoints

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,9 @@ from bot.render.tool import (
 
 DEFAULT_API_URL = "https://api.github.com"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# GitHub answers at most 100 concurrent requests of one app (its secondary rate limit):
+# more workers would only wait for one another.
+MAX_WORKERS = 100
 
 
 class SettingsError(Exception):
@@ -72,7 +76,12 @@ def read_dotenv(path: Path) -> dict[str, str]:
     values: dict[str, str] = {}
     if not path.is_file():
         return values
-    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"{path}: cannot be read: not UTF-8 text") from None
     index = 0
     while index < len(lines):
         line = lines[index].strip()
@@ -129,6 +138,8 @@ def _number(env: Mapping[str, str], name: str, default: float, *, integer: bool 
         value = int(raw) if integer else float(raw)
     except ValueError:
         raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise SettingsError(f"{name} must be a finite number, got {raw!r}")
     if value < 0:
         raise SettingsError(f"{name} must not be negative, got {raw!r}")
     return value
@@ -146,6 +157,9 @@ def _private_key(env: Mapping[str, str]) -> str:
             raise SettingsError(
                 f"GITHUB_PRIVATE_KEY_PATH cannot be read: {exc.strerror or exc}"
             ) from None
+        except UnicodeDecodeError:
+            raise SettingsError("GITHUB_PRIVATE_KEY_PATH is not a PEM private key "
+                                "(not UTF-8 text)") from None
         name = "GITHUB_PRIVATE_KEY_PATH"
     else:
         raise SettingsError("GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH is not set")
@@ -166,8 +180,13 @@ def _private_key(env: Mapping[str, str]) -> str:
 
 def _api_url(env: Mapping[str, str]) -> str:
     url = env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise SettingsError(f"GITHUB_API_URL must be an http(s) URL, got {url!r}") from None
+    if (parts.scheme not in ("http", "https") or not parts.hostname or port == 0
+            or parts.query):
         raise SettingsError(f"GITHUB_API_URL must be an http(s) URL, got {url!r}")
     return url.rstrip("/")
 
@@ -271,7 +290,7 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
     (`check_trust_roots` does)."""
     env = merged_environment(environ, dotenv)
     app_id = _required(env, "GITHUB_APP_ID")
-    if not app_id.isdigit():
+    if not (app_id.isascii() and app_id.isdigit()):
         raise SettingsError(f"GITHUB_APP_ID must be the numeric app id, got {app_id!r}")
     secret = _required(env, "GITHUB_WEBHOOK_SECRET")
     private_key = _private_key(env)
@@ -281,6 +300,10 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
     port = int(_number(env, "PORT", 3000, integer=True))
     if not 0 < port < 65536:
         raise SettingsError(f"PORT must be between 1 and 65535, got {port}")
+    workers = max(1, int(_number(env, "CONVEYOR_WORKERS", 8, integer=True)))
+    if workers > MAX_WORKERS:
+        raise SettingsError(f"CONVEYOR_WORKERS must be at most {MAX_WORKERS} (GitHub answers "
+                            f"at most 100 concurrent requests), got {workers}")
     return Settings(
         app_id=app_id,
         private_key=private_key,
@@ -292,7 +315,7 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         resync_interval=_number(env, "CONVEYOR_RESYNC_INTERVAL", 600.0),
         max_body_bytes=int(_number(env, "CONVEYOR_MAX_BODY_BYTES", 25 * 1024 * 1024, integer=True)),
         queue_size=max(1, int(_number(env, "CONVEYOR_QUEUE_SIZE", 10_000, integer=True))),
-        workers=max(1, int(_number(env, "CONVEYOR_WORKERS", 8, integer=True))),
+        workers=workers,
         redis_url=_redis_url(env),
         redis_claim_timeout=max(0.5, _number(env, "CONVEYOR_REDIS_CLAIM_TIMEOUT", 30.0)),
         registry_credentials=_registry_credentials(env),

@@ -16,6 +16,7 @@ def run(*, config: Path | None = None, keep: bool = False, log_dir: Path | None 
     if log_dir is not None:
         try:
             log_dir.mkdir(exist_ok=True)
+            (log_dir / "conveyor.log").open("a", encoding="utf-8").close()
         except OSError as exc:
             print(f"conveyor sandbox: --log-dir {log_dir}: {exc.strerror or exc}",
                   file=sys.stderr)

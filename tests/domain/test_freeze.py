@@ -166,11 +166,21 @@ def test_freeze_status_is_bounded_when_windows_cover_every_week() -> None:
         ("2027-01-04 - 2026-12-20", "ends before it starts"),
         ("2026-02-30 - 2026-03-01", "invalid date '2026-02-30'"),
         ("x" * 201, "longer than 200 characters"),
+        ("9999-12-31 - 9999-12-31", "invalid date '9999-12-31': use a date between "
+                                    "0001-01-02 and 9999-12-30"),
+        ("0001-01-01 - 0001-01-02 Asia/Tokyo", "invalid date '0001-01-01'"),
     ],
 )
 def test_parse_errors(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
         parse_freeze(text)
+
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Etc/GMT+12"])
+def test_windows_at_the_ends_of_the_calendar_give_instants(zone: str) -> None:
+    window = parse_freeze(f"0001-01-02 - 9999-12-30 {zone}")
+    assert window.open_until(datetime(2026, 1, 1, tzinfo=UTC)) is not None
+    assert window.next_opening(datetime(1, 1, 1, tzinfo=UTC)) is not None
 
 
 def test_naive_now_is_refused() -> None:

@@ -315,6 +315,18 @@ CASES: list[tuple[str, str, list[tuple[int, int, str]]]] = [
         ],
     ),
     (
+        "freeze window at the end of the calendar",
+        HEAD + '    freeze: ["9999-12-30 - 9999-12-31"]\n',
+        [
+            (
+                10,
+                14,
+                "environments[0].freeze: invalid date '9999-12-31': use a date between "
+                "0001-01-02 and 9999-12-30",
+            )
+        ],
+    ),
+    (
         "image not under allowed_images",
         HEAD.replace("image: ghcr.io/acme/web", "image: docker.io/evil/web"),
         [
