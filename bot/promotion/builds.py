@@ -296,6 +296,11 @@ class RepoBuilds:
         """Whether ``target`` can be rendered here (its tool is configured)."""
         return builder_renders(self.ctx.builder, target)
 
+    async def blobs(self, commit: str) -> dict[str, str]:
+        """path → blob sha of every file of ``commit`` (the tree `index` reads, kept)."""
+        listing = await self.ctx.files.listing(self.gh, self.full_name, commit)
+        return {path: sha for path, (sha, _) in listing.blobs.items()}
+
     async def index(self, commit: str) -> TreeIndex:
         """The files of ``commit``; TreeTruncated when GitHub does not list them all."""
         if commit not in self._indexes:

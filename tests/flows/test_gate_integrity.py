@@ -380,6 +380,42 @@ async def test_a_pull_request_someone_opened_first_from_a_new_promotion_branch_i
     assert world.emulator.file(world.repo, STAGING) == DEMO_FILES[STAGING]
 
 
+COMMON = "components/common/kustomization.yaml"
+LABELS = ("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+          "labels:\n  - pairs:\n      team: web\n")
+MINER = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: miner\nspec:\n"
+         "  selector: {matchLabels: {app: miner}}\n  template:\n"
+         "    metadata: {labels: {app: miner}}\n    spec:\n      containers:\n"
+         "        - name: miner\n          image: docker.io/evil/miner@sha256:" + "e" * 64 + "\n")
+
+
+async def test_a_branch_behind_a_change_that_makes_production_read_its_files_fails() -> None:
+    """The head renders as the branch was made; the merge renders as the default branch is:
+    a component that production starts to read after the branch was made is judged by the
+    head that does not read it, unless the gate sees that the base moved under the render."""
+    world = await world_with(evidence_only())
+    try:
+        await world.emulator.push_files(world.repo, {COMMON: LABELS})
+        await world.emulator.push_files(
+            world.repo, {COMMON: LABELS + "resources:\n  - miner.yaml\n",
+                         "components/common/miner.yaml": MINER},
+            branch="mallory/common", author="mallory", message="tweak the component")
+        reading = DEMO_FILES[PROD].replace(
+            "resources:\n", "components:\n  - ../../../../components/common\nresources:\n")
+        labels = await hand_pr(world, PROD, reading, title="Production labels")
+        assert world.gate(labels)["conclusion"] == "success", summary(world.gate(labels))
+        await world.emulator.merge_pull(world.repo, labels["number"], user="sre")
+        await world.emulator.open_pull(world.repo, "mallory/common", title="Common tweak",
+                                       author="mallory")
+        await world.settle()
+        failing(world, world.pull("Common tweak", state="open"),
+                f"`{PROD}`, which this environment's render reads, changed on `main` after "
+                "this branch was made")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
 async def test_promote_on_a_hand_written_pr_with_a_forged_marker_is_refused(
         merged_only: World) -> None:
     world = merged_only

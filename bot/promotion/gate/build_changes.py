@@ -9,7 +9,8 @@ files — whatever its path, policy path or not. Each such render is run at both
 image a workload runs at the head that the base render did not run is judged as an image
 change of the environment (allowed, pinned, tags, evidence), naming the workloads. A render
 that cannot be run fails the gate (closed); so does a change to a gated chart's own files
-while no Helm is configured. What each render's resources change is kept for the reviewers'
+while no Helm is configured, and a render reading a file the base changed after the PR's branch
+was made (the head's render is not what the merge makes). What each render's resources change is kept for the reviewers'
 diff.
 """
 
@@ -82,10 +83,15 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
     inputs: dict[str, set[str]] = {facts.head_sha: set(), facts.base_sha: set()}
     for render in renders:
         read = await _reaches(builds, facts, render, paths, head, base)
-        if read:
-            reached.append(render)
-            for commit, files_read in read.items():
-                inputs[commit] |= files_read
+        if not read:
+            continue
+        moved_on = await _moved_on_base(builds, facts, read, set(paths))
+        if moved_on is not None:
+            found.findings.append(_behind(render, moved_on, repo.default_branch))
+            continue
+        reached.append(render)
+        for commit, files_read in read.items():
+            inputs[commit] |= files_read
     judging = [render for render in reached if builds.renders(render.target)]
     for render in reached:
         if render not in judging:
@@ -143,6 +149,25 @@ async def _reaches(builds: RepoBuilds, facts: PullFacts, render: EnvironmentRend
             read[commit] = set(inputs.files)
             reached = reached or any(inputs.reads(path) for path in paths)
     return read if reached else {}
+
+
+async def _moved_on_base(builds: RepoBuilds, facts: PullFacts, read: dict[str, set[str]],
+                         changed: set[str]) -> str | None:
+    """A file the render reads that differs between the PR's head and its base although the
+    PR does not change it; None when there is none. The base changed it after the branch was
+    made, so the head's render is not what the merge makes."""
+    head, base = await builds.blobs(facts.head_sha), await builds.blobs(facts.base_sha)
+    for path in sorted(set().union(*read.values()) - changed):
+        if head.get(path) != base.get(path):
+            return path
+    return None
+
+
+def _behind(render: EnvironmentRender, moved_on: str, branch: str) -> BuildFinding:
+    return BuildFinding(render.environment, render.where, kind=render.kind, problem=(
+        f"`{moved_on}`, which this environment's render reads, changed on `{branch}` after "
+        "this branch was made: the head is not what the merge makes. Update the branch "
+        f"with `{branch}` and the gate judges the result"))
 
 
 def _present(index: TreeIndex, render: EnvironmentRender) -> bool:
