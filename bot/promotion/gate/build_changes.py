@@ -10,8 +10,8 @@ image a workload runs at the head that the base render did not run is judged as 
 change of the environment (allowed, pinned, tags, evidence), naming the workloads. A render
 that cannot be run fails the gate (closed); so does a change to a gated chart's own files
 while no Helm is configured, and a render reading a file the base changed after the PR's branch
-was made (the head's render is not what the merge makes). What each render's resources change is kept for the reviewers'
-diff.
+was made (the head's render is not what the merge makes). What each render's resources change
+is kept for the reviewers' diff.
 """
 
 from __future__ import annotations
