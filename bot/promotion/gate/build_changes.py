@@ -9,9 +9,9 @@ files — whatever its path, policy path or not. Each such render is run at both
 image a workload runs at the head that the base render did not run is judged as an image
 change of the environment (allowed, pinned, tags, evidence), naming the workloads. A render
 that cannot be run fails the gate (closed); so does a change to a gated chart's own files
-while no Helm is configured, and a render reading a file the base changed after the PR's branch
-was made (the head's render is not what the merge makes). What each render's resources change
-is kept for the reviewers' diff.
+while no Helm is configured, and a render whose kustomization or `Chart.yaml` the base changed
+after the PR's branch was made (the head's render is not what the merge makes). What each
+render's resources change is kept for the reviewers' diff.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ from bot.render.targets import ChartTarget
 from bot.render.workloads import WorkloadChange, image_changes
 
 RENDERED_SHAPE = "build"
+# What decides which files a render reads: the kustomizations it reaches, a chart's own files.
+STRUCTURE_FILES = (*KUSTOMIZATION_NAMES, CHART_FILE, "requirements.yaml")
 
 
 @dataclass
@@ -153,12 +155,15 @@ async def _reaches(builds: RepoBuilds, facts: PullFacts, render: EnvironmentRend
 
 async def _moved_on_base(builds: RepoBuilds, facts: PullFacts, read: dict[str, set[str]],
                          changed: set[str]) -> str | None:
-    """A file the render reads that differs between the PR's head and its base although the
-    PR does not change it; None when there is none. The base changed it after the branch was
-    made, so the head's render is not what the merge makes."""
+    """A file that says which files the render reads (a kustomization, a chart's
+    `Chart.yaml`), differs between the PR's head and its base, and is not changed by the PR;
+    None when there is none. The base changed it after the branch was made: the merge may
+    read the PR's files where the head's render did not, so the head is not what the merge
+    makes. (Other inputs the base changed were judged when they were merged, and reading
+    them does not change which of the PR's files count.)"""
     head, base = await builds.blobs(facts.head_sha), await builds.blobs(facts.base_sha)
     for path in sorted(set().union(*read.values()) - changed):
-        if head.get(path) != base.get(path):
+        if posixpath.basename(path) in STRUCTURE_FILES and head.get(path) != base.get(path):
             return path
     return None
 
