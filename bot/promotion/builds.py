@@ -21,7 +21,8 @@ from gidgethub.abc import GitHubAPI
 
 from bot.domain.policy import Policy
 from bot.github.repos import MAX_FILE_BYTES, FileTooLarge, RepoFile
-from bot.github.snapshot import TreeTruncated, git_blob_sha
+from bot.github.snapshot import TreeListing, TreeTruncated, git_blob_sha
+from bot.promotion.merged_tree import MergedTree, merge_trees
 from bot.render.build import Builder, BuildResult, Request
 from bot.render.charts import CHART_FILE, chart_folder
 from bot.render.inputs import KUSTOMIZATION_NAMES, NeedTexts, TreeIndex, overlay_folder
@@ -255,29 +256,45 @@ BUILD_ARCHIVE_FROM = 3
 
 
 class CommitFiles:
-    """The files of one commit of a repository on GitHub, for renders."""
+    """The files of one commit of a repository on GitHub (or of a merge of two), for
+    renders."""
 
-    def __init__(self, ctx: Context, gh: GitHubAPI, full_name: str, commit: str,
-                 tree: dict[str, tuple[str, int]]) -> None:
-        self.ctx, self.gh, self.full_name, self.commit, self.tree = ctx, gh, full_name, commit, tree
+    def __init__(self, builds: RepoBuilds, commit: str, tree: dict[str, tuple[str, int]]
+                 ) -> None:
+        self.builds, self.commit, self.tree = builds, commit, tree
 
     async def texts(self, paths: list[str]) -> dict[str, str | None]:
-        return await self.ctx.files.texts_at(self.gh, self.full_name, self.commit, paths,
-                                             archive_from=BUILD_ARCHIVE_FROM)
+        return await self.builds.texts(self.commit, paths)
 
     async def binary(self, path: str) -> bytes | None:
         sha, size = self.tree[path]
         if size > MAX_BINARY_BYTES:
             return None
-        return await self.ctx.files.blob_bytes(self.gh, self.full_name, sha)
+        return await self.builds.ctx.files.blob_bytes(self.builds.gh, self.builds.full_name,
+                                                      sha)
 
     def blob(self, path: str) -> str:
         return self.tree[path][0]
 
 
+@dataclass(frozen=True)
+class Merge:
+    """A tree no commit has: ``head`` merged into ``base`` (`bot.promotion.merged_tree`)."""
+
+    base: str
+    head: str
+    tree: MergedTree
+
+    @property
+    def key(self) -> str:
+        """What stands for a commit where the merge is rendered."""
+        return f"{self.base}+{self.head}"
+
+
 class RepoBuilds:
     """Renders of one repository's environments at its commits, for one job; its default
-    branch is what the Argo CD and Flux objects of the repository must follow to count."""
+    branch is what the Argo CD and Flux objects of the repository must follow to count.
+    Besides commits, a merge of two commits is rendered by its key once `merged` made it."""
 
     def __init__(self, ctx: Context, gh: GitHubAPI, full_name: str, default_branch: str = "main"
                  ) -> None:
@@ -286,6 +303,39 @@ class RepoBuilds:
         self.full_name = full_name
         self.here = Here(full_name, default_branch)
         self._indexes: dict[str, TreeIndex] = {}
+        self._merges: dict[str, Merge] = {}
+
+    async def merged(self, base: str, head: str, ancestor: str) -> Merge:
+        """``head`` merged into ``base`` (their merge base: ``ancestor``), renderable by its
+        key; TreeTruncated when GitHub does not list one of the three trees."""
+        trees = [await self.ctx.files.listing(self.gh, self.full_name, commit)
+                 for commit in (base, head, ancestor)]
+        merge = Merge(base, head, merge_trees(*trees))
+        self._merges[merge.key] = merge
+        return merge
+
+    async def listing(self, commit: str) -> TreeListing:
+        """The tree of ``commit`` (or of a merge's key)."""
+        merge = self._merges.get(commit)
+        if merge is not None:
+            return merge.tree.listing
+        return await self.ctx.files.listing(self.gh, self.full_name, commit)
+
+    async def texts(self, commit: str, paths: Iterable[str]) -> dict[str, str | None]:
+        """The texts of ``paths`` at ``commit`` (or a merge's key: each read at the commit
+        whose version the merge took); many unknown blobs come in one archive."""
+        merge = self._merges.get(commit)
+        if merge is None:
+            return await self.ctx.files.texts_at(self.gh, self.full_name, commit, paths,
+                                                 archive_from=BUILD_ARCHIVE_FROM)
+        wanted = list(dict.fromkeys(paths))
+        found: dict[str, str | None] = {}
+        for side, taken in ((merge.head, True), (merge.base, False)):
+            part = [path for path in wanted if (path in merge.tree.from_head) is taken]
+            if part:
+                found.update(await self.ctx.files.texts_at(
+                    self.gh, self.full_name, side, part, archive_from=BUILD_ARCHIVE_FROM))
+        return found
 
     @property
     def rendering(self) -> bool:
@@ -298,13 +348,13 @@ class RepoBuilds:
 
     async def blobs(self, commit: str) -> dict[str, str]:
         """path → blob sha of every file of ``commit`` (the tree `index` reads, kept)."""
-        listing = await self.ctx.files.listing(self.gh, self.full_name, commit)
+        listing = await self.listing(commit)
         return {path: sha for path, (sha, _) in listing.blobs.items()}
 
     async def index(self, commit: str) -> TreeIndex:
         """The files of ``commit``; TreeTruncated when GitHub does not list them all."""
         if commit not in self._indexes:
-            listing = await self.ctx.files.listing(self.gh, self.full_name, commit)
+            listing = await self.listing(commit)
             self._indexes[commit] = TreeIndex(
                 {path: size for path, (_, size) in listing.blobs.items()}, listing.modes)
         return self._indexes[commit]
@@ -335,15 +385,14 @@ class RepoBuilds:
         key = (self.full_name.lower(), commit)
         if key in self.ctx.sync_scans:
             return self.ctx.sync_scans[key]
-        tree = await self.ctx.files.tree(self.gh, self.full_name, commit)
+        tree = (await self.listing(commit)).blobs
         paths = [path for path, (_, size) in sorted(tree.items())
                  if path.endswith((".yaml", ".yml")) and size <= MAX_FILE_BYTES]
         found: list[SyncObject] = []
         if len(paths) <= MAX_SCANNED_FILES:
             unknown = [path for path in paths if (tree[path][0], path) not in
                        self.ctx.sync_blobs]
-            texts = await self.ctx.files.texts_at(self.gh, self.full_name, commit, unknown,
-                                                  archive_from=BUILD_ARCHIVE_FROM)
+            texts = await self.texts(commit, unknown)
             for path in paths:
                 blob = (tree[path][0], path)
                 if blob not in self.ctx.sync_blobs:
@@ -357,8 +406,7 @@ class RepoBuilds:
     async def prefetch(self, commit: str, paths: Iterable[str]) -> None:
         """Read many files of ``commit`` at once (one archive when many are new), so that
         the renders after it find their texts kept."""
-        await self.ctx.files.texts_at(self.gh, self.full_name, commit, paths,
-                                      archive_from=BUILD_ARCHIVE_FROM)
+        await self.texts(commit, paths)
 
     async def file(self, commit: str, path: str) -> RepoFile | None:
         """One file at ``commit`` read through the tree, the render's way: a cold read takes
@@ -383,8 +431,7 @@ class RepoBuilds:
                                      in (*KUSTOMIZATION_NAMES, CHART_FILE)])
 
     async def _files(self, commit: str) -> CommitFiles:
-        return CommitFiles(self.ctx, self.gh, self.full_name, commit,
-                           await self.ctx.files.tree(self.gh, self.full_name, commit))
+        return CommitFiles(self, commit, (await self.listing(commit)).blobs)
 
     async def inputs(self, commit: str, target: Target,
                      replaced: Mapping[str, str] | None = None) -> RenderInputs:

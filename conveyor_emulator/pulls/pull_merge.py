@@ -19,8 +19,10 @@ def merge_info(repo: Repo, item: Issue) -> tuple[bool | None, str, str | None]:
     base_tip = repo.branch_sha(pr.base_ref)
     if base_tip is None or repo.store.commit(pr.head_sha) is None:
         return False, "dirty", None
-    if item.state == "open":
-        pr.base_sha = base_tip
+    # `base.sha` is not moved here: GitHub leaves it where the base branch was when the
+    # head last changed (or the PR was opened), however far the branch has moved since
+    # (github/docs issue 431, from GitHub Support's answers); the merge is computed against
+    # the branch as it is now
     store = repo.store
     merge_base = store.merge_base(base_tip, pr.head_sha)
     base_commit = store.commit(merge_base) if merge_base else None

@@ -391,8 +391,8 @@ MINER = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: miner\nspec:
 
 async def test_a_branch_behind_a_change_that_makes_production_read_its_files_fails() -> None:
     """The head renders as the branch was made; the merge renders as the default branch is:
-    a component that production starts to read after the branch was made is judged by the
-    head that does not read it, unless the gate sees that the base moved under the render."""
+    a component that production starts to read after the branch was made is judged in what
+    the merge makes, not in the head that does not read it."""
     world = await world_with(evidence_only())
     try:
         await world.emulator.push_files(world.repo, {COMMON: LABELS})
@@ -409,8 +409,90 @@ async def test_a_branch_behind_a_change_that_makes_production_read_its_files_fai
                                        author="mallory")
         await world.settle()
         failing(world, world.pull("Common tweak", state="open"),
-                f"`{PROD}`, which this environment's render reads, changed on `main` after "
-                "this branch was made")
+                "docker.io/evil/miner is not under allowed_images")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_an_open_pr_is_judged_again_in_what_its_merge_makes_when_main_moves_on() -> None:
+    """The PR's `base.sha` stays where the branch was when its head last changed: judged
+    against it, a PR opened before production read its component passes for good. Judged
+    in what the merge makes, it fails once main makes production read the component."""
+    world = await world_with(evidence_only())
+    try:
+        await world.emulator.push_files(world.repo, {COMMON: LABELS})
+        await world.emulator.push_files(
+            world.repo, {COMMON: LABELS + "resources:\n  - miner.yaml\n",
+                         "components/common/miner.yaml": MINER},
+            branch="mallory/common", author="mallory", message="tweak the component")
+        await world.emulator.open_pull(world.repo, "mallory/common", title="Common tweak",
+                                       author="mallory")
+        await world.settle()
+        tweak = world.pull("Common tweak", state="open")
+        assert world.gate(tweak)["conclusion"] == "success", summary(world.gate(tweak))
+        reading = DEMO_FILES[PROD].replace(
+            "resources:\n", "components:\n  - ../../../../components/common\nresources:\n")
+        labels = await hand_pr(world, PROD, reading, title="Production labels")
+        assert world.gate(labels)["conclusion"] == "success", summary(world.gate(labels))
+        await world.emulator.merge_pull(world.repo, labels["number"], user="sre")
+        await world.settle()
+        tweak = world.pull("Common tweak", state="open")
+        assert tweak["base"]["sha"] != world.emulator.commit(world.repo, "main")["sha"]
+        failing(world, tweak, "docker.io/evil/miner is not under allowed_images")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+SIDECAR = """        {{- if .Values.sidecar }}
+        - name: sidecar
+          image: {{ .Values.sidecar | quote }}
+        {{- end }}
+"""
+
+
+async def test_a_value_main_took_is_judged_with_the_template_a_pr_changes() -> None:
+    """Two changes, each green alone: a template that runs `.Values.sidecar` when it is set,
+    and a default value that sets it. Whichever merges second makes production run it."""
+    world = await world_with(evidence_only())
+    try:
+        template = "charts/api/templates/deployment.yaml"
+        await world.emulator.push_files(
+            world.repo, {template: DEMO_FILES[template] + SIDECAR},
+            branch="mallory/template", author="mallory", message="optional sidecar")
+        await world.emulator.open_pull(world.repo, "mallory/template", title="Sidecar slot",
+                                       author="mallory")
+        await world.settle()
+        slot = world.pull("Sidecar slot", state="open")
+        assert world.gate(slot)["conclusion"] == "success", summary(world.gate(slot))
+        defaults = DEMO_FILES["charts/api/values.yaml"] + (
+            "sidecar: docker.io/evil/miner@sha256:" + "e" * 64 + "\n")
+        value = await hand_pr(world, "charts/api/values.yaml", defaults, author="mallory",
+                              branch="mallory/value", title="Sidecar value")
+        assert world.gate(value)["conclusion"] == "success", summary(world.gate(value))
+        await world.emulator.merge_pull(world.repo, value["number"], user="mallory")
+        await world.settle()
+        failing(world, world.pull("Sidecar slot", state="open"),
+                "docker.io/evil/miner is not under allowed_images")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_a_file_both_main_and_the_branch_changed_fails_until_the_branch_is_updated(
+        ) -> None:
+    world = await world_with(evidence_only())
+    try:
+        named = DEMO_FILES[PROD].replace("resources:\n", "namePrefix: prod-\nresources:\n")
+        pr = await hand_pr(world, PROD, named, title="Prefix production")
+        assert world.gate(pr)["conclusion"] == "success", summary(world.gate(pr))
+        await world.emulator.push_files(world.repo, {PROD: DEMO_FILES[PROD] + "# owned by sre\n"},
+                                        author="sre", message="a note")
+        await world.settle()
+        failing(world, world.pull("Prefix production", state="open"),
+                f"`{PROD}`, which this environment's render reads, changed both on `main` "
+                "and on this branch since it was made")
     finally:
         await close_world(world)
     assert world.emulator.violations == []

@@ -1,17 +1,19 @@
 """What a pull request changes in the renders of gated environments, read for the gate.
 
 A pull request changes a render when one of the files it changes is among the files the
-render reads at the PR's base or head (`bot.render.reads`): for an overlay, anything below
+render reads before or after the merge (`bot.render.reads`): for an overlay, anything below
 one of its kustomizations' folders (the overlay, a patch, a base shared by several
 environments, a component); for a chart, anything below the chart's folder (a template,
 `_helpers.tpl`, the default `values.yaml`, `Chart.yaml`, a vendored subchart) and its value
-files — whatever its path, policy path or not. Each such render is run at both commits; every
-image a workload runs at the head that the base render did not run is judged as an image
-change of the environment (allowed, pinned, tags, evidence), naming the workloads. A render
-that cannot be run fails the gate (closed); so does a change to a gated chart's own files
-while no Helm is configured, and a render whose kustomization or `Chart.yaml` the base changed
-after the PR's branch was made (the head's render is not what the merge makes). What each
-render's resources change is kept for the reviewers' diff.
+files — whatever its path, policy path or not. "Before" is the default branch as it is now;
+"after" is what merging the PR into it makes (`merge_result`): the head when it holds the
+branch, else their merge, so that a change the branch took meanwhile is judged together with
+the PR's. Each such render is run at both; every image a workload runs after that it did not
+run before is judged as an image change of the environment (allowed, pinned, tags, evidence),
+naming the workloads. A render that cannot be run fails the gate (closed); so does a change to
+a gated chart's own files while no Helm is configured, and a render that reads a file both the
+branch and the PR changed differently (git merges its lines; neither render shows the result).
+What each render's resources change is kept for the reviewers' diff.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from bot.github.snapshot import TreeTruncated
 from bot.manifests.references import ImageReference
 from bot.promotion.builds import BUILT_AHEAD, EnvironmentRender, RepoBuilds
 from bot.promotion.gate.changes import ChangedFile, ChangeReader, service_of
+from bot.promotion.gate.merge_result import MergeResult, merge_result
 from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.policies import DeploymentRepo
 from bot.render.build import BuildResult
@@ -39,8 +42,6 @@ from bot.render.targets import ChartTarget
 from bot.render.workloads import WorkloadChange, image_changes
 
 RENDERED_SHAPE = "build"
-# What decides which files a render reads: the kustomizations it reaches, a chart's own files.
-STRUCTURE_FILES = (*KUSTOMIZATION_NAMES, CHART_FILE, "requirements.yaml")
 
 
 @dataclass
@@ -62,12 +63,12 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
     builds = RepoBuilds(reader.ctx, gh, repo.full_name, repo.default_branch)
     policy = repo.policy
     try:
-        head = await builds.index(facts.head_sha)
+        merge = await merge_result(gh, builds, repo, facts)
+        head, base = await builds.index(merge.after), await builds.index(merge.before)
         moved = any(f.status in ("removed", "renamed") for f in files)
-        base = await builds.index(facts.base_sha) if moved or _may_render(head, files) else None
-        if base is None:
+        if not (moved or _may_render(head, files) or _may_render(base, files)):
             return found  # no changed file lies below any kustomization or chart
-        renders = await _gated_renders(builds, policy, facts)
+        renders = await _gated_renders(builds, policy, merge)
     except TreeTruncated as exc:
         # Which files a render reads is unknown: every gated environment whose file is a
         # kustomization fails closed (a tree this large is rare; a Helm or plain-manifest
@@ -79,17 +80,18 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
         return found
     paths = [p for f in files for p in (f.path, f.previous) if p]
     if len(renders) > 1:
-        for commit in (facts.head_sha, facts.base_sha):
+        for commit in (merge.after, merge.before):
             await builds.prefetch_walks(commit)
     reached: list[EnvironmentRender] = []
-    inputs: dict[str, set[str]] = {facts.head_sha: set(), facts.base_sha: set()}
+    inputs: dict[str, set[str]] = {merge.after: set(), merge.before: set()}
     for render in renders:
-        read = await _reaches(builds, facts, render, paths, head, base)
+        read = await _reaches(builds, merge, render, paths, head, base)
         if not read:
             continue
-        moved_on = await _moved_on_base(builds, facts, read, set(paths))
-        if moved_on is not None:
-            found.findings.append(_behind(render, moved_on, repo.default_branch))
+        unjudged = merge.problem or _both_changed(merge, read, repo.default_branch)
+        if unjudged is not None:
+            found.findings.append(BuildFinding(render.environment, render.where,
+                                               kind=render.kind, problem=unjudged))
             continue
         reached.append(render)
         for commit, files_read in read.items():
@@ -105,10 +107,10 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
         group = judging[start:start + BUILT_AHEAD]
         if len(group) > 1:  # rendered at both commits at once, then judged from the cache
             targets = [render.target for render in group]
-            await asyncio.gather(builds.build_all(facts.head_sha, targets),
-                                 builds.build_all(facts.base_sha, targets))
+            await asyncio.gather(builds.build_all(merge.after, targets),
+                                 builds.build_all(merge.before, targets))
         for render in group:
-            await _judge(reader, gh, policy, builds, facts, render, judged, found)
+            await _judge(reader, gh, policy, builds, facts, merge, render, judged, found)
     return found
 
 
@@ -129,23 +131,23 @@ def _may_render(index: TreeIndex, files: list[ChangedFile]) -> bool:
     return False
 
 
-async def _gated_renders(builds: RepoBuilds, policy: Policy, facts: PullFacts
+async def _gated_renders(builds: RepoBuilds, policy: Policy, merge: MergeResult
                          ) -> list[EnvironmentRender]:
-    """The gated environments' renders at the head, and those only the base has."""
+    """The gated environments' renders after the merge, and those only the base has."""
     found = {(r.environment, r.target): r
-             for r in await builds.environments(facts.head_sha, policy, gated_only=True)}
-    for render in await builds.environments(facts.base_sha, policy, gated_only=True):
+             for r in await builds.environments(merge.after, policy, gated_only=True)}
+    for render in await builds.environments(merge.before, policy, gated_only=True):
         found.setdefault((render.environment, render.target), render)
     return list(found.values())
 
 
-async def _reaches(builds: RepoBuilds, facts: PullFacts, render: EnvironmentRender,
+async def _reaches(builds: RepoBuilds, merge: MergeResult, render: EnvironmentRender,
                    paths: list[str], head: TreeIndex, base: TreeIndex) -> dict[str, set[str]]:
-    """The files the render reads at each commit, when a changed path is among them at
-    either; empty when the change does not reach the render."""
+    """The files the render reads before and after the merge, when a changed path is among
+    them at either; empty when the change does not reach the render."""
     read: dict[str, set[str]] = {}
     reached = False
-    for commit, index in ((facts.head_sha, head), (facts.base_sha, base)):
+    for commit, index in ((merge.after, head), (merge.before, base)):
         if _present(index, render):
             inputs = await builds.inputs(commit, render.target)
             read[commit] = set(inputs.files)
@@ -153,26 +155,16 @@ async def _reaches(builds: RepoBuilds, facts: PullFacts, render: EnvironmentRend
     return read if reached else {}
 
 
-async def _moved_on_base(builds: RepoBuilds, facts: PullFacts, read: dict[str, set[str]],
-                         changed: set[str]) -> str | None:
-    """A file that says which files the render reads (a kustomization, a chart's
-    `Chart.yaml`), differs between the PR's head and its base, and is not changed by the PR;
-    None when there is none. The base changed it after the branch was made: the merge may
-    read the PR's files where the head's render did not, so the head is not what the merge
-    makes. (Other inputs the base changed were judged when they were merged, and reading
-    them does not change which of the PR's files count.)"""
-    head, base = await builds.blobs(facts.head_sha), await builds.blobs(facts.base_sha)
-    for path in sorted(set().union(*read.values()) - changed):
-        if posixpath.basename(path) in STRUCTURE_FILES and head.get(path) != base.get(path):
-            return path
-    return None
-
-
-def _behind(render: EnvironmentRender, moved_on: str, branch: str) -> BuildFinding:
-    return BuildFinding(render.environment, render.where, kind=render.kind, problem=(
-        f"`{moved_on}`, which this environment's render reads, changed on `{branch}` after "
-        "this branch was made: the head is not what the merge makes. Update the branch "
-        f"with `{branch}` and the gate judges the result"))
+def _both_changed(merge: MergeResult, read: dict[str, set[str]], branch: str) -> str | None:
+    """Why the render of the merge cannot be judged: a file it reads that both the branch and
+    ``branch`` changed differently since the branch was made (git merges its lines, which
+    neither side's render shows); None when there is none."""
+    conflicts = sorted(merge.conflicts.intersection(*read.values()))
+    if not conflicts:
+        return None
+    return (f"`{conflicts[0]}`, which this environment's render reads, changed both on "
+            f"`{branch}` and on this branch since it was made: what the merge makes of it is "
+            f"not judged. Update the branch with `{branch}` and the gate judges the result")
 
 
 def _present(index: TreeIndex, render: EnvironmentRender) -> bool:
@@ -200,15 +192,15 @@ def _not_rendered(policy: Policy, render: EnvironmentRender, paths: list[str]) -
 
 
 async def _judge(reader: ChangeReader, gh: GitHubAPI, policy: Policy, builds: RepoBuilds,
-                 facts: PullFacts, render: EnvironmentRender, judged: list[ImageChange],
-                 found: BuildChanges) -> None:
+                 facts: PullFacts, merge: MergeResult, render: EnvironmentRender,
+                 judged: list[ImageChange], found: BuildChanges) -> None:
     env = render.environment
-    after = await builds.build(facts.head_sha, render.target)
+    after = await builds.build(merge.after, render.target)
     if after.images is None:
         found.findings.append(BuildFinding(env, render.where, problem=after.error,
                                            kind=render.kind))
         return
-    before = await builds.build(facts.base_sha, render.target)
+    before = await builds.build(merge.before, render.target)
     diff = compare(before.resources if before.images is not None else None, after.resources)
     if diff.empty:
         return  # the files it reads changed, what it renders did not: nothing to judge
