@@ -198,16 +198,17 @@ def _key_file_text(key_path: str) -> str:
     return key
 
 
-def _api_url(env: Mapping[str, str]) -> str:
-    url = env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL
+def checked_api_url(url: str, name: str) -> str:
+    """`url` without its trailing slash; SettingsError naming `name` (the setting or option
+    it came from) unless it is an http(s) URL with a host, a valid port and no query."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise SettingsError(f"GITHUB_API_URL must be an http(s) URL, got {url!r}") from None
+        raise SettingsError(f"{name} must be an http(s) URL, got {url!r}") from None
     if (parts.scheme not in ("http", "https") or not parts.hostname or port == 0
             or parts.query):
-        raise SettingsError(f"GITHUB_API_URL must be an http(s) URL, got {url!r}")
+        raise SettingsError(f"{name} must be an http(s) URL, got {url!r}")
     return url.rstrip("/")
 
 
@@ -328,7 +329,8 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         app_id=app_id,
         private_key=private_key,
         webhook_secret=secret,
-        api_url=_api_url(env),
+        api_url=checked_api_url(env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL,
+                                "GITHUB_API_URL"),
         host=env.get("HOST", "").strip() or "0.0.0.0",
         port=port,
         log_level=log_level,
