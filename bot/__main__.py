@@ -29,6 +29,18 @@ def port_number(text: str) -> int:
     return port
 
 
+def listen_host(text: str) -> str:
+    """An address or a host name that DNS can hold; the resolver refuses a longer label with a
+    UnicodeError only once the page starts."""
+    try:
+        text.encode("idna")
+    except UnicodeError:
+        raise argparse.ArgumentTypeError(
+            f"expected an address or a host name whose labels are 1 to 63 characters, "
+            f"got {text!r}") from None
+    return text
+
+
 def webhook_url(text: str) -> str:
     try:
         parts = urlsplit(text)
@@ -131,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     setup = commands.add_parser(
         "setup", help="register the GitHub App from app-manifest.yml and write .env"
     )
-    setup.add_argument("--host", default="127.0.0.1", help="address of the local page")
+    setup.add_argument("--host", type=listen_host, default="127.0.0.1",
+                       help="address of the local page")
     setup.add_argument("--port", type=port_number, default=3000, help="port of the local page")
     setup.add_argument("--org", help="register the app in this organisation (default: your user)")
     setup.add_argument("--webhook-url", type=webhook_url,

@@ -124,6 +124,19 @@ def test_every_kustomize_environment_is_built(tmp_path: Path) -> None:
         2, "CONVEYOR_KUSTOMIZE: no-such-kustomize is not an executable on the PATH\n")
 
 
+def test_a_build_that_prints_what_is_not_yaml_is_one_finding_line(tmp_path: Path) -> None:
+    """The parser's words span two lines and more; the finding is one line."""
+    repo = copy_layout("boutique-kustomize", tmp_path)
+    done = conveyor("check-config", "--repo", str(repo), cwd=tmp_path,
+                    env={"CONVEYOR_KUSTOMIZE": "sh -c 'printf \"kind: Pod\\nError: a: b\\n\"'"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        f"{repo}/kustomize/overlays/{env}/kustomization.yaml:1: the {env} build of "
+        f"kustomize/overlays/{env} fails: the render's output is not YAML: line 2, column 9: "
+        "mapping values are not allowed in this context"
+        for env in ("dev", "production")]
+
+
 def test_every_chart_environment_is_rendered(tmp_path: Path) -> None:
     """A template that does not render, as the gate sees it; without Helm, the file checks
     alone."""

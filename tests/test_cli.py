@@ -151,6 +151,24 @@ def test_setup_webhook_url_that_is_not_a_url(tmp_path: Path) -> None:
         "(see conveyor setup --help)")
 
 
+def test_setup_host_with_a_label_longer_than_dns_allows(tmp_path: Path) -> None:
+    host = "a" * 70 + ".example.com"
+    done = conveyor("setup", "--host", host, cwd=tmp_path)
+    assert done.returncode == 2
+    assert one_line(done) == (
+        f"conveyor setup: argument --host: expected an address or a host name whose labels are "
+        f"1 to 63 characters, got {host!r} (see conveyor setup --help)")
+
+
+def test_setup_manifest_that_is_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "app-manifest.yml").write_bytes("name: Convéyor\n".encode("latin-1"))
+    done = conveyor("setup", "--manifest", "app-manifest.yml", cwd=tmp_path)
+    assert done.returncode == 1
+    assert one_line(done) == ("conveyor setup: app-manifest.yml: cannot read the app manifest: "
+                              "not UTF-8 text")
+    assert not (tmp_path / ".env").exists()
+
+
 # -- serve -----------------------------------------------------------------------------------------
 def serve_env(key_pem: str, **extra: str) -> dict[str, str]:
     return {"GITHUB_APP_ID": "1", "GITHUB_WEBHOOK_SECRET": "s3cret",

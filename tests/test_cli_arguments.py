@@ -1,5 +1,5 @@
-"""The command line's argument types and exits, in process: a port or webhook URL that is not
-one is a usage error naming it; no command means `serve`; Ctrl-C exits 130; an empty
+"""The command line's argument types and exits, in process: a port, host or webhook URL that is
+not one is a usage error naming it; no command means `serve`; Ctrl-C exits 130; an empty
 `--image` is a reference like any other; a `--log-dir` the log cannot be written in."""
 
 from __future__ import annotations
@@ -35,6 +35,16 @@ def test_webhook_urls(text: str) -> None:
                                   "https://conveyor.example.com/api/github/webhooks, "
                                   f"got {text!r}")
     assert cli.webhook_url("https://conveyor.example.com/api/github/webhooks").startswith("https")
+
+
+@pytest.mark.parametrize("text", ["a" * 64, "local..host", ".", "\x80"])
+def test_listen_hosts_dns_cannot_hold(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        cli.listen_host(text)
+    assert str(refused.value) == ("expected an address or a host name whose labels are 1 to 63 "
+                                  f"characters, got {text!r}")
+    for host in ("a" * 63 + ".example.com", "::1", "0.0.0.0", "bücher.example"):
+        assert cli.listen_host(host) == host
 
 
 def test_no_command_serves_and_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -88,6 +88,22 @@ def test_check_config_with_a_missing_repo_folder(
     assert refusal(capsys) == f"--repo {tmp_path / 'nowhere'}: no such folder"
 
 
+def test_check_config_of_a_repo_folder_that_is_missing_or_a_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Said of --repo itself, not of the policy file that would be in it."""
+    assert check_config(None, str(tmp_path / "nowhere")) == 2
+    assert refusal(capsys) == f"--repo {tmp_path / 'nowhere'}: no such folder"
+    (tmp_path / "file").write_text("")
+    assert check_config(None, str(tmp_path / "file")) == 2
+    assert refusal(capsys) == f"--repo {tmp_path / 'file'}: not a folder"
+    policy = tmp_path / "conveyor.yml"
+    policy.write_text(DEMO_POLICY)
+    assert check_config(str(policy), str(tmp_path / "file")) == 2
+    assert refusal(capsys) == f"--repo {tmp_path / 'file'}: not a folder"
+    assert check_config(None, str(tmp_path / ("y" * 300))) == 2
+    assert refusal(capsys) == f"--repo {tmp_path / ('y' * 300)}: File name too long"
+
+
 def test_a_broken_policy_lists_its_errors_and_counts_them(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policy = tmp_path / "conveyor.yml"

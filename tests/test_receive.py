@@ -93,7 +93,8 @@ async def test_wrong_secret_exits_1(world: World, tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", "not-the-secret")
     assert await asyncio.to_thread(run, "ping", str(payload), world.webhook_url) == 1
-    assert capsys.readouterr().out.startswith("401 ")
+    out, err = capsys.readouterr()
+    assert out.startswith("401 ") and err == ""
 
 
 def test_unreadable_or_invalid_payload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -103,9 +104,11 @@ def test_unreadable_or_invalid_payload(tmp_path: Path, monkeypatch: pytest.Monke
     assert run("ping", str(tmp_path / "missing.json"), "http://127.0.0.1:9/x") == 1
     (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
     assert run("ping", str(tmp_path / "bad.json"), "http://127.0.0.1:9/x") == 1
-    out = capsys.readouterr().out
-    assert "missing.json: cannot read" in out
-    assert "bad.json: not valid JSON" in out
+    out, err = capsys.readouterr()
+    assert out == ""
+    missing, bad = err.splitlines()
+    assert missing == f"{tmp_path / 'missing.json'}: cannot read: No such file or directory"
+    assert bad.startswith(f"{tmp_path / 'bad.json'}: not valid JSON: ")
 
 
 def test_a_payload_nested_too_deep_is_invalid_json(tmp_path: Path,
@@ -115,8 +118,8 @@ def test_a_payload_nested_too_deep_is_invalid_json(tmp_path: Path,
     monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
     (tmp_path / "deep.json").write_text("[" * 100_000, encoding="utf-8")
     assert run("push", str(tmp_path / "deep.json"), "http://127.0.0.1:9/x") == 1
-    assert capsys.readouterr().out == (f"{tmp_path / 'deep.json'}: not valid JSON: "
-                                       "nested too deeply\n")
+    assert capsys.readouterr() == ("", f"{tmp_path / 'deep.json'}: not valid JSON: "
+                                      "nested too deeply\n")
 
 
 def test_an_event_with_a_control_character_is_a_usage_error(

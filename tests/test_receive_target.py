@@ -1,5 +1,5 @@
 """`python -m bot receive` without --url sends to the local bot on the PORT of `.env`, and says
-so in one line when nothing listens there."""
+so in one line on stderr when nothing listens there."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ def test_nothing_listening(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     (tmp_path / "ping.json").write_text('{"zen": "Keep it logically awesome."}',
                                         encoding="utf-8")
     assert run("ping", str(tmp_path / "ping.json"), None) == 1
-    out = capsys.readouterr().out
-    assert out.startswith(f"could not reach http://127.0.0.1:{port}/api/github/webhooks: ")
-    assert len(out.splitlines()) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"could not reach http://127.0.0.1:{port}/api/github/webhooks: ")
+    assert len(err.splitlines()) == 1

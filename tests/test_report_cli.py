@@ -15,6 +15,14 @@ from bot.__main__ import main
     (["--repo", "acme/deploy", "--since", "0"],
      "conveyor report: --since: must be longer than 0, such as 30d"),
     (["--repo", "acme/deploy"], "conveyor: GITHUB_APP_ID is not set"),
+    (["--repo", "acme/deploy", "--api-url", "ghe.example.com/api/v3"],
+     "conveyor report: --api-url must be an http(s) URL, got 'ghe.example.com/api/v3'"),
+    (["--repo", "acme/deploy", "--api-url", "ftp://ghe.example.com"],
+     "conveyor report: --api-url must be an http(s) URL, got 'ftp://ghe.example.com'"),
+    (["--repo", "acme/deploy", "--api-url", "https://"],
+     "conveyor report: --api-url must be an http(s) URL, got 'https://'"),
+    (["--repo", "acme/deploy", "--api-url", "http://ghe.example.com:99999"],
+     "conveyor report: --api-url must be an http(s) URL, got 'http://ghe.example.com:99999'"),
 ])
 def test_bad_input_is_one_line(args: list[str], message: str, capsys: pytest.CaptureFixture[str],
                                monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:

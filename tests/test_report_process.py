@@ -1,5 +1,6 @@
 """`python -m bot report` as a real process against the emulator over HTTP: the figures it
-prints, and the one line (exit 2 for the repository, 1 for GitHub) when it cannot print them."""
+prints, and the one line (exit 2 for the repository, 1 for GitHub or a server that is not
+GitHub) when it cannot print them."""
 
 from __future__ import annotations
 
@@ -97,5 +98,60 @@ async def test_github_unreachable(emulator: Emulator, tmp_path: Path) -> None:
     done = await report(emulator, tmp_path, "--repo", DEPLOY_REPO, api_url=api_url)
     assert (done.code, done.out) == (1, "")
     # one line: the retries before it are not printed
-    assert done.err == (f"conveyor report: cannot reach GitHub: GET {api_url}/repos/"
-                        f"{DEPLOY_REPO}/installation failed: ClientConnectorError\n")
+    assert done.err == (f"conveyor report: cannot reach GitHub: GET {api_url}/app failed: "
+                        "ClientConnectorError\n")
+
+
+@pytest.mark.parametrize(("status", "content_type", "body", "answered"), [
+    (200, "text/html", "<html>a web page</html>", "something other than the app's JSON"),
+    (404, "text/html", "<html>not found</html>", "404 Not Found without JSON"),
+    (200, "text/plain", "ok", "something other than the app's JSON"),
+    (200, "application/json", "{not json", "something other than the app's JSON"),
+    (200, "application/json", '{"id": 1}', "something other than the app's JSON"),
+    (200, "application/json", "[]", "something other than the app's JSON"),
+])
+async def test_a_server_that_is_not_github(emulator: Emulator, tmp_path: Path, status: int,
+                                           content_type: str, body: str, answered: str) -> None:
+    """A web server at --api-url (GitHub Enterprise Server's web UI instead of its /api/v3)."""
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    async def answer(_request: web.Request) -> web.Response:
+        return web.Response(status=status, body=body.encode(),
+                            headers={"Content-Type": content_type})
+
+    app = web.Application()
+    app.router.add_route("*", "/{path:.*}", answer)
+    server = TestServer(app)
+    await server.start_server()
+    try:
+        api_url = str(server.make_url("")).rstrip("/")
+        done = await report(emulator, tmp_path, "--repo", DEPLOY_REPO, api_url=api_url)
+    finally:
+        await server.close()
+    assert (done.code, done.out) == (1, "")
+    assert done.err == (f"conveyor report: {api_url} does not answer as GitHub's REST API: "
+                        f"GET /app answered {answered} (GitHub Enterprise Server's is "
+                        "https://HOST/api/v3)\n")
+
+
+async def test_githubs_own_refusal_of_the_app_is_said_as_github_said_it(
+        emulator: Emulator, tmp_path: Path) -> None:
+    """A 404 in JSON is GitHub's: an app id it does not know."""
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    async def unknown_app(_request: web.Request) -> web.Response:
+        return web.json_response({"message": "Integration not found"}, status=404)
+
+    app = web.Application()
+    app.router.add_get("/app", unknown_app)
+    server = TestServer(app)
+    await server.start_server()
+    try:
+        done = await report(emulator, tmp_path, "--repo", DEPLOY_REPO,
+                            api_url=str(server.make_url("")).rstrip("/"))
+    finally:
+        await server.close()
+    assert (done.code, done.out) == (1, "")
+    assert done.err == "conveyor report: GitHub answered Integration not found\n"

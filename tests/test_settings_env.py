@@ -4,6 +4,7 @@ that names the variable otherwise."""
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -245,6 +246,63 @@ def test_a_key_file_that_is_not_utf8(env: dict[str, str], tmp_path: Path) -> Non
                       dotenv=tmp_path / "none")
     assert str(raised.value) == ("GITHUB_PRIVATE_KEY_PATH is not a PEM private key "
                                  "(not UTF-8 text)")
+
+
+def at_most_2_gib() -> None:
+    # a key file read to its end fails here before it fills the machine (/dev/zero has none)
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_serve_refuses_a_key_path_that_is_not_a_regular_file(env: dict[str, str], tmp_path: Path,
+                                                             special: str) -> None:
+    """Neither waits for a writer (a FIFO) nor reads without end (a device)."""
+    key = tmp_path / "key.pem" if special == "fifo" else Path(special)
+    if special == "fifo":
+        os.mkfifo(key)
+    without_inline = {k: v for k, v in env.items() if k != "GITHUB_PRIVATE_KEY"}
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "serve"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=30, preexec_fn=at_most_2_gib,
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT),
+             **coverage_env(), **without_inline, "GITHUB_PRIVATE_KEY_PATH": str(key)})
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"conveyor: GITHUB_PRIVATE_KEY_PATH cannot be read: {key} is not a regular file"]
+
+
+def test_a_key_file_is_read_up_to_a_bound(env: dict[str, str], tmp_path: Path, pem: str) -> None:
+    without_inline = {k: v for k, v in env.items() if k != "GITHUB_PRIVATE_KEY"}
+    key = tmp_path / "large.pem"
+    key.write_text(pem + "\n" * 70_000)
+    with pytest.raises(SettingsError) as raised:
+        load_settings({**without_inline, "GITHUB_PRIVATE_KEY_PATH": str(key)},
+                      dotenv=tmp_path / "none")
+    assert str(raised.value) == ("GITHUB_PRIVATE_KEY_PATH is not a PEM private key "
+                                 "(longer than 65536 characters)")
+
+
+@pytest.mark.parametrize("form", [serialization.PrivateFormat.PKCS8,
+                                  serialization.PrivateFormat.TraditionalOpenSSL])
+def test_an_encrypted_key_is_named_as_such(env: dict[str, str], tmp_path: Path,
+                                           form: serialization.PrivateFormat) -> None:
+    """`BEGIN ENCRYPTED PRIVATE KEY`, and `BEGIN RSA PRIVATE KEY` with `Proc-Type: 4,ENCRYPTED`."""
+    encrypted = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, form,
+        serialization.BestAvailableEncryption(b"passphrase")).decode()
+    assert "ENCRYPTED" in encrypted
+    key = tmp_path / "encrypted.pem"
+    key.write_text(encrypted)
+    without_inline = {k: v for k, v in env.items() if k != "GITHUB_PRIVATE_KEY"}
+    for name, settings in (("GITHUB_PRIVATE_KEY", {**env, "GITHUB_PRIVATE_KEY": encrypted}),
+                           ("GITHUB_PRIVATE_KEY_PATH",
+                            {**without_inline, "GITHUB_PRIVATE_KEY_PATH": str(key)})):
+        with pytest.raises(SettingsError) as raised:
+            load_settings(settings, dotenv=tmp_path / "none")
+        assert str(raised.value) == (
+            f"{name} is an encrypted private key: Conveyor needs the unencrypted key GitHub "
+            "gives (decrypt it with `openssl pkey`, or download a new one from the app's "
+            "settings)")
 
 
 @pytest.mark.parametrize(("text", "problem"), [

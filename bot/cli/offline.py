@@ -4,6 +4,7 @@ renderer the offline commands share."""
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -16,6 +17,10 @@ from bot.render.tool import HELM_SETTING, KUSTOMIZE_SETTING, find_helm, find_kus
 
 def check_config(file_path: str | None, repo_dir: str | None = None) -> int:
     """The policy; then, inside a repository (or with `--repo`), the files it names."""
+    repo_problem = _folder_problem(repo_dir) if repo_dir is not None else None
+    if repo_problem is not None:
+        print(f"--repo {repo_dir}: {repo_problem}", file=sys.stderr)
+        return 2
     if file_path is None:
         if repo_dir is None:
             print("check-config needs a policy FILE or --repo DIR", file=sys.stderr)
@@ -33,9 +38,6 @@ def check_config(file_path: str | None, repo_dir: str | None = None) -> int:
     if root is None:
         print(f"{file_path}: ok (pass --repo DIR to check the files it names too)")
         return 0
-    if not root.is_dir():
-        print(f"--repo {root}: no such folder", file=sys.stderr)
-        return 2
     from bot.cli.repocheck import check_repository
 
     try:
@@ -60,6 +62,17 @@ def check_config(file_path: str | None, repo_dir: str | None = None) -> int:
     print(f"{file_path}: ok; {root}: {files} file(s) for {len(policy.services)} service(s) × "
           f"{len(policy.environments)} environment(s) ok")
     return 0
+
+
+def _folder_problem(path: str) -> str | None:
+    """Why `path` is not a folder; None when it is one."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such folder"
+    except OSError as exc:  # a name too long, a folder that cannot be searched
+        return exc.strerror or str(exc)
+    return None if stat.S_ISDIR(mode) else "not a folder"
 
 
 def _enclosing_repository(policy_file: Path) -> Path | None:

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import sys
 import uuid
 from pathlib import Path
 
@@ -52,13 +53,13 @@ def run(event: str, payload_path: str, url: str | None) -> int:
         body = path.read_bytes()
         json.loads(body)
     except OSError as exc:
-        print(f"{payload_path}: cannot read: {exc.strerror or exc}")
+        print(f"{payload_path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
         return 1
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        print(f"{payload_path}: not valid JSON: {exc}")
+        print(f"{payload_path}: not valid JSON: {exc}", file=sys.stderr)
         return 1
     except RecursionError:
-        print(f"{payload_path}: not valid JSON: nested too deeply")
+        print(f"{payload_path}: not valid JSON: nested too deeply", file=sys.stderr)
         return 1
     if not event.isprintable():
         raise SettingsError(f"-e/--event {event!r}: an event name has no control characters")
@@ -66,7 +67,7 @@ def run(event: str, payload_path: str, url: str | None) -> int:
     try:
         status, text = asyncio.run(send(target, event, body, secret))
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-        print(f"could not reach {target}: {exc}")
+        print(f"could not reach {target}: {exc}", file=sys.stderr)
         return 1
     print(f"{status} {text.strip()}")
     return 0 if status < 400 else 1

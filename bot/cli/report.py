@@ -17,19 +17,20 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import gidgethub
 
 from bot.domain.delivery import Figures
 from bot.domain.durations import format_duration, parse_duration
 from bot.domain.policy import PolicyError, load_policy
-from bot.github.client import GitHubClients
+from bot.github.client import ConveyorGitHubAPI, GitHubClients
 from bot.github.refusals import or_none
 from bot.github.repos import get_file
 from bot.github.transient import TransientError
 from bot.names import POLICY_PATH
 from bot.promotion.watching.delivery import DeliveryReader
-from bot.runtime.settings import Settings, load_settings
+from bot.runtime.settings import Settings, SettingsError, checked_api_url, load_settings
 from bot.text import format_time
 
 MAX_SINCE = timedelta(days=366)
@@ -41,6 +42,10 @@ COLUMNS = ("service", "environment", "deployments", "deployments_per_day",
 
 class ReportError(Exception):
     """Bad input or an answer that stops the report; the message is one line."""
+
+
+class NotGitHub(Exception):
+    """The API URL answers, but not as GitHub's REST API does; the message is one line."""
 
 
 def parse_since(text: str) -> timedelta:
@@ -57,6 +62,13 @@ def check_repo(text: str) -> str:
     if not _REPO_RE.fullmatch(text) or text.endswith((".", "/")):
         raise ReportError(f"--repo: expected OWNER/REPO, got {text!r}")
     return text
+
+
+def check_api_url(text: str) -> str:
+    try:
+        return checked_api_url(text, "--api-url")
+    except SettingsError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def _seconds(span: timedelta | None) -> float | None:
@@ -110,10 +122,10 @@ async def collect(settings: Settings, full_name: str, since: timedelta,
                             private_key=settings.private_key)
     try:
         app = clients.app()
+        me = await _the_app(app, settings.api_url)
         installation = await or_none(app.getitem(f"/repos/{full_name}/installation"), 404)
         if installation is None:
             raise ReportError(f"{full_name}: the app is not installed on it (or it does not exist)")
-        me = await app.getitem("/app")
         gh = await clients.installation(int(installation["id"]))
         details = await gh.getitem(f"/repos/{full_name}")
         branch = str(details["default_branch"])
@@ -135,6 +147,26 @@ async def collect(settings: Settings, full_name: str, since: timedelta,
         await clients.close()
 
 
+async def _the_app(app: ConveyorGitHubAPI, api_url: str) -> dict[str, Any]:
+    """`GET /app`, the report's first request. GitHub answers it in JSON whatever the app's
+    key, a refusal too: an answer that is not the app's JSON (a web page, a proxy's 404) comes
+    from a server that is not GitHub's REST API."""
+    try:
+        me = await app.getitem("/app")
+    except gidgethub.BadRequest as exc:
+        if exc.headers.get("content-type", "").startswith("application/json"):
+            raise
+        answered = f"{int(exc.status_code)} {exc.status_code.phrase} without JSON"
+    except ValueError:  # a body said to be JSON that is not
+        answered = "something other than the app's JSON"
+    else:
+        if isinstance(me, dict) and isinstance(me.get("slug"), str):
+            return me
+        answered = "something other than the app's JSON"
+    raise NotGitHub(f"{api_url} does not answer as GitHub's REST API: GET /app answered "
+                    f"{answered} (GitHub Enterprise Server's is https://HOST/api/v3)")
+
+
 def run(full_name: str, since: str, fmt: str, api_url: str | None) -> int:
     # The client logs each retry as a warning; the report ends with one line of its own.
     bot_log = logging.getLogger("bot")
@@ -143,13 +175,17 @@ def run(full_name: str, since: str, fmt: str, api_url: str | None) -> int:
     try:
         checked = check_repo(full_name)
         window = parse_since(since)
+        other_api = check_api_url(api_url) if api_url is not None else None
         settings = load_settings()
-        if api_url is not None:
-            settings = replace(settings, api_url=api_url.rstrip("/"))
+        if other_api is not None:
+            settings = replace(settings, api_url=other_api)
         found, start, until = asyncio.run(collect(settings, checked, window))
     except ReportError as exc:
         print(f"conveyor report: {exc}", file=sys.stderr)
         return 2
+    except NotGitHub as exc:
+        print(f"conveyor report: {exc}", file=sys.stderr)
+        return 1
     except TransientError as exc:
         print(f"conveyor report: cannot reach GitHub: {exc}", file=sys.stderr)
         return 1

@@ -114,6 +114,8 @@ def load_manifest(path: Path) -> dict[str, Any]:
         stream = parse(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SetupError(f"{path}: cannot read the app manifest: {exc}") from None
+    except UnicodeDecodeError:
+        raise SetupError(f"{path}: cannot read the app manifest: not UTF-8 text") from None
     except YamlError as exc:
         raise SetupError(f"{path}:{exc.line}: cannot read the app manifest: {exc}") from None
     builder = DataBuilder()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from bot.render.diff import Resources, resources_of
 
@@ -71,7 +71,15 @@ def _documents(output: str) -> list[Any]:
     try:
         return list(YAML(typ="safe").load_all(output))
     except YAMLError as exc:
-        raise UnreadableBuild(f"the render's output is not YAML: {exc}") from None
+        raise UnreadableBuild(f"the render's output is not YAML: {_one_line(exc)}") from None
+
+
+def _one_line(exc: YAMLError) -> str:
+    """The parser's problem and where it is, on one line: its own text spans two or more."""
+    if isinstance(exc, MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}"
+    return str(exc).partition("\n")[0]
 
 
 def _images(documents: list[Any]) -> dict[Slot, str]:

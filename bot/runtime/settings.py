@@ -29,6 +29,8 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 # GitHub answers at most 100 concurrent requests of one app (its secondary rate limit):
 # more workers would only wait for one another.
 MAX_WORKERS = 100
+# The PEM of a 16384-bit RSA key (the largest OpenSSL makes) is about 12,600 characters.
+MAX_KEY_FILE_CHARS = 64 * 1024
 
 
 class SettingsError(Exception):
@@ -151,16 +153,7 @@ def _private_key(env: Mapping[str, str]) -> str:
     if inline:
         key, name = inline.replace("\\n", "\n"), "GITHUB_PRIVATE_KEY"
     elif key_path:
-        try:
-            key = Path(key_path).expanduser().read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SettingsError(
-                f"GITHUB_PRIVATE_KEY_PATH cannot be read: {exc.strerror or exc}"
-            ) from None
-        except UnicodeDecodeError:
-            raise SettingsError("GITHUB_PRIVATE_KEY_PATH is not a PEM private key "
-                                "(not UTF-8 text)") from None
-        name = "GITHUB_PRIVATE_KEY_PATH"
+        key, name = _key_file_text(key_path), "GITHUB_PRIVATE_KEY_PATH"
     else:
         raise SettingsError("GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH is not set")
     from cryptography.exceptions import UnsupportedAlgorithm
@@ -169,7 +162,11 @@ def _private_key(env: Mapping[str, str]) -> str:
 
     try:
         loaded = load_pem_private_key(key.strip().encode(), password=None)
-    except (ValueError, TypeError, UnsupportedAlgorithm):
+    except TypeError:  # what cryptography raises for an encrypted key read without a password
+        raise SettingsError(f"{name} is an encrypted private key: Conveyor needs the "
+                            "unencrypted key GitHub gives (decrypt it with `openssl pkey`, or "
+                            "download a new one from the app's settings)") from None
+    except (ValueError, UnsupportedAlgorithm):
         raise SettingsError(f"{name} is not a PEM private key") from None
     if not isinstance(loaded, RSAPrivateKey):
         # GitHub App keys are RSA: GitHub signs app JWTs with RS256 only
@@ -178,16 +175,40 @@ def _private_key(env: Mapping[str, str]) -> str:
     return key.strip() + "\n"
 
 
-def _api_url(env: Mapping[str, str]) -> str:
-    url = env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL
+def _key_file_text(key_path: str) -> str:
+    """The text of the file `GITHUB_PRIVATE_KEY_PATH` names: a regular file (a FIFO would wait
+    for a writer, a device such as /dev/zero never ends), read up to MAX_KEY_FILE_CHARS."""
+    path = Path(key_path).expanduser()
+    try:
+        if path.exists() and not path.is_file():
+            raise SettingsError(f"GITHUB_PRIVATE_KEY_PATH cannot be read: {key_path} is not a "
+                                "regular file")
+        with path.open(encoding="utf-8") as handle:
+            key = handle.read(MAX_KEY_FILE_CHARS + 1)
+    except OSError as exc:
+        raise SettingsError(
+            f"GITHUB_PRIVATE_KEY_PATH cannot be read: {exc.strerror or exc}"
+        ) from None
+    except UnicodeDecodeError:
+        raise SettingsError("GITHUB_PRIVATE_KEY_PATH is not a PEM private key "
+                            "(not UTF-8 text)") from None
+    if len(key) > MAX_KEY_FILE_CHARS:
+        raise SettingsError("GITHUB_PRIVATE_KEY_PATH is not a PEM private key "
+                            f"(longer than {MAX_KEY_FILE_CHARS} characters)")
+    return key
+
+
+def checked_api_url(url: str, name: str) -> str:
+    """`url` without its trailing slash; SettingsError naming `name` (the setting or option
+    it came from) unless it is an http(s) URL with a host, a valid port and no query."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise SettingsError(f"GITHUB_API_URL must be an http(s) URL, got {url!r}") from None
+        raise SettingsError(f"{name} must be an http(s) URL, got {url!r}") from None
     if (parts.scheme not in ("http", "https") or not parts.hostname or port == 0
             or parts.query):
-        raise SettingsError(f"GITHUB_API_URL must be an http(s) URL, got {url!r}")
+        raise SettingsError(f"{name} must be an http(s) URL, got {url!r}")
     return url.rstrip("/")
 
 
@@ -308,7 +329,8 @@ def load_settings(environ: Mapping[str, str] | None = None, dotenv: Path | None 
         app_id=app_id,
         private_key=private_key,
         webhook_secret=secret,
-        api_url=_api_url(env),
+        api_url=checked_api_url(env.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL,
+                                "GITHUB_API_URL"),
         host=env.get("HOST", "").strip() or "0.0.0.0",
         port=port,
         log_level=log_level,

@@ -69,7 +69,11 @@ async def test_the_build_runs_without_network_and_in_a_home_of_its_own() -> None
 
 async def test_output_that_is_not_yaml_is_an_error_not_a_crash() -> None:
     result = await Builder(shell("printf '{'")).build("k", KustomizeJob(""), {})
-    assert result.error is not None and "not YAML" in result.error
+    assert result.error == ("the render's output is not YAML: line 2, column 1: did not find "
+                            "expected node content")
+    control = await Builder(shell("printf 'a: \\007'")).build("k", KustomizeJob(""), {})
+    assert control.error == ("the render's output is not YAML: unacceptable character #x0007: "
+                             "control characters are not allowed")
 
 
 async def test_the_same_inputs_asked_twice_at_once_are_built_once() -> None:
