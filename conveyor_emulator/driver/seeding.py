@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -11,7 +12,14 @@ from conveyor_emulator.accounts import shapes_accounts
 from conveyor_emulator.apps import shapes_apps
 from conveyor_emulator.driver.base import EmulatorBase
 from conveyor_emulator.store import node_ids
-from conveyor_emulator.store.state import Installation, Repo, RequiredCheck, Ruleset, Team
+from conveyor_emulator.store.state import (
+    PULL_REQUEST_RULE,
+    Installation,
+    Repo,
+    RequiredCheck,
+    Ruleset,
+    Team,
+)
 
 DEFAULT_PERMISSIONS = {
     "actions": "read", "attestations": "read", "checks": "write", "contents": "write",
@@ -71,11 +79,21 @@ class Seeding(EmulatorBase):
             RequiredCheck(context, app_id) for context in contexts]
 
     def add_ruleset(self, repo: str, checks: Sequence[tuple[str, int | None]], *,
-                    name: str = "default branch") -> int:
-        """A ruleset on the default branch requiring these (context, integration id) checks;
-        its id."""
+                    name: str = "default branch", strict: bool = False,
+                    pull_request: Mapping[str, Any] | None = None) -> int:
+        """A ruleset on the default branch requiring these (context, integration id) checks,
+        branches up to date before merging where `strict`, and, where `pull_request` is given,
+        a pull request rule with those parameters over the others off and 0
+        (`{"require_last_push_approval": True}`); its id."""
+        parameters = None
+        if pull_request is not None:
+            unknown = set(pull_request) - set(PULL_REQUEST_RULE)
+            if unknown:
+                raise ValueError(f"not a parameter of a pull request rule: {sorted(unknown)}")
+            parameters = {**copy.deepcopy(PULL_REQUEST_RULE), **pull_request}
         ruleset = Ruleset(self.world.next_id(), name,
-                          [RequiredCheck(context, app_id) for context, app_id in checks])
+                          [RequiredCheck(context, app_id) for context, app_id in checks],
+                          strict=strict, pull_request=parameters)
         self.world.repo_by_name(repo).rulesets.append(ruleset)
         return ruleset.id
 

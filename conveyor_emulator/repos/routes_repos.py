@@ -316,24 +316,38 @@ def branch_json(ctx: Ctx, repo: Repo, name: str, sha: str) -> JSON:
 async def branch_rules(ctx: Ctx) -> Reply:
     """"Get rules for a branch": the active rules of every ruleset that applies to it (here:
     the default branch's), each with the ruleset it comes from. Readable with `metadata:
-    read`; a GitHub Enterprise Server before rulesets (3.11) answers 404."""
+    read`; a GitHub Enterprise Server before rulesets (3.11) answers 404.
+
+    Shapes as GitHub's REST description (`repository-rule-detailed` in
+    github-rest.trimmed.json, from @octokit/openapi) has them: a
+    `required_status_checks` rule requires `required_status_checks` and
+    `strict_required_status_checks_policy` ("Require branches to be up to date before
+    merging"), each check `context` and an optional `integration_id`
+    (`repository-rule-params-status-check-configuration`); a `pull_request` rule requires
+    `dismiss_stale_reviews_on_push`, `require_code_owner_review`,
+    `require_last_push_approval` ("Require approval of the most recent reviewable push"),
+    `required_approving_review_count` and `required_review_thread_resolution`
+    (`repository-rule-pull-request`)."""
     if not ctx.world.rulesets_supported:
         raise ApiError(404, "Not Found")
     repo = ctx.repo
     if repo.branch_sha(ctx.params["branch"]) is None:
         return ctx.page([])
-    rules = [] if ctx.params["branch"] != repo.default_branch else [{
-        "type": "required_status_checks",
-        "parameters": {
-            "strict_required_status_checks_policy": False,
-            "required_status_checks": [
-                {"context": c.context, **({"integration_id": c.app_id}
-                                          if c.app_id is not None else {})}
-                for c in ruleset.checks],
-        },
-        "ruleset_source_type": "Repository", "ruleset_source": repo.full_name,
-        "ruleset_id": ruleset.id,
-    } for ruleset in repo.rulesets]
+    rules: list[JSON] = []
+    for ruleset in repo.rulesets if ctx.params["branch"] == repo.default_branch else []:
+        source = {"ruleset_source_type": "Repository", "ruleset_source": repo.full_name,
+                  "ruleset_id": ruleset.id}
+        if ruleset.checks:
+            rules.append({"type": "required_status_checks", "parameters": {
+                "strict_required_status_checks_policy": ruleset.strict,
+                "required_status_checks": [
+                    {"context": c.context, **({"integration_id": c.app_id}
+                                              if c.app_id is not None else {})}
+                    for c in ruleset.checks],
+            }, **source})
+        if ruleset.pull_request is not None:
+            rules.append({"type": "pull_request", "parameters": dict(ruleset.pull_request),
+                          **source})
     return ctx.page(rules)
 
 

@@ -150,13 +150,31 @@ class RequiredCheck:
     app_id: int | None = None
 
 
+# A `pull_request` rule's parameters: the five GitHub's description requires
+# (`repository-rule-pull-request` in github-rest.trimmed.json), off and 0 unless a test sets
+# them, and `allowed_merge_methods`, which it lists without requiring and GitHub answers.
+PULL_REQUEST_RULE: JSON = {
+    "allowed_merge_methods": ["merge", "squash", "rebase"],
+    "dismiss_stale_reviews_on_push": False,
+    "require_code_owner_review": False,
+    "require_last_push_approval": False,
+    "required_approving_review_count": 0,
+    "required_review_thread_resolution": False,
+}
+
+
 @dataclass
 class Ruleset:
-    """A repository ruleset on the default branch with a `required_status_checks` rule."""
+    """A repository ruleset on the default branch: a `required_status_checks` rule (when it
+    names checks), with its `strict_required_status_checks_policy`, and a `pull_request` rule
+    with these parameters (None: none). Read by "Get rules for a branch"; a merge is refused
+    only for its required checks (reviews, and being up to date, are not enforced here)."""
 
     id: int
     name: str
     checks: list[RequiredCheck]
+    strict: bool = False
+    pull_request: JSON | None = None
 
 
 @dataclass

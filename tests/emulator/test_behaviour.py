@@ -584,3 +584,31 @@ async def test_rulesets_are_read_per_branch_and_404_on_a_server_without_them(
     with pytest.raises(BadRequest) as err:
         await gh.getitem(R + "/rules/branches/main")
     assert err.value.status_code == 404
+
+
+async def test_a_ruleset_carries_up_to_date_and_a_pull_request_rule_as_github_shows_them(
+        emulator: Emulator, gh: GitHubAPI) -> None:
+    em = emulator
+    checks = em.add_ruleset("acme/deploy", [("conveyor/promotion-gate", em.world.app_id)],
+                            strict=True)
+    reviews = em.add_ruleset("acme/deploy", [],
+                             pull_request={"require_last_push_approval": True,
+                                           "required_approving_review_count": 1})
+    [status_checks, pull_request] = await gh.getitem(R + "/rules/branches/main")
+    assert status_checks["ruleset_id"] == checks
+    assert status_checks["parameters"]["strict_required_status_checks_policy"] is True
+    assert pull_request == {
+        "type": "pull_request", "ruleset_source_type": "Repository",
+        "ruleset_source": "acme/deploy", "ruleset_id": reviews,
+        "parameters": {"allowed_merge_methods": ["merge", "squash", "rebase"],
+                       "dismiss_stale_reviews_on_push": False,
+                       "require_code_owner_review": False,
+                       "require_last_push_approval": True,
+                       "required_approving_review_count": 1,
+                       "required_review_thread_resolution": False}}
+    assert em.violations == []  # both as GitHub's description requires them
+    branch = await gh.getitem(R + "/branches/main")  # rulesets are not branch protection
+    assert branch["protection"]["enabled"] is False
+    assert "strict" not in branch["protection"]["required_status_checks"]
+    with pytest.raises(ValueError, match="dismiss_stale_reviews"):
+        em.add_ruleset("acme/deploy", [], pull_request={"dismiss_stale_reviews": True})

@@ -176,3 +176,140 @@ def test_the_cases_cover_the_four_protection_states() -> None:
     names: set[Callable[..., Awaitable[None] | None]] = {protect for protect, _ in CASES}
     assert {nothing, any_source, another_app, this_app} <= names
     assert {ruleset_any_source, ruleset_another_app, ruleset_this_app} <= names
+
+
+# Where the gate is enforced, the dashboard's head and `/status` advise on the two settings
+# beside it; the gate's summary and the gauge do not change.
+BEHIND = ("No rule requiring `conveyor/promotion-gate` on `main` has \"Require branches to be "
+          "up to date before merging\": a pull request behind `main` can merge on a verdict "
+          "given before `main` last moved. Turn it on in ruleset {ruleset}.")
+LAST_PUSH = ("No rule on `main` has \"Require approval of the most recent reviewable push\": "
+             "an approver can approve a change someone else pushed onto the pull request. "
+             "Turn it on in a ruleset's pull request rule.")
+UNSEEN_BEHIND = (
+    "Conveyor cannot see whether branch protection on `main` has \"Require branches to be up "
+    "to date before merging\", and no ruleset requiring `conveyor/promotion-gate` has it: "
+    "without it a pull request behind `main` can merge on a verdict given before `main` last "
+    "moved. Check branch protection, or turn it on in a ruleset that requires "
+    "`conveyor/promotion-gate`.")
+UNSEEN_LAST_PUSH = (
+    "Conveyor cannot see whether branch protection on `main` has \"Require approval of the "
+    "most recent reviewable push\", and no ruleset has it: without it an approver can approve "
+    "a change someone else pushed onto the pull request. Check branch protection, or turn it "
+    "on in a ruleset's pull request rule.")
+
+
+async def dashboard_body(world: World) -> str:
+    capabilities = world.conveyor.capabilities
+    gh = await world.conveyor.ctx.clients.installation(world.demo.installation_id)
+    [repo] = [r for r in await capabilities.policies.load(gh, world.demo.installation_id)
+              if r.full_name == world.repo]
+    await refresh_dashboard(capabilities.dashboards, gh, repo)
+    [dashboard] = world.emulator.issues(world.repo, labels=["conveyor-dashboard"])
+    return unescaped(dashboard["body"])
+
+
+def advice(text: str) -> list[str]:
+    return [line.removeprefix("> ℹ️ ") for line in text.splitlines()
+            if line.startswith("> ℹ️ ")]
+
+
+async def advice_shown(world: World) -> tuple[list[str], list[str]]:
+    """The advice heading the dashboard issue and a `/status` reply's answer."""
+    body = await dashboard_body(world)
+    reply = unescaped(await status_reply(world))
+    answer = reply.split("**`/status`**\n\n", 1)[1]
+    if advice(reply):
+        assert answer.startswith("> ℹ️ ") and body.startswith("> ℹ️ ")
+    return advice(body), advice(reply)
+
+
+async def test_a_ruleset_requiring_the_gate_without_either_setting_is_advised_on() -> None:
+    world = await make_world()
+    try:
+        ruleset = world.emulator.add_ruleset(
+            world.repo, [(GATE_CHECK, world.emulator.world.app_id)],
+            pull_request={"required_approving_review_count": 1})
+        pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", DIGEST))
+        shown, _ = await advice_shown(world)
+        assert shown == [BEHIND.format(ruleset=ruleset), LAST_PUSH]
+        summary = world.gate(pr)["output"]["summary"]
+        assert "ℹ️" not in summary and "⚠️" not in summary and "up to date" not in summary
+        assert (await gauge(world)).endswith(" 1.0")
+        assert world.emulator.violations == []
+    finally:
+        await close_world(world)
+
+
+async def test_each_setting_is_advised_on_alone_until_a_ruleset_has_it() -> None:
+    world = await make_world()
+    try:
+        ruleset = world.emulator.add_ruleset(
+            world.repo, [(GATE_CHECK, world.emulator.world.app_id)], strict=True)
+        assert await advice_shown(world) == ([LAST_PUSH], [LAST_PUSH])
+        world.emulator.add_ruleset(world.repo, [], name="reviews",
+                                   pull_request={"require_last_push_approval": True})
+        await resync_all(world.conveyor.capabilities.resync)
+        await world.settle()
+        assert await advice_shown(world) == ([], [])
+        world.emulator.world.repo_by_name(world.repo).rulesets[0].strict = False
+        await resync_all(world.conveyor.capabilities.resync)
+        await world.settle()
+        behind = BEHIND.format(ruleset=ruleset)
+        assert await advice_shown(world) == ([behind], [behind])
+        assert (await gauge(world)).endswith(" 1.0")
+    finally:
+        await close_world(world)
+
+
+async def test_where_branch_protection_requires_the_gate_what_it_may_hold_is_unseen() -> None:
+    world = await make_world()
+    try:
+        this_app(world)
+        pr = await hand_pr(world, PROD, pinned_kustomization("1.0.0", DIGEST))
+        shown, _ = await advice_shown(world)
+        assert shown == [UNSEEN_BEHIND, UNSEEN_LAST_PUSH]
+        assert "ℹ️" not in world.gate(pr)["output"]["summary"]
+        # a ruleset requiring the gate up to date settles the first, whatever branch
+        # protection holds; the second stays unseen
+        world.emulator.add_ruleset(world.repo, [(GATE_CHECK, None)], strict=True)
+        await resync_all(world.conveyor.capabilities.resync)
+        await world.settle()
+        assert await advice_shown(world) == ([UNSEEN_LAST_PUSH], [UNSEEN_LAST_PUSH])
+    finally:
+        await close_world(world)
+
+
+async def test_a_server_without_rulesets_is_advised_on_as_unseen() -> None:
+    world = await make_world()
+    try:
+        world.emulator.world.rulesets_supported = False
+        this_app(world)
+        assert await advice_shown(world) == ([UNSEEN_BEHIND, UNSEEN_LAST_PUSH],
+                                             [UNSEEN_BEHIND, UNSEEN_LAST_PUSH])
+        assert (await gauge(world)).endswith(" 1.0")
+    finally:
+        await close_world(world)
+
+
+@pytest.mark.parametrize("protect", [nothing, any_source, ruleset_another_app],
+                         ids=lambda protect: protect.__name__)
+async def test_where_the_gate_is_not_enforced_its_finding_alone_is_said(
+        protect: Protect) -> None:
+    world = await make_world()
+    try:
+        protect(world)
+        body = await dashboard_body(world)
+        reply = unescaped(await status_reply(world))
+        assert body.startswith("> ⚠️ ") and "**`/status`**\n\n> ⚠️ " in reply
+        assert advice(body) == [] and advice(reply) == []
+        assert "up to date" not in body and "up to date" not in reply
+        # the same rules, once the gate is required from Conveyor's app, are advised on
+        ruleset_this_app(world)
+        await resync_all(world.conveyor.capabilities.resync)
+        await world.settle()
+        shown, _ = await advice_shown(world)
+        assert len(shown) == 2
+        assert (await gauge(world)).endswith(" 1.0")
+    finally:
+        await close_world(world)

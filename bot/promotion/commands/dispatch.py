@@ -133,8 +133,9 @@ async def show_status(run: CommandRun, command: Status) -> str:
         rows = [row for row in rows if row.service in members]
     table = render_status(rows, command.service)
     enforcement = await run.capabilities.gates.enforcement.of(run.gh, run.where.repo)
-    warnings = "".join(f"> ⚠️ {escape_markdown(finding)}\n\n"
-                       for finding in enforcement.findings)
+    warnings = "".join([*(f"> ⚠️ {escape_markdown(finding)}\n\n"
+                          for finding in enforcement.findings),
+                        *(f"> ℹ️ {escape_markdown(line)}\n\n" for line in enforcement.advice)])
     shown = [row for row in rows
              if command.service is None or row.service.lower() == command.service.lower()]
     if not shown:

@@ -69,11 +69,12 @@ _PACKAGE_LINK = re.compile(r"\[`(sha256:[0-9a-f]{12})`\]\((\S+?)\)")
 def render_pages(full_name: str, rows: Sequence[StatusRow], delivery: str | None = None, *,
                  limit: int = PAGE_LIMIT,
                  edges: Mapping[str, Sequence[str]] | None = None,
-                 warnings: Sequence[str] = ()) -> list[str]:
+                 warnings: Sequence[str] = (), advice: Sequence[str] = ()) -> list[str]:
     """The issue body, then the comments that continue it, each within `limit` characters
     (markers included). ``delivery``: the delivery section, once its figures have been read;
     ``edges``: the environment graph, drawn above the tables; ``warnings``: where GitHub does
-    not enforce the gate, said first."""
+    not enforce the gate, said first; ``advice``: where it does, the protections beside it
+    that are missing or cannot be seen, said next."""
     services = list(dict.fromkeys(row.service for row in rows))
     environments = list(dict.fromkeys(row.environment for row in rows))
     by_service: dict[str, list[StatusRow]] = {}
@@ -84,6 +85,7 @@ def render_pages(full_name: str, rows: Sequence[StatusRow], delivery: str | None
                         "| --- |" + " --- |" * len(environments)])
     items: list[tuple[str, bool]] = [(f"> ⚠️ {escape_markdown(warning)}", False)
                                      for warning in warnings]
+    items += [(f"> ℹ️ {escape_markdown(line)}", False) for line in advice]
     items.append((INTRO.format(repo=full_name), False))
     if edges and rows:
         items.append((flowchart(edges, rows), False))
@@ -193,7 +195,8 @@ async def refresh_dashboard(dashboards: DashboardCapabilities, gh: GitHubAPI,
         pages = render_pages(repo.full_name, rows,
                              newest_delivery(dashboards.delivery.get(repo.full_name), shown,
                                              ctx.clock()),
-                             edges=policy_edges(repo.policy), warnings=enforcement.findings)
+                             edges=policy_edges(repo.policy), warnings=enforcement.findings,
+                             advice=enforcement.advice)
         body = pages[0]
         if issue is None:
             issue = await gh.post(f"/repos/{repo.full_name}/issues", data={

@@ -1,6 +1,6 @@
 """Whether GitHub enforces the gate in each deployment repository, and what to say where it
-does not: the default branch's required checks are read when a repository is first served and
-at every resync, and kept in between."""
+does not (or, where it does, of the settings beside it): the default branch's rules are read
+when a repository is first served and at every resync, and kept in between."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from urllib.parse import quote
 from gidgethub.abc import GitHubAPI
 
 from bot.domain.enforcement import Enforcement, foreign_report, judge_enforcement
-from bot.github.required_checks import required_checks
+from bot.github.required_checks import branch_rules
 from bot.names import GATE_CHECK
 from bot.promotion.policies import DeploymentRepo
 
@@ -40,8 +40,8 @@ class GateEnforcement:
         return known if known is not None else await self.refresh(gh, repo)
 
     async def refresh(self, gh: GitHubAPI, repo: DeploymentRepo) -> Enforcement:
-        checks = await required_checks(gh, repo.full_name, repo.default_branch)
-        found = judge_enforcement(checks, gate=GATE_CHECK, app_id=self.ctx.app_id,
+        rules = await branch_rules(gh, repo.full_name, repo.default_branch)
+        found = judge_enforcement(rules, gate=GATE_CHECK, app_id=self.ctx.app_id,
                                   branch=repo.default_branch)
         before = self._known.get(repo.full_name.lower())
         self._known[repo.full_name.lower()] = found
