@@ -80,8 +80,9 @@ GATE_READS: list[Need] = [
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files",
      "the files the pull request changes (file texts at its head and base are read once: "
      "a commit never changes)"),
-    ("GET", "/repos/{owner}/{repo}/pulls",
-     "merged evidence: the upstream promotion pull request of the same digest (`head=`)"),
+    ("GET", "/repos/{owner}/{repo}/compare/{basehead}",
+     "what merging the PR makes now: the default branch's commit, how far the head is behind "
+     "it and their merge base (the PR's `base.sha` stays where the branch was)"),
     ("GET", "/repos/{owner}/{repo}/commits",
      "the upstream file's history (`path=`): the commit that set the digest, the one that "
      "replaced it"),
@@ -95,6 +96,8 @@ GATE_READS: list[Need] = [
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "the approvals"),
 ]
 GATE_AFTER_REVIEW: list[Need] = [
+    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}",
+     "the pull request as it is now (labels, body, head): the event's copy may be stale"),
     *GATE_READS,
     ("GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}",
      "is the reviewer in the approvers' team (then cached two minutes)"),

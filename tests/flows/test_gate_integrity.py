@@ -491,7 +491,7 @@ async def test_a_file_both_main_and_the_branch_changed_fails_until_the_branch_is
                                         author="sre", message="a note")
         await world.settle()
         failing(world, world.pull("Prefix production", state="open"),
-                f"`{PROD}`, which this environment's render reads, changed both on `main` "
+                f"`{PROD}` changed both on `main` "
                 "and on this branch since it was made")
     finally:
         await close_world(world)

@@ -297,6 +297,24 @@ async def test_an_application_set_conveyor_cannot_expand_fails_closed_when_it_ch
     assert world.emulator.violations == []
 
 
+async def test_a_pointer_is_judged_in_what_the_merge_makes_when_main_changes_its_target(
+        pointed: World) -> None:
+    """Re-pointed at a copy of production, production changes nothing; once main changes
+    the copy, the merge makes production run the change, and the open PR is judged so."""
+    world = pointed
+    await world.emulator.push_files(
+        world.repo, {CANARY: DEMO_FILES["apps/web/overlays/prod/kustomization.yaml"]})
+    pr = await change(world, {PRODUCTION_APP: application(
+        "web-production", "apps/web/overlays/canary", revision="main")}, "Follow the canary")
+    assert world.gate(pr)["output"]["title"] == "No gated environment changed"
+    await world.emulator.push_files(world.repo, {CANARY: CANARY_OVERLAY}, author="bob",
+                                    message="canary 6.6.6")
+    await world.settle()
+    gate_of(world, world.pull("Follow the canary", state="open"), "failure",
+            "now follows `apps/web/overlays/canary`",
+            "ghcr.io/acme/web:0.9.0 → ghcr.io/acme/web:6.6.6")
+
+
 async def test_an_application_re_pointed_at_a_copy_with_more_replicas_passes(
         pointed: World) -> None:
     world = pointed

@@ -50,6 +50,7 @@ class BuildChanges:
     findings: list[BuildFinding]
     # per reached environment: a title and what its rendered resources change
     diffs: list[tuple[str, RenderDiff]] = field(default_factory=list)
+    merge: MergeResult | None = None  # what the merge makes, once read
 
 
 async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: DeploymentRepo,
@@ -63,7 +64,7 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
     builds = RepoBuilds(reader.ctx, gh, repo.full_name, repo.default_branch)
     policy = repo.policy
     try:
-        merge = await merge_result(gh, builds, repo, facts)
+        merge = found.merge = await merge_result(gh, builds, repo, facts)
         head, base = await builds.index(merge.after), await builds.index(merge.before)
         moved = any(f.status in ("removed", "renamed") for f in files)
         if not (moved or _may_render(head, files) or _may_render(base, files)):
@@ -88,7 +89,8 @@ async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deployme
         read = await _reaches(builds, merge, render, paths, head, base)
         if not read:
             continue
-        unjudged = merge.problem or _both_changed(merge, read, repo.default_branch)
+        unjudged = merge.problem or merge.conflicting(set().union(*read.values()),
+                                                      repo.default_branch)
         if unjudged is not None:
             found.findings.append(BuildFinding(render.environment, render.where,
                                                kind=render.kind, problem=unjudged))
@@ -153,18 +155,6 @@ async def _reaches(builds: RepoBuilds, merge: MergeResult, render: EnvironmentRe
             read[commit] = set(inputs.files)
             reached = reached or any(inputs.reads(path) for path in paths)
     return read if reached else {}
-
-
-def _both_changed(merge: MergeResult, read: dict[str, set[str]], branch: str) -> str | None:
-    """Why the render of the merge cannot be judged: a file it reads that both the branch and
-    ``branch`` changed differently since the branch was made (git merges its lines, which
-    neither side's render shows); None when there is none."""
-    conflicts = sorted(merge.conflicts.intersection(*read.values()))
-    if not conflicts:
-        return None
-    return (f"`{conflicts[0]}`, which this environment's render reads, changed both on "
-            f"`{branch}` and on this branch since it was made: what the merge makes of it is "
-            f"not judged. Update the branch with `{branch}` and the gate judges the result")
 
 
 def _present(index: TreeIndex, render: EnvironmentRender) -> bool:

@@ -11,6 +11,7 @@ merge makes; otherwise the merge is worked out file by file from the three trees
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -32,14 +33,31 @@ class MergeResult:
 
     before: str
     after: str
-    behind: int = 0
+    ancestor: str = ""  # the merge base, where the head is behind
     conflicts: frozenset[str] = frozenset()
     problem: str | None = None
 
+    def conflicting(self, paths: Iterable[str], branch: str) -> str | None:
+        """Why a render or a pointer that reads ``paths`` cannot be judged: one of them both
+        sides changed differently (git merges its lines, which neither side shows); None
+        when none is."""
+        both = sorted(self.conflicts.intersection(paths))
+        if not both:
+            return None
+        return (f"`{both[0]}` changed both on `{branch}` and on this branch since it was made: "
+                f"what the merge makes of it is not judged. Update the branch with `{branch}` "
+                "and the gate judges the result")
+
 
 async def merge_result(gh: GitHubAPI, builds: RepoBuilds, repo: DeploymentRepo,
-                       facts: PullFacts) -> MergeResult:
-    """What merging the PR of ``facts`` into ``repo``'s default branch makes now."""
+                       facts: PullFacts, known: MergeResult | None = None) -> MergeResult:
+    """What merging the PR of ``facts`` into ``repo``'s default branch makes now; ``known``:
+    the answer an earlier reader of the same evaluation got, made renderable by ``builds``
+    without asking GitHub again."""
+    if known is not None:
+        if known.ancestor:
+            await builds.merged(known.before, facts.head_sha, known.ancestor)
+        return known
     branch = repo.default_branch
     try:
         found = await gh.getitem(f"/repos/{repo.full_name}/compare/"
@@ -59,7 +77,7 @@ async def merge_result(gh: GitHubAPI, builds: RepoBuilds, repo: DeploymentRepo,
     if behind == 0:
         return MergeResult(tip, facts.head_sha)
     merge = await builds.merged(tip, facts.head_sha, ancestor)
-    return MergeResult(tip, merge.key, behind, merge.tree.conflicts)
+    return MergeResult(tip, merge.key, ancestor, merge.tree.conflicts)
 
 
 def _sha(found: Any, key: str) -> str | None:

@@ -1,14 +1,15 @@
 """What a pull request changes in the objects that tell the cluster what to sync, read for
 the gate.
 
-Only the YAML files the PR changes are read, at its base and its head: an Argo CD
+Only the YAML files the PR changes are read, before and after the merge (the default branch
+as it is now, and what merging the PR into it makes: `merge_result`): an Argo CD
 ``Application`` or ``ApplicationSet``, a Flux ``Kustomization`` or ``HelmRelease`` among them
 is matched by kind, namespace and name on both sides (a moved file is the same object). Where
 one of its sources, at the base, renders a gated environment's folder or chart — or its file
 is the environment's own — it is that environment's pointer; so is one whose source renders
 such a place at the head. A source that changes (repository, revision, path or chart, value
 files, inline values, parameters, Kustomize settings) is judged as the environment's change:
-what it follows at the head is rendered there and every image no workload ran before is
+what it follows after the merge is rendered there and every image no workload ran before is
 judged; one that would follow another repository, another revision than the default branch,
 or what Conveyor cannot render fails the gate naming it; a deleted pointer asks for the
 environment's approvals. A Flux source is the ``GitRepository`` its ``sourceRef`` names,
@@ -29,6 +30,7 @@ from bot.github.snapshot import TreeTruncated
 from bot.promotion.builds import RepoBuilds
 from bot.promotion.gate.build_changes import BuildChanges, judge_images
 from bot.promotion.gate.changes import ChangedFile, ChangeReader
+from bot.promotion.gate.merge_result import MergeResult, merge_result
 from bot.promotion.gate.pull_facts import PullFacts
 from bot.promotion.policies import DeploymentRepo
 from bot.render.appsets import Expansion, expand
@@ -65,8 +67,7 @@ class Side:
 
     async def read(self, paths: list[str]) -> None:
         present = [path for path in paths if path in self.index.sizes]
-        texts = await self.builds.ctx.files.texts_at(self.builds.gh, self.builds.full_name,
-                                                     self.commit, present)
+        texts = await self.builds.texts(self.commit, present)
         for path in present:
             text = texts[path]
             if text is not None and may_hold_syncs(text):
@@ -95,8 +96,7 @@ class Side:
     async def expansion(self, obj: SyncObject) -> Expansion:
         texts: dict[str, str | None] = {}
         while isinstance(found := expand(obj, self.index, texts, self.here.follows), NeedTexts):
-            texts.update(await self.builds.ctx.files.texts_at(
-                self.builds.gh, self.builds.full_name, self.commit, list(found.paths)))
+            texts.update(await self.builds.texts(self.commit, list(found.paths)))
         return found
 
     async def _flux_source(self, ref: tuple[str, str, str]) -> tuple[str, str]:
@@ -120,8 +120,7 @@ class Side:
             self._scanned = []
             if len(paths) <= MAX_SCANNED:
                 await self.builds.prefetch(self.commit, paths)
-                texts = await self.builds.ctx.files.texts_at(self.builds.gh, self.builds.full_name,
-                                                             self.commit, paths)
+                texts = await self.builds.texts(self.commit, paths)
                 self._scanned = [obj for path in paths if (text := texts[path]) is not None
                                  and "GitRepository" in text
                                  for obj in sync_objects(path, text)
@@ -141,15 +140,16 @@ async def read_pointer_changes(reader: ChangeReader, gh: GitHubAPI, repo: Deploy
     builds = RepoBuilds(reader.ctx, gh, repo.full_name, repo.default_branch)
     here = builds.here
     try:
-        base = Side(builds, facts.base_sha, here, await builds.index(facts.base_sha))
-        head = Side(builds, facts.head_sha, here, await builds.index(facts.head_sha))
+        merge = found.merge = await merge_result(gh, builds, repo, facts, found.merge)
+        base = Side(builds, merge.before, here, await builds.index(merge.before))
+        head = Side(builds, merge.after, here, await builds.index(merge.after))
         await base.read(at_base)
         await head.read(at_head)
         if not base.objects and not head.objects:
             return
-        judge = _Judge(reader, gh, repo.policy, builds, facts, base, head, judged, found)
-        judge.places = {facts.base_sha: await _places(builds, repo.policy, facts.base_sha),
-                        facts.head_sha: await _places(builds, repo.policy, facts.head_sha)}
+        judge = _Judge(reader, gh, repo.policy, builds, facts, merge, base, head, judged, found)
+        judge.places = {merge.before: await _places(builds, repo.policy, merge.before),
+                        merge.after: await _places(builds, repo.policy, merge.after)}
         for identity in dict.fromkeys([*base.objects, *head.objects]):
             await judge.pointer(base.objects.get(identity), head.objects.get(identity))
     except TreeTruncated as exc:
@@ -176,9 +176,10 @@ async def _read_alone(gh: GitHubAPI, full_name: str, path: str, ref: str) -> lis
 
 class _Judge:
     def __init__(self, reader: ChangeReader, gh: GitHubAPI, policy: Policy, builds: RepoBuilds,
-                 facts: PullFacts, base: Side, head: Side, judged: list[ImageChange],
-                 found: BuildChanges) -> None:
+                 facts: PullFacts, merge: MergeResult, base: Side, head: Side,
+                 judged: list[ImageChange], found: BuildChanges) -> None:
         self.reader, self.gh, self.policy, self.builds = reader, gh, policy, builds
+        self.merge = merge
         self.facts, self.base, self.head, self.judged, self.found = (facts, base, head, judged,
                                                                      found)
         self.places: dict[str, list[Place]] = {}
@@ -203,11 +204,16 @@ class _Judge:
                       after: Source | None) -> None:
         if before is not None and after is not None and before == after:
             return
-        places = {p.environment: p for p in self._reached(before, self.facts.base_sha, old)}
-        places.update({p.environment: p for p in self._reached(after, self.facts.head_sha, obj)})
+        places = {p.environment: p for p in self._reached(before, self.merge.before, old)}
+        places.update({p.environment: p for p in self._reached(after, self.merge.after, obj)})
         for place in places.values():
             what = obj.describe()
-            if after is None:
+            unjudged = self.merge.problem or self.merge.conflicting(
+                [obj.file], self.builds.here.default_branch)
+            if unjudged is not None:
+                self.found.findings.append(BuildFinding(place.environment, what,
+                                                        kind="pointer", problem=unjudged))
+            elif after is None:
                 self.found.findings.append(BuildFinding(place.environment, what, kind="pointer",
                                                         needs_approval=True))
             elif isinstance(after.target, str):
@@ -236,7 +242,12 @@ class _Judge:
                 f"{target.describe()}, and its tool is off here: what it renders cannot be "
                 "judged")))
             return
-        after = await self.builds.build(self.facts.head_sha, target)
+        reads = (await self.builds.inputs(self.merge.after, target)).files
+        unjudged = self.merge.conflicting(reads, self.builds.here.default_branch)
+        if unjudged is not None:
+            self.found.findings.append(BuildFinding(env, what, kind="pointer", problem=unjudged))
+            return
+        after = await self.builds.build(self.merge.after, target)
         if after.images is None:
             self.found.findings.append(BuildFinding(env, what, kind="pointer", problem=(
                 f"{target.describe()}, which does not render: {after.error}")))
@@ -259,7 +270,7 @@ class _Judge:
         """What the environment runs now: what the pointer rendered at the base, else the
         environment's own render there."""
         target: Target | None = None
-        ours = [p for p in self.places[self.facts.base_sha] if p.environment == place.environment]
+        ours = [p for p in self.places[self.merge.before] if p.environment == place.environment]
         if before is not None and not isinstance(before.target, str) and any(
                 points_at(before.target, p, self.claimed) for p in ours):
             target = before.target
@@ -267,7 +278,7 @@ class _Judge:
             target = ours[0].target or FolderTarget(ours[0].folder)
         if target is None or not self.builds.renders(target):
             return None
-        return await self.builds.build(self.facts.base_sha, target)
+        return await self.builds.build(self.merge.before, target)
 
     async def _unexpanded(self, obj: SyncObject, old: SyncObject | None,
                           new: SyncObject | None, before: dict[str, Source] | str,
