@@ -69,7 +69,7 @@ async def merge_result(gh: GitHubAPI, builds: RepoBuilds, repo: DeploymentRepo,
             f"GitHub does not compare this head with `{branch}` ({exc.status_code}): what the "
             "merge makes cannot be read"))
     tip, ancestor = _sha(found, "base_commit"), _sha(found, "merge_base_commit")
-    behind = found.get("behind_by")
+    behind = found.get("behind_by") if isinstance(found, dict) else None
     if tip is None or ancestor is None or not isinstance(behind, int) or behind < 0:
         return MergeResult(facts.base_sha, facts.head_sha, problem=(
             f"GitHub's comparison of this head with `{branch}` is not one Conveyor reads: "
