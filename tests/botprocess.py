@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import aiohttp
@@ -29,7 +29,8 @@ class BotProcess:
     """The bot configured by environment variables only (the working directory has no `.env`)."""
 
     def __init__(self, emulator: Emulator, workdir: Path, name: str, *,
-                 resync: float = 0, extra_env: Mapping[str, str] | None = None) -> None:
+                 resync: float = 0, extra_env: Mapping[str, str] | None = None,
+                 python_args: Sequence[str] = ("-m", "bot", "serve")) -> None:
         self.name = name
         self.port = free_port()
         self.log_path = workdir / f"{name}.log"
@@ -45,7 +46,7 @@ class BotProcess:
         }
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "bot", "serve"], cwd=workdir, env=env,
+            [sys.executable, *python_args], cwd=workdir, env=env,
             stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
 
     @property

@@ -9,6 +9,7 @@ import hmac
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -18,6 +19,7 @@ import aiohttp
 import pytest
 
 from bot.sandbox.demo import seed
+from bot.serving.fork import WorkersProcess
 from conveyor_emulator import Emulator
 from tests.botprocess import REPO_ROOT, BotProcess
 from tests.harness import SECRET
@@ -190,17 +192,94 @@ async def test_a_frozen_workers_process_delays_no_answer_and_fails_the_health_ch
         await bot.stop_async()
 
 
-def test_the_workers_process_is_started_by_serve_only(tmp_path: Path) -> None:
-    alone = subprocess.run([sys.executable, "-m", "bot.serving.workers"], cwd=tmp_path,
-                           env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT)},
-                           capture_output=True, text=True, timeout=60)
-    assert alone.returncode == 2
-    assert alone.stderr == ("conveyor workers: started by `python -m bot serve`, with a "
-                            "socket's file descriptor\n")
-    unset = subprocess.run([sys.executable, "-m", "bot.serving.workers", "3"], cwd=tmp_path,
-                           env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO_ROOT)},
-                           capture_output=True, text=True, timeout=60)
-    assert (unset.returncode, unset.stderr) == (2, "conveyor workers: GITHUB_APP_ID is not set\n")
+async def test_the_workers_process_is_a_fork_of_the_intake_that_holds_no_listening_socket(
+        emulator: tuple[Emulator, int], tmp_path: Path) -> None:
+    """Forked, it runs at the lowest priority, ignores the signals the intake takes, and has
+    closed the socket GitHub delivers to: a workers process outliving the intake does not keep
+    the port taken."""
+    em, _installation = emulator
+    bot = BotProcess(em, tmp_path, "bot")
+    try:
+        await bot.wait_healthy()
+        pid, intake = workers_pid(bot), bot.process.pid
+        status = status_fields(pid)
+        assert status["PPid"] == str(intake)
+        ignored = int(status["SigIgn"], 16)
+        assert [ignored >> (taken - 1) & 1 for taken in (signal.SIGINT, signal.SIGTERM)] == [1, 1]
+        assert os.getpriority(os.PRIO_PROCESS, pid) == \
+            min(19, os.getpriority(os.PRIO_PROCESS, intake) + 19)
+        listening = listening_inode(bot.port)
+        assert listening in socket_inodes(intake)
+        assert listening not in socket_inodes(pid)
+    finally:
+        await bot.stop_async()
+
+
+def status_fields(pid: int) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+
+
+def listening_inode(port: int) -> str:
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1].endswith(f":{port:04X}") and fields[3] == "0A":  # LISTEN
+            return fields[9]
+    raise AssertionError(f"nothing listens on {port}")
+
+
+def socket_inodes(pid: int) -> set[str]:
+    links = (os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    return {link[len("socket:["):-1] for link in links if link.startswith("socket:[")}
+
+
+FORK_PROBE = """
+import json, os, sys, threading
+fork = os.fork
+def probed() -> int:
+    print(json.dumps({"threads": threading.active_count(),
+                      "tasks": len(os.listdir("/proc/self/task"))}), flush=True)
+    return fork()
+os.fork = probed
+from bot.__main__ import main
+sys.exit(main(["serve"]))
+"""
+
+
+async def test_the_intake_forks_the_workers_while_it_has_one_thread(
+        emulator: tuple[Emulator, int], tmp_path: Path) -> None:
+    """A fork copies only the thread that calls it: a lock another thread held stays held in
+    the child forever."""
+    em, _installation = emulator
+    bot = BotProcess(em, tmp_path, "bot", python_args=("-c", FORK_PROBE))
+    try:
+        await bot.wait_healthy()
+        probes = [json.loads(line) for line in bot.log().splitlines()
+                  if line.startswith('{"threads"')]
+        assert probes == [{"threads": 1, "tasks": 1}], bot.log()
+    finally:
+        await bot.stop_async()
+
+
+def sleeping_child() -> int:
+    return os.posix_spawn(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)"],
+                          os.environ)
+
+
+def reaped(pid: int) -> bool:
+    return not Path(f"/proc/{pid}").exists()
+
+
+async def test_the_intake_reaps_the_workers_process_and_keeps_its_exit_code() -> None:
+    pid = sleeping_child()
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        process = WorkersProcess(pid, ours)
+        process.watch()
+        process.kill()
+        assert await asyncio.wait_for(process.wait(), 10) == -signal.SIGKILL
+        assert reaped(pid)  # not left a zombie
+        process.kill()  # ended: no signal goes to whatever has the pid now
 
 
 def test_the_intake_process_loads_no_handler_and_no_client() -> None:

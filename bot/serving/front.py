@@ -2,10 +2,11 @@
 could keep an answer waiting.
 
 It verifies, routes and dedupes each delivery and answers; the job goes to the workers
-process over a socket pair (`bot.serving.link`), written once the answer is on its way: the
-jobs accepted within `HANDOFF_EVERY` in one write, so that deliveries arriving one by one (as
-GitHub sends them) do not each cost a write here and a wake-up of the workers on the same CPU,
-and no more than the socket takes: while the workers lag, the jobs wait here as they came.
+process (a fork of this one, `bot.serving.fork`) over a socket pair (`bot.serving.link`),
+written once the answer is on its way: the jobs accepted within `HANDOFF_EVERY` in one write,
+so that deliveries arriving one by one (as GitHub sends them) do not each cost a write here
+and a wake-up of the workers on the same CPU, and no more than the socket takes: while the
+workers lag, the jobs wait here as they came.
 The answer never waits for the workers, and the workers run at the lowest CPU priority
 (`bot.serving.workers`), so that where the cores are busy the answers go first and the work
 runs in what is left.
@@ -26,8 +27,6 @@ import itertools
 import json
 import logging
 import signal
-import socket
-import sys
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -40,6 +39,7 @@ from bot.render.tool import chart_rendering_text, rendering_text
 from bot.runtime.queue import Job, Offered
 from bot.runtime.settings import Settings
 from bot.serving.acknowledge import WEBHOOK_PATH, Door, acknowledge, json_message, seen_deliveries
+from bot.serving.fork import WorkersProcess
 from bot.serving.link import (
     ANSWER,
     ASK,
@@ -67,12 +67,12 @@ HANDOFF_BYTES = 256 * 1024  # of bodies in one write at most (at least one job)
 
 
 class Workers:
-    """The intake's side of the workers process: it starts it, sends it jobs, asks it
-    questions, and notices when it ends."""
+    """The intake's side of the workers process (forked by `run_server`, see
+    `bot.serving.fork`): it sends it jobs, asks it questions, and notices when it ends."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, process: WorkersProcess) -> None:
         self.settings = settings
-        self.process: asyncio.subprocess.Process | None = None
+        self.process = process
         self._link: Link | None = None
         self._reading: asyncio.Task[None] | None = None
         self._router: routing.Router | None = None
@@ -89,12 +89,8 @@ class Workers:
         self.exit_code: int | None = None  # the workers process's, once it ended on its own
 
     async def start(self) -> None:
-        ours, theirs = socket.socketpair()
-        with theirs:
-            self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot.serving.workers", str(theirs.fileno()),
-                pass_fds=(theirs.fileno(),))
-        self._link = await Link.over(ours, max_body=self.settings.max_body_bytes)
+        self.process.watch()
+        self._link = await Link.over(self.process.sock, max_body=self.settings.max_body_bytes)
         self._reading = asyncio.create_task(self._read(self._link), name="conveyor-workers-link")
         self._handing = asyncio.create_task(self._hand_off(self._link),
                                             name="conveyor-workers-handoff")
@@ -153,9 +149,8 @@ class Workers:
         """The workers process ended without being asked to: stop, so that both restart."""
         self.ended_early = True
         code = None
-        if self.process is not None:
-            with contextlib.suppress(TimeoutError):
-                code = await asyncio.wait_for(self.process.wait(), ANSWER_WAIT)
+        with contextlib.suppress(TimeoutError):
+            code = await asyncio.wait_for(self.process.wait(), ANSWER_WAIT)
         self.exit_code = code
         log.error("the workers process ended; stopping", extra={"exit_code": code})
         signal.raise_signal(signal.SIGTERM)
@@ -218,7 +213,7 @@ class Workers:
                 self._link.send_each(JOB, [job_content(job) for job in self._pending])
                 self._pending.clear()
             await self._link.close()
-        if self.process is not None and self.process.returncode is None:
+        if self.process.returncode is None:
             try:
                 await asyncio.wait_for(self.process.wait(), self.settings.shutdown_grace + 5)
             except TimeoutError:
@@ -242,8 +237,8 @@ class Front:
 _FRONT: web.AppKey[Front] = web.AppKey("conveyor_front")
 
 
-def create_intake_app(settings: Settings) -> web.Application:
-    workers = Workers(settings)
+def create_intake_app(settings: Settings, process: WorkersProcess) -> web.Application:
+    workers = Workers(settings, process)
     registry = CollectorRegistry()
     door = Door(settings.max_body_bytes, settings.webhook_secret, handled=workers.handles,
                 seen=seen_deliveries(), offer=workers.offer,

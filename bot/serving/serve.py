@@ -13,6 +13,7 @@ from bot.attestations.trustfile import SETTING as SIGSTORE_TRUST
 from bot.render.tool import chart_rendering_text, rendering_text
 from bot.runtime.logs import configure_logging, register_secret
 from bot.runtime.settings import Settings, SettingsError, check_trust_roots, load_settings
+from bot.serving.fork import fork_workers
 from bot.serving.front import create_intake_app, workers_of
 
 log = logging.getLogger(__name__)
@@ -61,8 +62,9 @@ def keep_secrets_out_of_logs(settings: Settings) -> None:
 
 def run_server() -> int:
     """In memory mode, two processes: this one answers GitHub (`bot.serving.front`), the other
-    runs the work (`bot.serving.workers`). With Redis, one: the answer waits for Redis to store
-    the delivery, and replicas share the work."""
+    runs the work (`bot.serving.workers`), forked from this one once its settings are read and
+    its socket listens, before anything else starts (`bot.serving.fork`). With Redis, one: the
+    answer waits for Redis to store the delivery, and replicas share the work."""
     # the roots of CONVEYOR_SIGSTORE_TRUST are checked where attestations are verified: in this
     # process with Redis, else in the workers process, which exits 2 naming the file
     settings = load_settings(check_roots=False)
@@ -71,7 +73,10 @@ def run_server() -> int:
     configure_logging(settings.log_level)
     keep_secrets_out_of_logs(settings)
     sock = listening_socket(settings.host, settings.port)
-    app = one_process_app(settings) if settings.redis_url else create_intake_app(settings)
+    if settings.redis_url:
+        app = one_process_app(settings)
+    else:
+        app = create_intake_app(settings, fork_workers(settings, sock))
     app.on_startup.append(freeze_startup_heap)
     log.info("conveyor listening",
              extra={"host": settings.host, "port": sock.getsockname()[1],

@@ -2,11 +2,12 @@
 and registry clients; everything but the socket GitHub delivers to. Large edits and parses
 run in a thread here (`bot.runtime.offload`): they delay other jobs, never an answer.
 
-It is started by the intake process with its end of a socket pair (`python -m
-bot.serving.workers FD`), reads the same settings, and lives as long as that socket: at its end
-(the intake stopping, or gone) it finishes the work it holds, within the shutdown grace, and
-exits. Signals are the intake's to take: a Ctrl-C or a SIGTERM sent to both processes at once
-does not cut the work short.
+It is a fork of the intake process (`bot.serving.fork`), made before the intake's event loop
+starts: it has the intake's settings, logging and secrets to redact, and imports this module
+and what does the work only after the fork. It lives as long as its end of the socket pair: at
+the end (the intake stopping, or gone) it finishes the work it holds, within the shutdown
+grace, and exits. Signals are the intake's to take: a Ctrl-C or a SIGTERM sent to both
+processes at once does not cut the work short.
 """
 
 from __future__ import annotations
@@ -16,18 +17,16 @@ import gc
 import json
 import logging
 import os
-import signal
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from aiohttp import web
 from prometheus_client import generate_latest
 
 from bot.runtime import offload
-from bot.runtime.logs import configure_logging
 from bot.runtime.queue import Job, MemoryQueue
-from bot.runtime.settings import Settings, SettingsError, load_settings
+from bot.runtime.settings import Settings, SettingsError, check_trust_roots
 from bot.serving.composition import Overrides
 from bot.serving.link import (
     ANSWER,
@@ -44,11 +43,10 @@ from bot.serving.link import (
     numbered,
     routing_table,
 )
-from bot.serving.serve import keep_secrets_out_of_logs
 from bot.serving.server import Conveyor, conveyor_of, create_app
 from bot.serving.tasks import background_tasks
 
-log = logging.getLogger("bot.serving.workers")  # run as __main__
+log = logging.getLogger(__name__)
 
 # Added to the intake's: the lowest priority there is. Where the cores are all busy, the
 # intake (and whatever else runs beside it) goes first and the work runs in what is left; a
@@ -151,24 +149,16 @@ async def serve_intake(settings: Settings, sock: socket.socket) -> None:
         await link.close()
 
 
-def main(argv: Sequence[str]) -> int:
-    for taken in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(taken, signal.SIG_IGN)
-    if len(argv) != 1 or not argv[0].isdigit():
-        print("conveyor workers: started by `python -m bot serve`, with a socket's file "
-              "descriptor", file=sys.stderr)
-        return 2
-    try:
-        settings = load_settings()
-    except SettingsError as exc:
-        print(f"conveyor workers: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(settings.log_level)
-    keep_secrets_out_of_logs(settings)
+def run_workers(settings: Settings, sock: socket.socket) -> int:
+    """The workers process's life, on its end of the socket pair: 0 once the intake closed
+    its end and the work held is done, 2 when the roots of `CONVEYOR_SIGSTORE_TRUST` cannot be
+    used (the intake reads that file without checking them)."""
     os.nice(WORKERS_NICENESS)
-    asyncio.run(serve_intake(settings, socket.socket(fileno=int(argv[0]))))
+    if settings.sigstore_trust is not None:
+        try:
+            check_trust_roots(settings.sigstore_trust)
+        except SettingsError as exc:
+            print(f"conveyor workers: {exc}", file=sys.stderr)
+            return 2
+    asyncio.run(serve_intake(settings, sock))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
