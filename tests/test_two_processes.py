@@ -270,7 +270,11 @@ def reaped(pid: int) -> bool:
     return not Path(f"/proc/{pid}").exists()
 
 
-async def test_the_intake_reaps_the_workers_process_and_keeps_its_exit_code() -> None:
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "waiting-thread"])
+async def test_the_intake_reaps_the_workers_process_and_keeps_its_exit_code(
+        pidfd: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not pidfd:  # a system without pidfd_open (not Linux): a thread waits for the child
+        monkeypatch.delattr(os, "pidfd_open")
     pid = sleeping_child()
     ours, theirs = socket.socketpair()
     with ours, theirs:

@@ -35,23 +35,32 @@ TAKEN_BY_INTAKE = (signal.SIGINT, signal.SIGTERM)
 
 class WorkersProcess:
     """The intake's handle on the forked workers process: its pid and the intake's end of the
-    socket pair. Once `watch` is called, the intake's event loop reaps the child when it ends
-    (Linux: its pidfd turns readable)."""
+    socket pair. Once `watch` is called, the intake's event loop reaps the child when it ends:
+    on Linux when its pidfd turns readable, elsewhere from a thread that waits for it (started
+    after the fork, so the fork itself still happens with one thread)."""
 
     def __init__(self, pid: int, sock: socket.socket) -> None:
         self.pid = pid
         self.sock = sock
         self.returncode: int | None = None
-        self._pidfd = os.pidfd_open(pid)
+        self._pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
         self._ended = asyncio.Event()
 
     def watch(self) -> None:
-        asyncio.get_running_loop().add_reader(self._pidfd, self._reap)
+        loop = asyncio.get_running_loop()
+        if self._pidfd is not None:
+            loop.add_reader(self._pidfd, self._reap)
+            return
+        waiting = loop.run_in_executor(None, os.waitpid, self.pid, 0)
+        waiting.add_done_callback(lambda done: self._ended_with(done.result()[1]))
 
     def _reap(self) -> None:
+        assert self._pidfd is not None
         asyncio.get_running_loop().remove_reader(self._pidfd)
         os.close(self._pidfd)
-        _pid, status = os.waitpid(self.pid, 0)
+        self._ended_with(os.waitpid(self.pid, 0)[1])
+
+    def _ended_with(self, status: int) -> None:
         self.returncode = os.waitstatus_to_exitcode(status)
         self._ended.set()
 
