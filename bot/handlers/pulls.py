@@ -81,7 +81,8 @@ class Pulls:
             await self.gates.evaluate(gh, repo, int(pr["number"]))
 
     async def on_merge_group(self, event: sansio.Event, gh: ConveyorGitHubAPI) -> None:
-        """Post the gate on the merge-queue commit, with the verdict of the queued PR."""
+        """Post the gate on the merge-queue commit: the queued PR's verdict, its renders
+        judged in that commit (the PRs queued ahead of it are in it too)."""
         repo = await indexed_repo(event, gh, self.policies)
         if repo is None:
             return
@@ -89,7 +90,8 @@ class Pulls:
         match = _MERGE_QUEUE_PR.search(group.get("head_ref", ""))
         if match is None:
             return
-        verdict = await self.gates.evaluate(gh, repo, int(match.group(1)))
+        verdict = await self.gates.queue_verdict(gh, repo, int(match.group(1)),
+                                                 group["base_sha"], group["head_sha"])
         if verdict is not None:
             await self.gates.runs.post(gh, repo.full_name, group["head_sha"], verdict)
 

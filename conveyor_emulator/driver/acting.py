@@ -364,9 +364,14 @@ class Acting(EmulatorBase):
         await self._act(lambda: self.ops.emit("check_suite", r, user, {
             "action": "rerequested", "check_suite": self.ops._suite_json(r, resolved)}))
 
-    async def merge_group(self, repo: str, number: int, *, user: str = "alice") -> str:
+    async def merge_group(self, repo: str, number: int, *, user: str = "alice",
+                          behind: str | None = None) -> str:
         """Put a pull request in the merge queue: a `gh-readonly-queue/...` branch holding the
-        merge result, and `merge_group.checks_requested`. Returns the queue commit's sha."""
+        merge result, and `merge_group.checks_requested`. Returns the queue commit's sha.
+        ``behind``: the queue commit of the pull request queued ahead of it, which this one is
+        built on (GitHub's "Merging a pull request with a merge queue": the temporary branch
+        holds the base branch, the changes of the pull requests ahead in the queue and this
+        one's); `base_sha` stays the target branch's head."""
         r = self._repo(repo)
         item = self._issue(r, number)
         pr = item.pull
@@ -376,8 +381,18 @@ class Acting(EmulatorBase):
             raise ApiError(405, "Pull Request is not mergeable")
         base_sha = r.branch_sha(pr.base_ref)
         assert base_sha is not None
+        parent = base_sha
+        if behind is not None:
+            ahead = r.store.commit(behind)
+            head = r.store.commit(pr.head_sha)
+            assert ahead is not None and head is not None
+            common = r.store.merge_base(behind, pr.head_sha)
+            common_commit = r.store.commit(common) if common else None
+            tree = r.store.three_way(common_commit.tree if common_commit else None,
+                                     ahead.tree, head.tree)
+            parent = behind
         sig, signed = self.ops.merge_committer()
-        sha = r.store.put_commit(Commit(tree, (base_sha, pr.head_sha),
+        sha = r.store.put_commit(Commit(tree, (parent, pr.head_sha),
                                         f"Merge pull request #{number}", sig, sig, signed))
         branch = f"gh-readonly-queue/{pr.base_ref}/pr-{number}-{pr.head_sha}"
         r.refs["refs/heads/" + branch] = sha

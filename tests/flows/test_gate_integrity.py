@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bot.domain.promotions.marker import parse_marker
+from bot.names import GATE_CHECK as GATE
 from bot.promotion.opening.opener import RepoOpener
 from bot.sandbox.demo import DEMO_FILES, DEMO_POLICY, digest_of
 from bot.text import unescape_markdown
@@ -475,6 +476,32 @@ async def test_a_value_main_took_is_judged_with_the_template_a_pr_changes() -> N
         await world.settle()
         failing(world, world.pull("Sidecar slot", state="open"),
                 "docker.io/evil/miner is not under allowed_images")
+    finally:
+        await close_world(world)
+    assert world.emulator.violations == []
+
+
+async def test_a_merge_queue_commit_is_judged_with_the_prs_queued_ahead_of_it() -> None:
+    """Queued together, the sidecar slot and its value are one commit: the second group's
+    commit holds both, and its gate judges them so, while each PR alone passes."""
+    world = await world_with(evidence_only())
+    try:
+        template = "charts/api/templates/deployment.yaml"
+        slot = await hand_pr(world, template, DEMO_FILES[template] + SIDECAR, author="mallory",
+                             branch="mallory/template", title="Sidecar slot")
+        defaults = DEMO_FILES["charts/api/values.yaml"] + (
+            "sidecar: docker.io/evil/miner@sha256:" + "e" * 64 + "\n")
+        value = await hand_pr(world, "charts/api/values.yaml", defaults, author="mallory",
+                              branch="mallory/value", title="Sidecar value")
+        for pr in (slot, value):
+            assert world.gate(pr)["conclusion"] == "success", summary(world.gate(pr))
+        first = await world.emulator.merge_group(world.repo, slot["number"])
+        second = await world.emulator.merge_group(world.repo, value["number"], behind=first)
+        await world.settle()
+        queued = {sha: world.emulator.check_runs(world.repo, sha, GATE) for sha in (first, second)}
+        assert [run["conclusion"] for run in queued[first]] == ["success"]
+        assert [run["conclusion"] for run in queued[second]] == ["failure"]
+        assert "docker.io/evil/miner is not under allowed_images" in summary(queued[second][0])
     finally:
         await close_world(world)
     assert world.emulator.violations == []

@@ -55,16 +55,18 @@ class BuildChanges:
 
 async def read_build_changes(reader: ChangeReader, gh: GitHubAPI, repo: DeploymentRepo,
                              facts: PullFacts, files: list[ChangedFile],
-                             judged: list[ImageChange]) -> BuildChanges:
+                             judged: list[ImageChange], merge: MergeResult | None = None
+                             ) -> BuildChanges:
     """The image changes of every gated render the PR's ``files`` reach; ``judged`` are the
-    changes already read from gated files (the same image is not judged twice)."""
-    found = BuildChanges([], [])
+    changes already read from gated files (the same image is not judged twice); ``merge``:
+    the trees to judge between, else what merging the PR makes now."""
+    found = BuildChanges([], [], merge=merge)
     if not files:
         return found
     builds = RepoBuilds(reader.ctx, gh, repo.full_name, repo.default_branch)
     policy = repo.policy
     try:
-        merge = found.merge = await merge_result(gh, builds, repo, facts)
+        merge = found.merge = await merge_result(gh, builds, repo, facts, found.merge)
         head, base = await builds.index(merge.after), await builds.index(merge.before)
         moved = any(f.status in ("removed", "renamed") for f in files)
         if not (moved or _may_render(head, files) or _may_render(base, files)):

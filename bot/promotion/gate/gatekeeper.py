@@ -24,6 +24,7 @@ from bot.promotion.gate.changes import ChangeReader, gated_owners
 from bot.promotion.gate.checkrun import GateCheckRuns
 from bot.promotion.gate.enforcement import GateEnforcement
 from bot.promotion.gate.hold import hold_of
+from bot.promotion.gate.merge_result import MergeResult
 from bot.promotion.gate.pointers import read_pointer_changes
 from bot.promotion.gate.policy_change import read_policy_change
 from bot.promotion.gate.pull_facts import PullFacts
@@ -157,9 +158,22 @@ class GateService:
                 GateRecheck(repo.full_name, number, getattr(gh, "installation_id", None)))
         return verdict, facts
 
+    async def queue_verdict(self, gh: GitHubAPI, repo: IndexedRepo, number: int,
+                            base_sha: str, head_sha: str) -> Verdict | None:
+        """The gate of PR ``number`` on its merge-queue commit ``head_sha``, built on
+        ``base_sha``: the PR's verdict with its renders judged in the queue commit, which
+        also holds the PRs queued ahead of it (their changes together with this one's are
+        what merges). None when the PR is not open."""
+        pr = await gh.getitem(f"/repos/{repo.full_name}/pulls/{number}")
+        facts = await self.facts_of(gh, repo, pr)
+        if facts.state != "open":
+            return None
+        return await self.verdict_for(gh, repo, facts, merge=MergeResult(base_sha, head_sha))
+
     async def verdict_for(self, gh: GitHubAPI, repo: IndexedRepo,
-                          facts: PullFacts) -> Verdict:
-        """The gate's verdict on the pull request of ``facts``, without posting it.
+                          facts: PullFacts, merge: MergeResult | None = None) -> Verdict:
+        """The gate's verdict on the pull request of ``facts``, without posting it; its
+        renders judged in ``merge`` when given, else in what merging it makes now.
 
         Reads what the verdict rests on (the changed files, upstream evidence, reviews, hold
         and freeze) and leaves the decision to :func:`evaluate_gate`; a repository whose policy
@@ -171,7 +185,7 @@ class GateService:
         policy = repo.policy
         gated = await self.changes.read(gh, repo, policy, facts)
         built = await read_build_changes(self.changes, gh, repo, facts, gated.files,
-                                         gated.changes)
+                                         gated.changes, merge)
         await read_pointer_changes(self.changes, gh, repo, facts, gated.files, gated.changes,
                                    built)
         changes, problems = gated.changes + built.changes, gated.problems
