@@ -390,20 +390,27 @@ MINER = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: miner\nspec:
          "        - name: miner\n          image: docker.io/evil/miner@sha256:" + "e" * 64 + "\n")
 
 
+READING_COMMON = DEMO_FILES[PROD].replace(
+    "resources:\n", "components:\n  - ../../../../components/common\nresources:\n")
+
+
+async def mallorys_component(world: World) -> None:
+    """The component on main, and a branch that adds a miner to it."""
+    await world.emulator.push_files(world.repo, {COMMON: LABELS})
+    await world.emulator.push_files(
+        world.repo, {COMMON: LABELS + "resources:\n  - miner.yaml\n",
+                     "components/common/miner.yaml": MINER},
+        branch="mallory/common", author="mallory", message="tweak the component")
+
+
 async def test_a_branch_behind_a_change_that_makes_production_read_its_files_fails() -> None:
     """The head renders as the branch was made; the merge renders as the default branch is:
     a component that production starts to read after the branch was made is judged in what
     the merge makes, not in the head that does not read it."""
     world = await world_with(evidence_only())
     try:
-        await world.emulator.push_files(world.repo, {COMMON: LABELS})
-        await world.emulator.push_files(
-            world.repo, {COMMON: LABELS + "resources:\n  - miner.yaml\n",
-                         "components/common/miner.yaml": MINER},
-            branch="mallory/common", author="mallory", message="tweak the component")
-        reading = DEMO_FILES[PROD].replace(
-            "resources:\n", "components:\n  - ../../../../components/common\nresources:\n")
-        labels = await hand_pr(world, PROD, reading, title="Production labels")
+        await mallorys_component(world)
+        labels = await hand_pr(world, PROD, READING_COMMON, title="Production labels")
         assert world.gate(labels)["conclusion"] == "success", summary(world.gate(labels))
         await world.emulator.merge_pull(world.repo, labels["number"], user="sre")
         await world.emulator.open_pull(world.repo, "mallory/common", title="Common tweak",
@@ -422,19 +429,13 @@ async def test_an_open_pr_is_judged_again_in_what_its_merge_makes_when_main_move
     in what the merge makes, it fails once main makes production read the component."""
     world = await world_with(evidence_only())
     try:
-        await world.emulator.push_files(world.repo, {COMMON: LABELS})
-        await world.emulator.push_files(
-            world.repo, {COMMON: LABELS + "resources:\n  - miner.yaml\n",
-                         "components/common/miner.yaml": MINER},
-            branch="mallory/common", author="mallory", message="tweak the component")
+        await mallorys_component(world)
         await world.emulator.open_pull(world.repo, "mallory/common", title="Common tweak",
                                        author="mallory")
         await world.settle()
         tweak = world.pull("Common tweak", state="open")
         assert world.gate(tweak)["conclusion"] == "success", summary(world.gate(tweak))
-        reading = DEMO_FILES[PROD].replace(
-            "resources:\n", "components:\n  - ../../../../components/common\nresources:\n")
-        labels = await hand_pr(world, PROD, reading, title="Production labels")
+        labels = await hand_pr(world, PROD, READING_COMMON, title="Production labels")
         assert world.gate(labels)["conclusion"] == "success", summary(world.gate(labels))
         await world.emulator.merge_pull(world.repo, labels["number"], user="sre")
         await world.settle()
@@ -444,6 +445,14 @@ async def test_an_open_pr_is_judged_again_in_what_its_merge_makes_when_main_move
     finally:
         await close_world(world)
     assert world.emulator.violations == []
+
+
+async def sidecar_value(world: World) -> dict[str, Any]:
+    """A PR that sets a default value no template reads yet: the miner as `sidecar`."""
+    defaults = DEMO_FILES["charts/api/values.yaml"] + (
+        "sidecar: docker.io/evil/miner@sha256:" + "e" * 64 + "\n")
+    return await hand_pr(world, "charts/api/values.yaml", defaults, author="mallory",
+                         branch="mallory/value", title="Sidecar value")
 
 
 SIDECAR = """        {{- if .Values.sidecar }}
@@ -467,10 +476,7 @@ async def test_a_value_main_took_is_judged_with_the_template_a_pr_changes() -> N
         await world.settle()
         slot = world.pull("Sidecar slot", state="open")
         assert world.gate(slot)["conclusion"] == "success", summary(world.gate(slot))
-        defaults = DEMO_FILES["charts/api/values.yaml"] + (
-            "sidecar: docker.io/evil/miner@sha256:" + "e" * 64 + "\n")
-        value = await hand_pr(world, "charts/api/values.yaml", defaults, author="mallory",
-                              branch="mallory/value", title="Sidecar value")
+        value = await sidecar_value(world)
         assert world.gate(value)["conclusion"] == "success", summary(world.gate(value))
         await world.emulator.merge_pull(world.repo, value["number"], user="mallory")
         await world.settle()
@@ -489,10 +495,7 @@ async def test_a_merge_queue_commit_is_judged_with_the_prs_queued_ahead_of_it() 
         template = "charts/api/templates/deployment.yaml"
         slot = await hand_pr(world, template, DEMO_FILES[template] + SIDECAR, author="mallory",
                              branch="mallory/template", title="Sidecar slot")
-        defaults = DEMO_FILES["charts/api/values.yaml"] + (
-            "sidecar: docker.io/evil/miner@sha256:" + "e" * 64 + "\n")
-        value = await hand_pr(world, "charts/api/values.yaml", defaults, author="mallory",
-                              branch="mallory/value", title="Sidecar value")
+        value = await sidecar_value(world)
         for pr in (slot, value):
             assert world.gate(pr)["conclusion"] == "success", summary(world.gate(pr))
         first = await world.emulator.merge_group(world.repo, slot["number"])
