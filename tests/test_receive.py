@@ -111,6 +111,30 @@ def test_unreadable_or_invalid_payload(tmp_path: Path, monkeypatch: pytest.Monke
     assert bad.startswith(f"{tmp_path / 'bad.json'}: not valid JSON: ")
 
 
+@pytest.mark.parametrize("device", ["/dev/zero", "fifo"])
+def test_a_payload_that_is_not_a_regular_file_is_refused(
+        device: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    if device == "fifo":
+        device = str(tmp_path / "payload.fifo")
+        os.mkfifo(device)
+    assert run("push", device, "http://127.0.0.1:9/x") == 1
+    assert capsys.readouterr() == ("", f"{device}: cannot read: not a regular file\n")
+
+
+def test_a_payload_larger_than_github_sends_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    large = tmp_path / "large.json"
+    large.write_bytes(b'{"a": "' + b"x" * (25 * 1024 * 1024) + b'"}')
+    assert run("push", str(large), "http://127.0.0.1:9/x") == 1
+    assert capsys.readouterr() == ("", f"{large}: larger than the 25 MB GitHub sends at most\n")
+
+
 def test_a_payload_nested_too_deep_is_invalid_json(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,9 @@ import aiohttp
 
 from bot.runtime.settings import SettingsError, merged_environment
 
+# GitHub caps a webhook delivery's payload at 25 MB ("Webhook events and payloads").
+MAX_PAYLOAD_BYTES = 25 * 1024 * 1024
+
 
 def signature_for(body: bytes, secret: str) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
@@ -50,7 +53,14 @@ def run(event: str, payload_path: str, url: str | None) -> int:
         raise SettingsError("GITHUB_WEBHOOK_SECRET is not set")
     path = Path(payload_path)
     try:
-        body = path.read_bytes()
+        if path.exists() and not path.is_file():  # a FIFO waits for a writer, /dev/zero never ends
+            print(f"{payload_path}: cannot read: not a regular file", file=sys.stderr)
+            return 1
+        with path.open("rb") as handle:
+            body = handle.read(MAX_PAYLOAD_BYTES + 1)
+        if len(body) > MAX_PAYLOAD_BYTES:
+            print(f"{payload_path}: larger than the 25 MB GitHub sends at most", file=sys.stderr)
+            return 1
         json.loads(body)
     except OSError as exc:
         print(f"{payload_path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
