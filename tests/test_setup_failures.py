@@ -51,14 +51,17 @@ def test_a_port_in_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert not (tmp_path / ".env").exists()
 
 
-def test_an_api_url_that_is_no_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("url", ["github.example.com", "https://", "http://[::1",
+                                 "https://github.example/api?x=1"])
+def test_an_api_url_that_is_no_url(url: str, tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checked as `serve` checks it: a prefix of `http` is not enough."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("GITHUB_API_URL", "github.example.com")
+    monkeypatch.setenv("GITHUB_API_URL", url)
     with pytest.raises(SettingsError) as refused:
         run(host="127.0.0.1", port=3000, org=None, webhook_url=None, manifest=None,
             env_file=tmp_path / ".env", force=False)
-    assert str(refused.value) == ("GITHUB_API_URL must be an http(s) URL, got "
-                                  "'github.example.com'")
+    assert str(refused.value) == f"GITHUB_API_URL must be an http(s) URL, got {url!r}"
 
 
 def test_a_manifest_path_that_is_a_folder(tmp_path: Path) -> None:

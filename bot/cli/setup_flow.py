@@ -32,7 +32,11 @@ from aiohttp import web
 
 from bot.names import GATE_CHECK
 from bot.runtime.context import web_url_for
-from bot.runtime.settings import DEFAULT_API_URL, SettingsError, merged_environment
+from bot.runtime.settings import (
+    DEFAULT_API_URL,
+    checked_api_url,
+    merged_environment,
+)
 
 DONE_PATH = "/setup/done"
 PLACEHOLDER_WEBHOOK_URL = "https://conveyor.example.com/api/github/webhooks"
@@ -399,10 +403,9 @@ async def serve_setup(config: SetupConfig) -> SetupState:
 
 def run(*, host: str, port: int, org: str | None, webhook_url: str | None,
         manifest: Path | None, env_file: Path, force: bool) -> int:
-    api_url = (merged_environment().get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL)
-    api_url = api_url.rstrip("/")
-    if not api_url.startswith(("http://", "https://")):
-        raise SettingsError(f"GITHUB_API_URL must be an http(s) URL, got {api_url!r}")
+    api_url = checked_api_url(
+        merged_environment().get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL,
+        "GITHUB_API_URL")
     try:
         check_destination(env_file, force=force)
     except SetupError as exc:
