@@ -78,7 +78,8 @@ def _receive(args: argparse.Namespace) -> int:
 
 def _sandbox(args: argparse.Namespace) -> int:
     if args.config is not None and not args.config.is_file():
-        what = "a folder, not a policy file" if args.config.is_dir() else "no such file"
+        what = ("a folder, not a policy file" if args.config.is_dir()
+                else "not a regular file" if args.config.exists() else "no such file")
         print(f"{args.config}: {what}", file=sys.stderr)
         return 1
     from bot.sandbox.cli import run

@@ -133,6 +133,12 @@ def test_sandbox_config_at_a_folder(tmp_path: Path) -> None:
     assert one_line(done) == f"{tmp_path}: a folder, not a policy file"
 
 
+def test_sandbox_config_that_is_not_a_regular_file(tmp_path: Path) -> None:
+    done = conveyor("sandbox", "--config", "/dev/zero", cwd=tmp_path)
+    assert done.returncode == 1
+    assert one_line(done) == "/dev/zero: not a regular file"
+
+
 # -- setup -----------------------------------------------------------------------------------------
 def test_setup_port_out_of_range(tmp_path: Path) -> None:
     done = conveyor("setup", "--port", "99999", cwd=tmp_path)
