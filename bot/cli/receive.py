@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 import aiohttp
+from yarl import URL
 
 from bot.runtime.settings import SettingsError, merged_environment
 
@@ -39,6 +40,15 @@ def default_url() -> str:
     return f"http://127.0.0.1:{port}/api/github/webhooks"
 
 
+def is_webhook_url(text: str) -> bool:
+    """Whether ``text`` is an http(s) URL with a host, which a delivery can be sent to."""
+    try:
+        parsed = URL(text)
+    except ValueError:
+        return False
+    return parsed.scheme in ("http", "https") and bool(parsed.host)
+
+
 async def send(url: str, event: str, body: bytes, secret: str) -> tuple[int, str]:
     async with aiohttp.ClientSession() as session, session.post(
         url, data=body, headers=webhook_headers(event, body, secret),
@@ -51,6 +61,9 @@ def run(event: str, payload_path: str, url: str | None) -> int:
     secret = merged_environment().get("GITHUB_WEBHOOK_SECRET", "").strip()
     if not secret:
         raise SettingsError("GITHUB_WEBHOOK_SECRET is not set")
+    if url is not None and not is_webhook_url(url):
+        raise SettingsError(f"--url {url!r}: expected an http:// or https:// URL with a host, "
+                            "such as http://127.0.0.1:3000/api/github/webhooks")
     path = Path(payload_path)
     try:
         if path.exists() and not path.is_file():  # a FIFO waits for a writer, /dev/zero never ends
