@@ -11,9 +11,8 @@ import uuid
 from pathlib import Path
 
 import aiohttp
-from yarl import URL
 
-from bot.runtime.settings import SettingsError, merged_environment
+from bot.runtime.settings import SettingsError, checked_http_url, merged_environment
 
 # GitHub caps a webhook delivery's payload at 25 MB ("Webhook events and payloads").
 MAX_PAYLOAD_BYTES = 25 * 1024 * 1024
@@ -40,15 +39,6 @@ def default_url() -> str:
     return f"http://127.0.0.1:{port}/api/github/webhooks"
 
 
-def is_webhook_url(text: str) -> bool:
-    """Whether ``text`` is an http(s) URL with a host, which a delivery can be sent to."""
-    try:
-        parsed = URL(text)
-    except ValueError:
-        return False
-    return parsed.scheme in ("http", "https") and bool(parsed.host)
-
-
 async def send(url: str, event: str, body: bytes, secret: str) -> tuple[int, str]:
     async with aiohttp.ClientSession() as session, session.post(
         url, data=body, headers=webhook_headers(event, body, secret),
@@ -61,9 +51,8 @@ def run(event: str, payload_path: str, url: str | None) -> int:
     secret = merged_environment().get("GITHUB_WEBHOOK_SECRET", "").strip()
     if not secret:
         raise SettingsError("GITHUB_WEBHOOK_SECRET is not set")
-    if url is not None and not is_webhook_url(url):
-        raise SettingsError(f"--url {url!r}: expected an http:// or https:// URL with a host, "
-                            "such as http://127.0.0.1:3000/api/github/webhooks")
+    if url is not None:
+        checked_http_url(url, "--url")
     path = Path(payload_path)
     try:
         if path.exists() and not path.is_file():  # a FIFO waits for a writer, /dev/zero never ends

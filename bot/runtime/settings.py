@@ -201,15 +201,21 @@ def _key_file_text(key_path: str) -> str:
 def checked_api_url(url: str, name: str) -> str:
     """`url` without its trailing slash; SettingsError naming `name` (the setting or option
     it came from) unless it is an http(s) URL with a host, a valid port and no query."""
+    return checked_http_url(url, name, query=False).rstrip("/")
+
+
+def checked_http_url(url: str, name: str, *, query: bool = True) -> str:
+    """`url` as it is; SettingsError naming `name` unless it is an http(s) URL with a host and
+    a valid port (and, where `query` is False, no query)."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
         raise SettingsError(f"{name} must be an http(s) URL, got {url!r}") from None
     if (parts.scheme not in ("http", "https") or not parts.hostname or port == 0
-            or parts.query):
+            or (parts.query and not query)):
         raise SettingsError(f"{name} must be an http(s) URL, got {url!r}")
-    return url.rstrip("/")
+    return url
 
 
 def _redis_url(env: Mapping[str, str]) -> str:
