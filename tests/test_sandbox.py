@@ -7,12 +7,14 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from bot.sandbox.story import Options, run_sandbox
 
@@ -124,6 +126,26 @@ async def test_demo_story_plays_every_step(tmp_path: Path) -> None:
     records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert records and all("message" in record for record in records)
     assert not [r for r in records if r["level"] in ("error", "critical")], records
+
+
+async def test_a_promotion_left_open_says_why(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine without Helm (a fresh one, as the quick start runs it): the chart's
+    promotion into staging is not merged, and the story says what its gate found."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("no kubectl on the PATH")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "kubectl").symlink_to(kubectl)
+    monkeypatch.setenv("PATH", str(tools))
+    status, text = await play(tmp_path)
+    assert status == 0, text
+    entered = next(line for line in text.splitlines() if line.startswith("   Conveyor opened #5"))
+    assert entered == "   Conveyor opened #5 into staging"
+    assert ("   #5 left open: gate: failure — production render: `charts/api` cannot be judged: "
+            "`charts/api/values-staging.yaml` changes the chart, and chart rendering is off "
+            "(no helm)") in text
 
 
 async def test_custom_config_plays_what_applies(tmp_path: Path) -> None:
