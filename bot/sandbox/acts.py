@@ -310,9 +310,9 @@ class Story:
         say.said("Conveyor opened " + ", ".join(
             f"#{p['number']}{' and merged it' if p['merged'] else ''}" for p in entered)
             + f" into {plan.entry.name}")
-        for left in (p for p in entered if not p["merged"]):  # its gate says why
-            say.said(f"#{left['number']} left open: "
-                     f"{gate_text(gate_of(self.sandbox, self.repo, left))}")
+        for unmerged in (p for p in entered if not p["merged"]):  # its gate says why
+            say.said(f"#{unmerged['number']} left open: "
+                     f"{gate_text(gate_of(self.sandbox, self.repo, unmerged))}")
         command = f"/promote {gated.name} {group.name}"
         say.step(f'{plan.cast.requester} comments "{command}" on #{pr["number"]}')
         posted = await em.comment(self.repo, pr["number"], plan.cast.requester, command)
