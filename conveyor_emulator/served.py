@@ -3,6 +3,8 @@ registry of one `EmulatorCore`, and its webhook sender."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
 
 from aiohttp import web
@@ -15,6 +17,7 @@ class Emulator(EmulatorCore):
     """A stateful GitHub REST API and webhook sender on loopback."""
 
     _runner: web.AppRunner | None = None
+    _watching: asyncio.Task[None] | None = None
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         app = build_app(self)
@@ -27,9 +30,15 @@ class Emulator(EmulatorCore):
         self.base_url = f"{self.world.web_url}/api/v3"
         self.world.api_url = self.base_url
         await self.hooks.start()
+        self._watching = asyncio.create_task(self.stalls.watch())
         return self.base_url
 
     async def stop(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watching
+            self._watching = None
         await self.hooks.stop()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -13,6 +13,7 @@ from typing import Any
 from conveyor_emulator.apps.auth import generate_private_key
 from conveyor_emulator.events.webhooks import Delivery, Webhooks, collect
 from conveyor_emulator.faults.requestlog import RequestLog
+from conveyor_emulator.faults.stalls import Stalls
 from conveyor_emulator.faults.switches import Dice, Faults, RateLimits, SecondaryLimits, Transients
 from conveyor_emulator.ops import Ops
 from conveyor_emulator.registry.distribution import RegistryState
@@ -46,6 +47,8 @@ class EmulatorBase:
         self.dice = Dice(seed)
         self.rate_limits = RateLimits(timer=timer)
         self.secondary = SecondaryLimits(timer)
+        # when the served loop was too busy to stamp arrivals on time (`Emulator.start`)
+        self.stalls = Stalls(timer)
         self.transients = Transients()
         self.injected: Counter[str] = Counter()  # faults answered: 502s, slow answers
         self.requests = RequestLog()

@@ -456,6 +456,18 @@ async def test_a_request_on_its_way_before_a_window_opened_is_not_counted_inside
     assert em.injected["slow answer"] == 1
 
 
+async def test_a_stall_of_the_served_loop_is_recorded(emulator: Emulator) -> None:
+    """While the emulator's loop is blocked it stamps no arrival: the stall is recorded on
+    the rate-limit timer, so that a check can tell the emulator's lateness from a bot's."""
+    await asyncio.sleep(0.05)
+    before = time.time()
+    time.sleep(0.2)  # noqa: ASYNC251 - the stall under test
+    await asyncio.sleep(0.05)
+    stalled = emulator.stalls.within(before, time.time())
+    assert 0.15 < stalled <= 0.25
+    assert emulator.stalls.within(before - 10, before - 5) == 0.0
+
+
 async def test_fault_rolls_are_deterministic(receiver: Receiver,
                                              session: aiohttp.ClientSession) -> None:
     outcomes = []

@@ -40,7 +40,9 @@ STAGING_FILES = {"web": "apps/web/overlays/staging/kustomization.yaml",
 # without the bot having known: only what arrives later than this after it opened was sent
 # by a bot that knew. Windows belong to credentials, as GitHub counts them ("Rate limits for
 # GitHub Apps"): an installation's token (`installation:<id>`) or the app's JWT (`app`, which
-# mints the tokens); the emulator keys them so and a window binds only its own key.
+# mints the tokens); the emulator keys them so and a window binds only its own key. The
+# emulator's own stalls after the window opened are added: it stamps an arrival when it gets
+# to the request, which a loaded machine can delay past this.
 IN_FLIGHT = 0.25
 # After a restart the replicas reconnect to Redis within their retry backoff (redis-py's, at
 # most a few tenths of a second) and a hold told meanwhile stayed in the replica's memory.
@@ -167,7 +169,8 @@ def replies(emulator: Emulator, record: Record, survive: bool) -> list[str]:
 
 def sent_inside_windows(emulator: Emulator, redis_away: Sequence[tuple[float, float]] = ()
                         ) -> list[tuple[Any, float]]:
-    """Requests that arrived inside a window later than `IN_FLIGHT` after it opened. A window
+    """Requests that arrived inside a window later than `IN_FLIGHT` after it opened, not
+    counting the time the emulator's loop stalled meanwhile (`Emulator.stalls`). A window
     opened while Redis was away (`redis_away`: killed, back) binds only the replica that was
     told of it until the replicas share state again (the documented degraded mode of
     `bot/redisq/ratelimit.py`), so requests in it are not counted: another replica could not
@@ -176,7 +179,8 @@ def sent_inside_windows(emulator: Emulator, redis_away: Sequence[tuple[float, fl
     for hit in emulator.secondary.inside:
         opened = max((start for key, start, until in emulator.secondary.opened
                       if key == hit.key and start <= hit.at < until), default=None)
-        if opened is None or hit.at - opened <= IN_FLIGHT:
+        if opened is None \
+                or hit.at - opened <= IN_FLIGHT + emulator.stalls.within(opened, hit.at):
             continue
         if any(away <= opened <= back + REDIS_BACK for away, back in redis_away):
             continue
