@@ -225,6 +225,28 @@ async def test_unhold_on_the_blocked_promotion_clears_the_mark(world: World) -> 
     assert len(rollbacks(world)) == 1
 
 
+async def test_only_an_approver_of_the_promotion_clears_the_mark(world: World) -> None:
+    """alice may write but is not in `@acme/sre`, production's approvers: her `/unhold`
+    clears nothing and says who decides; bob's does."""
+    _, _, staging = await two_releases(world)
+    world.clock.advance(minutes=10)
+    await argo_reports(world, staging["merge_commit_sha"], "failure")
+    production = world.pull("Promote web 1.1.0 to production", state="open")
+    await world.emulator.comment(world.repo, production["number"], "alice", "/unhold")
+    await world.settle()
+    [mark] = marks(world, staging)
+    assert mark["conclusion"] == "failure"
+    gate = world.gate(world.pull("Promote web 1.1.0 to production", state="open"))
+    assert "reported failing" in gate["output"]["summary"]
+    replies = [c["body"] for c in world.emulator.comments(world.repo, production["number"])
+               if c["user"]["login"] == world.conveyor.ctx.bot_login]
+    assert any("@alice cannot clear a failure mark on a promotion to `production`" in body
+               and "`@acme/sre`" in body for body in replies), replies
+    await world.emulator.comment(world.repo, production["number"], "bob", "/unhold")
+    await world.settle()
+    assert [m["conclusion"] for m in marks(world, staging)] == ["neutral"]
+
+
 async def test_the_resync_leaves_a_report_missed_long_ago(world: World) -> None:
     _, _, staging = await two_releases(world)
     world.clock.advance(minutes=10)

@@ -50,7 +50,6 @@ async def unhold(run: CommandRun) -> str:
     if not await run.held():
         cleared = await clear_failure_mark(run)
         if cleared is not None:
-            run.reply.reevaluate = True
             return cleared
         return f"ℹ️ #{run.where.number} is not on hold; nothing to lift."
     await remove_label(run.gh, run.repo, run.where.number, HOLD_LABEL)
@@ -62,7 +61,10 @@ async def unhold(run: CommandRun) -> str:
 async def clear_failure_mark(run: CommandRun) -> str | None:
     """`/unhold` on a promotion whose digest is marked failed in an environment before its
     own (directly upstream or further up the graph): a person decides that it may go on; the
-    marks are cleared (the gate still asks for everything else)."""
+    marks are cleared and the gate evaluated again (it still asks for everything else).
+    Where the promotion's environment needs approvals, only someone whose approval counts
+    there may decide so: a trusted failure report stands until a person who could let the
+    digest in says otherwise."""
     found = await trusted_marker(run.gh, run.repo, await run.pull(), run.ctx.bot_login)
     if found is None:
         return None
@@ -71,13 +73,24 @@ async def clear_failure_mark(run: CommandRun) -> str | None:
     if marker.environment not in policy.environments or marker.service not in policy.services:
         return None
     watching = watcher(run.capabilities, run.gh, run.where.repo)
-    cleared = [mark for name in policy.ancestors(marker.environment)
-               if (mark := await watching.clear(marker.service, name, marker.digest,
-                                                run.where.commenter)) is not None]
-    if not cleared:
+    standing = [mark for name in policy.ancestors(marker.environment)
+                if (mark := await watching.standing(marker.service, name, marker.digest))
+                is not None]
+    if not standing:
         return None
-    titles = "; ".join(mark.title for mark in cleared)
-    what = "the failure mark is" if len(cleared) == 1 else "the failure marks are"
+    env = policy.environments[marker.environment]
+    commenter = run.where.commenter
+    if env.approvals and not await run.capabilities.gates.approvals.may_approve(
+            run.gh, run.repo, commenter, policy, env.name):
+        who = ", ".join(f"`{a}`" for a in env.approvers) or "someone with write access"
+        return (f"🚫 @{commenter} cannot clear a failure mark on a promotion to "
+                f"`{env.name}`: only someone whose approval counts there ({who}) decides "
+                "that a digest reported failing may go on. The mark stands.")
+    for mark in standing:
+        await watching.clear(mark, marker.service, commenter)
+    run.reply.reevaluate = True
+    titles = "; ".join(mark.title for mark in standing)
+    what = "the failure mark is" if len(standing) == 1 else "the failure marks are"
     return f"▶️ {what} cleared: {titles} — `{GATE_CHECK}` is evaluated again without it."
 
 

@@ -53,6 +53,11 @@ class Approvals:
             ))
         return reviews
 
+    async def may_approve(self, gh: GitHubAPI, full_name: str, user: str, policy: Policy,
+                          env: str) -> bool:
+        """Whether an approving review by ``user`` counts for environment ``env``."""
+        return env in await self._approver_of(gh, full_name, user, policy, {env})
+
     async def _approver_of(self, gh: GitHubAPI, full_name: str, user: str, policy: Policy,
                            envs: set[str]) -> frozenset[str]:
         # Environments with the same approvers share one answer (and one lookup).

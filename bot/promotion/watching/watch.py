@@ -157,9 +157,8 @@ class Watcher:
 
         return DeployedSearch(self.gh, full_name, self.repo.default_branch, pinned_at), target
 
-    async def clear(self, service: str, environment: str, digest: str, by: str) -> Mark | None:
-        """A person decided (`/unhold` on a promotion from ``environment``): the standing
-        mark of the digest there is cleared (conclusion `neutral`, naming who), or None."""
+    async def standing(self, service: str, environment: str, digest: str) -> Mark | None:
+        """The standing failure mark of the digest in ``environment``, or None."""
         env = self.policy.environments.get(environment)
         if env is None or env.on_failure is None:
             return None
@@ -170,14 +169,16 @@ class Watcher:
         mark = await find_mark(self.gh, self.repo.full_name, str(stretch[-1]["sha"]), service,
                                environment, digest, own_app_id=self.ctx.app_id,
                                own_login=self.ctx.bot_login)
-        if mark is None or not mark.standing:
-            return None
+        return mark if mark is not None and mark.standing else None
+
+    async def clear(self, mark: Mark, service: str, by: str) -> None:
+        """A person decided (`/unhold` on a later promotion): the standing ``mark`` of
+        ``service`` is cleared (conclusion `neutral`, naming who)."""
         summary = f"{mark.summary}\n\nCleared by @{by} with `/unhold`."
         await update_mark(self.gh, self.repo.full_name, mark, summary=summary, cleared=True)
         log.info("a failure mark was cleared", extra={
-            "repository": self.repo.full_name, "service": service, "env": environment,
-            "digest": digest, "by": by})
-        return mark
+            "repository": self.repo.full_name, "service": service, "env": mark.environment,
+            "digest": mark.digest, "by": by})
 
     async def watch(self, service: str, env: Environment, digest: str, *,
                     grace: timedelta | None = None) -> bool:
