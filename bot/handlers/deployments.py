@@ -27,7 +27,7 @@ from bot.promotion.commands.command_run import CommandCapabilities
 from bot.promotion.commands.rollback import watcher
 from bot.promotion.evidence.deployed import parse_time
 from bot.promotion.policies import PolicyIndex
-from bot.promotion.triggers.downstream import reevaluate_open_pulls
+from bot.promotion.triggers.downstream import RERUN_AT_ONCE, reevaluate_open_pulls
 from bot.promotion.watching.watch import FAILED_STATES, watched
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,10 @@ class DeploymentReports:
             log.debug("a deployment report no gate reads", extra={
                 "repository": repo.full_name, "report": report.describe()})
             return
-        await reevaluate_open_pulls(self.commands.gates, gh, repo)
+        # A failure takes evidence away or marks the digest: every open gate is re-run. A
+        # success can only let one pass sooner, which the resync does for the older ones.
+        await reevaluate_open_pulls(self.commands.gates, gh, repo, newest=None if (
+            report.state in FAILED_STATES) else RERUN_AT_ONCE)
 
 
 DECLARED = (

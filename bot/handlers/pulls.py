@@ -17,7 +17,11 @@ from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.gate.hold import keep_hold
 from bot.promotion.policies import DeploymentRepo, PolicyIndex
 from bot.promotion.trains.flows import promote_train_downstream
-from bot.promotion.triggers.downstream import promote_downstream, reevaluate_open_pulls
+from bot.promotion.triggers.downstream import (
+    RERUN_AT_ONCE,
+    promote_downstream,
+    reevaluate_open_pulls,
+)
 from bot.promotion.triggers.flows import Promoter
 
 log = logging.getLogger(__name__)
@@ -53,7 +57,7 @@ class Pulls:
             return
         if isinstance(repo, DeploymentRepo):  # a broken policy promotes nothing
             await self._promote_after(gh, repo, pr)
-        await reevaluate_open_pulls(self.gates, gh, repo)
+        await reevaluate_open_pulls(self.gates, gh, repo, newest=RERUN_AT_ONCE)
 
     async def _promote_after(self, gh: ConveyorGitHubAPI, repo: DeploymentRepo,
                              pr: dict[str, Any]) -> None:

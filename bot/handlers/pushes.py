@@ -18,7 +18,7 @@ from bot.handlers.routes import Declared
 from bot.names import POLICY_PATH
 from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.policies import DeploymentRepo, PolicyIndex
-from bot.promotion.triggers.downstream import reevaluate_open_pulls
+from bot.promotion.triggers.downstream import RERUN_AT_ONCE, reevaluate_open_pulls
 
 log = logging.getLogger(__name__)
 
@@ -29,11 +29,12 @@ class Pushes:
     gates: GateService
 
     async def on_push(self, event: sansio.Event, gh: ConveyorGitHubAPI) -> None:
-        """A push that changes the policy re-reads it (before the config check reads it);
-        every push re-runs the open gates."""
+        """A push that changes the policy re-reads it (before the config check reads it) and
+        re-runs every open gate; any other push re-runs the newest ones (the resync, all)."""
         if not is_default_branch_push(event):
             return
-        if POLICY_PATH in pushed_paths(event) or not event.data.get("commits"):
+        policy_changed = POLICY_PATH in pushed_paths(event) or not event.data.get("commits")
+        if policy_changed:
             repo = await self.policies.refresh(gh, event.data["installation"]["id"],
                                                event.data["repository"]["full_name"],
                                                default_branch(event), force=True)
@@ -41,7 +42,8 @@ class Pushes:
             repo = await deployment_repo(event, gh, self.policies)
         if not isinstance(repo, DeploymentRepo):
             return
-        await reevaluate_open_pulls(self.gates, gh, repo)
+        await reevaluate_open_pulls(self.gates, gh, repo,
+                                    newest=None if policy_changed else RERUN_AT_ONCE)
 
 
 POLICY = "pushes.policy"

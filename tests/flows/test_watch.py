@@ -14,6 +14,7 @@ import pytest
 
 from bot.promotion.commands import rollback as rollback_commands
 from bot.promotion.resync.reconcile import resync_all
+from bot.promotion.triggers.downstream import RERUN_AT_ONCE
 from bot.sandbox.demo import DEMO_POLICY
 from bot.text import unescape_markdown
 from tests.flows.gitops import ArgoCD
@@ -119,6 +120,24 @@ async def test_a_failure_ten_minutes_after_the_merge_rolls_back_once_and_blocks_
     assert len(bot_comments(world, staging["number"])) == 1
     gate = world.gate(world.pull("Promote web 1.1.0 to production", state="open"))
     assert gate["conclusion"] == "failure"
+
+
+async def test_a_failure_report_fails_the_gate_of_an_older_open_promotion(world: World
+                                                                          ) -> None:
+    """A push re-runs only the newest gates at once; a failure report re-runs every one, so
+    a production promotion behind `RERUN_AT_ONCE` newer PRs fails on the report's event."""
+    _, _, staging = await two_releases(world)
+    world.emulator.webhook_url = None
+    for n in range(RERUN_AT_ONCE):
+        branch = f"hand/note-{n}"
+        await world.emulator.push_files(world.repo, {f"notes/{n}.md": f"note {n}\n"},
+                                        branch=branch, author="alice", message=f"note {n}")
+        await world.emulator.open_pull(world.repo, branch, title=f"Note {n}", author="alice")
+    world.emulator.webhook_url = world.webhook_url
+    world.clock.advance(minutes=10)
+    await argo_reports(world, staging["merge_commit_sha"], "failure")
+    gate = world.gate(world.pull("Promote web 1.1.0 to production", state="open"))
+    assert "reported failing" in gate["output"]["summary"], gate["output"]["summary"]
 
 
 async def test_a_failure_after_watch_opens_nothing(world: World) -> None:

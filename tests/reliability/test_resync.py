@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import http
+from typing import Any
 
 import gidgethub
 import pytest
@@ -16,6 +17,7 @@ from bot.promotion.gate.gatekeeper import GateService
 from bot.promotion.opening import opener
 from bot.promotion.resync.reconcile import resync_all
 from bot.promotion.triggers import merging
+from bot.promotion.triggers.downstream import RERUN_AT_ONCE
 from bot.runtime.queue import KeyedLocks
 from bot.sandbox.demo import digest_of
 from tests.harness import World, close_world, hand_pr, pinned_kustomization
@@ -266,3 +268,51 @@ async def test_a_replica_posts_its_verdict_again_after_another_replica_changed_t
     await first.post(gh, world.repo, sha, held)
     [run] = world.emulator.check_runs(world.repo, sha, GATE_CHECK)
     assert (run["conclusion"], run["output"]["title"]) == ("failure", "Held")
+
+
+async def older_production_pr_approved_unseen(world: World) -> dict[str, Any]:
+    """A production promotion waiting for approval, then `RERUN_AT_ONCE` newer open PRs, then
+    an approval of the promotion whose event never reaches Conveyor."""
+    await world.release("web", "1.0.0")
+    [production] = [pr for pr in world.open_pulls() if "production" in pr["title"]]
+    assert world.gate(production)["conclusion"] == "action_required"
+    world.emulator.webhook_url = None
+    for n in range(RERUN_AT_ONCE):
+        branch = f"hand/note-{n}"
+        await world.emulator.push_files(world.repo, {f"notes/{n}.md": f"note {n}\n"},
+                                        branch=branch, author="alice", message=f"note {n}")
+        await world.emulator.open_pull(world.repo, branch, title=f"Note {n}", author="alice")
+    await world.emulator.review(world.repo, production["number"], "bob", "APPROVE")
+    await world.settle()
+    world.emulator.webhook_url = world.webhook_url
+    assert world.gate(production)["conclusion"] == "action_required"
+    return production
+
+
+async def test_the_resync_reruns_the_gate_of_every_open_pr_not_only_the_newest() -> None:
+    world = await build_world(files=auto_files(), source_repos=("acme/worker",))
+    try:
+        production = await older_production_pr_approved_unseen(world)
+        await resync_all(world.conveyor.capabilities.resync)
+        await world.settle()
+        assert world.gate(production)["conclusion"] == "success"
+    finally:
+        await close_world(world)
+
+
+async def test_a_push_reruns_the_newest_gates_and_a_policy_push_every_gate() -> None:
+    world = await build_world(files=auto_files(), source_repos=("acme/worker",))
+    try:
+        production = await older_production_pr_approved_unseen(world)
+        await world.emulator.push_files(world.repo, {"notes/main.md": "main moved\n"},
+                                        author="alice", message="a note on main")
+        await world.settle()
+        assert world.gate(production)["conclusion"] == "action_required"
+        policy = world.emulator.file(world.repo, ".github/conveyor.yml")
+        assert policy is not None
+        await world.emulator.push_files(world.repo, {".github/conveyor.yml": policy + "\n"},
+                                        author="alice", message="policy: a blank line")
+        await world.settle()
+        assert world.gate(production)["conclusion"] == "success"
+    finally:
+        await close_world(world)

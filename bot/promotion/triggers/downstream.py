@@ -22,7 +22,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_REEVALUATED = 50
+# The open PRs whose gates a push or a merge re-runs at once, newest first; the resync re-runs
+# every open PR's gate. Each evaluation after the default branch moved costs a counted compare,
+# so re-running them all on every push would spend an installation's 5,000 requests an hour
+# in a repository with hundreds of open PRs.
+RERUN_AT_ONCE = 50
 
 
 def candidate_from_marker(marker: PromotionMarker, image: str, trigger: Trigger,
@@ -98,8 +102,10 @@ async def auto_may_open(ctx: Context, gh: GitHubAPI, repo: DeploymentRepo,
     return not await halted(ctx, gh, repo, environment, [(marker.service, marker.digest)])
 
 
-async def reevaluate_open_pulls(gates: GateService, gh: GitHubAPI, repo: IndexedRepo) -> None:
-    """Re-run the gate of every open PR: upstream evidence may have changed for any of them."""
-    pulls = await open_pulls(gh, repo.full_name)
-    for pr in pulls[:MAX_REEVALUATED]:
+async def reevaluate_open_pulls(gates: GateService, gh: GitHubAPI, repo: IndexedRepo, *,
+                                newest: int | None = None) -> None:
+    """Re-run the gate of every open PR (of the ``newest`` ones, when given): upstream
+    evidence may have changed for any of them."""
+    pulls = await open_pulls(gh, repo.full_name)  # GitHub lists the newest first
+    for pr in pulls[:newest]:
         await gates.evaluate(gh, repo, int(pr["number"]), pr)
