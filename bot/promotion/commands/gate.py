@@ -82,10 +82,11 @@ async def clear_failure_mark(run: CommandRun) -> str | None:
     commenter = run.where.commenter
     if env.approvals and not await run.capabilities.gates.approvals.may_approve(
             run.gh, run.repo, commenter, policy, env.name):
-        who = ", ".join(f"`{a}`" for a in env.approvers) or "someone with write access"
+        # a writer (commands are refused to everyone else) fails only a list of approvers
+        who = ", ".join(f"`{a}`" for a in env.approvers)
         return (f"🚫 @{commenter} cannot clear a failure mark on a promotion to "
-                f"`{env.name}`: only someone whose approval counts there ({who}) decides "
-                "that a digest reported failing may go on. The mark stands.")
+                f"`{env.name}`: only its approvers ({who}) decide that a digest reported "
+                "failing may go on. The mark stands.")
     for mark in standing:
         await watching.clear(mark, marker.service, commenter)
     run.reply.reevaluate = True
