@@ -17,14 +17,18 @@ from bot.promotion.dashboard.status import (
 DIGEST = "sha256:" + "e" * 64
 
 
-def pull(number: int, ref: str, version: str | None = None) -> dict[str, Any]:
+BOT = "conveyor[bot]"
+
+
+def pull(number: int, ref: str, version: str | None = None, author: str = BOT
+         ) -> dict[str, Any]:
     body = "hand-written"
     if version:
         body = PromotionMarker(service="web", environment="production", digest=DIGEST,
                                tag=version, version=version, paths=(), source_repo="acme/web"
                                ).render()
     return {"number": number, "html_url": f"https://x/pull/{number}", "head": {"ref": ref},
-            "body": body}
+            "body": body, "user": {"login": author}}
 
 
 def test_open_promotions_are_found_by_branch() -> None:
@@ -34,8 +38,10 @@ def test_open_promotions_are_found_by_branch() -> None:
         pull(4, "conveyor/production/webshop-eeeeeeeeeeee", "9.9.9"),
         pull(5, "conveyor/staging/web-eeeeeeeeeeee", "1.4.2"),
         pull(6, "feature/production/web-x"),
+        # a writer's PR from a branch named like a promotion, its body copied: not Conveyor's
+        pull(8, "conveyor/production/web-bbbbbbbbbbbb", "6.6.6", author="mallory"),
     ]
-    assert open_promotions_for(pulls, "production", "web") == (
+    assert open_promotions_for(pulls, "production", "web", BOT) == (
         OpenPull(3, "https://x/pull/3", None, rollback=True),
         OpenPull(7, "https://x/pull/7", "1.4.2"),
     )

@@ -139,23 +139,27 @@ class StatusSources:
                 package_url=images.package_page(service.image, digest) if digest else None,
                 since=since.when, since_commit=since.sha, since_url=since.url,
                 pull_number=since.pull_number, pull_url=since.pull_url,
-                open_pulls=open_promotions_for(pulls, environment, service.name),
+                open_pulls=open_promotions_for(pulls, environment, service.name,
+                                               self.ctx.bot_login),
                 problem=problem,
             ))
         return rows
 
 
-def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, service: str
-                        ) -> tuple[OpenPull, ...]:
+def open_promotions_for(pulls: Iterable[dict[str, Any]], environment: str, service: str,
+                        bot_login: str) -> tuple[OpenPull, ...]:
     """Open promotion and rollback PRs of (service, environment), found by their branch, and
-    the open release trains into the environment that move the service."""
+    the open release trains into the environment that move the service. Only the app's own
+    PRs (GitHub names their author; a branch name is anyone's to choose); the version shown
+    is the body's, which is display only."""
     forward = branch_prefix(environment, service)
     back = branch_prefix(environment, service, rollback=True)
     trains = (f"conveyor/{environment}/train-", f"conveyor/rollback/{environment}/train-")
     found = []
     for pr in pulls:
         ref = str((pr.get("head") or {}).get("ref") or "")
-        if not ref.startswith((forward, back, *trains)):
+        author = str((pr.get("user") or {}).get("login") or "")
+        if not ref.startswith((forward, back, *trains)) or author.lower() != bot_login.lower():
             continue
         marker = parse_marker(pr.get("body"))
         if ref.startswith(trains) and marker is not None and marker.is_train:
