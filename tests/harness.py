@@ -154,6 +154,18 @@ async def hand_pr(world: World, path: str, text: str, *, author: str = "alice",
     return world.pull(title, state="open")
 
 
+async def open_unseen_notes(world: World, count: int) -> None:
+    """``count`` newer open PRs, each adding a note no policy path names, whose events never
+    reach Conveyor: they push older PRs out of the newest ones a push re-runs."""
+    url, world.emulator.webhook_url = world.emulator.webhook_url, None
+    for n in range(count):
+        branch = f"hand/note-{n}"
+        await world.emulator.push_files(DEPLOY_REPO, {f"notes/{n}.md": f"note {n}\n"},
+                                        branch=branch, author="alice", message=f"note {n}")
+        await world.emulator.open_pull(DEPLOY_REPO, branch, title=f"Note {n}", author="alice")
+    world.emulator.webhook_url = url
+
+
 def pinned_kustomization(tag: str, digest: str) -> str:
     return (
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"

@@ -18,7 +18,7 @@ from bot.promotion.triggers.downstream import RERUN_AT_ONCE
 from bot.sandbox.demo import DEMO_POLICY
 from bot.text import unescape_markdown
 from tests.flows.gitops import ArgoCD
-from tests.harness import World, close_world, make_world
+from tests.harness import World, close_world, make_world, open_unseen_notes
 
 STAGING_FILE = "apps/web/overlays/staging/kustomization.yaml"
 MARK = "conveyor/reported-failing (web in staging)"
@@ -127,13 +127,7 @@ async def test_a_failure_report_fails_the_gate_of_an_older_open_promotion(world:
     """A push re-runs only the newest gates at once; a failure report re-runs every one, so
     a production promotion behind `RERUN_AT_ONCE` newer PRs fails on the report's event."""
     _, _, staging = await two_releases(world)
-    world.emulator.webhook_url = None
-    for n in range(RERUN_AT_ONCE):
-        branch = f"hand/note-{n}"
-        await world.emulator.push_files(world.repo, {f"notes/{n}.md": f"note {n}\n"},
-                                        branch=branch, author="alice", message=f"note {n}")
-        await world.emulator.open_pull(world.repo, branch, title=f"Note {n}", author="alice")
-    world.emulator.webhook_url = world.webhook_url
+    await open_unseen_notes(world, RERUN_AT_ONCE)
     world.clock.advance(minutes=10)
     await argo_reports(world, staging["merge_commit_sha"], "failure")
     gate = world.gate(world.pull("Promote web 1.1.0 to production", state="open"))
@@ -220,11 +214,22 @@ async def test_a_run_interrupted_after_the_mark_is_finished_by_the_resync(
     assert len(bot_comments(world, staging["number"])) == 1
 
 
-async def test_unhold_on_the_blocked_promotion_clears_the_mark(world: World) -> None:
+async def production_marked_failing(world: World) -> tuple[dict[str, Any], dict[str, Any]]:
+    """web 1.1.0 merged in staging, reported failing there 10 minutes later; its production
+    promotion open: (staging PR, production PR)."""
     _, _, staging = await two_releases(world)
     world.clock.advance(minutes=10)
     await argo_reports(world, staging["merge_commit_sha"], "failure")
-    production = world.pull("Promote web 1.1.0 to production", state="open")
+    return staging, world.pull("Promote web 1.1.0 to production", state="open")
+
+
+def replies_on(world: World, number: int) -> list[str]:
+    return [c["body"] for c in world.emulator.comments(world.repo, number)
+            if c["user"]["login"] == world.conveyor.ctx.bot_login]
+
+
+async def test_unhold_on_the_blocked_promotion_clears_the_mark(world: World) -> None:
+    staging, production = await production_marked_failing(world)
     await world.emulator.comment(world.repo, production["number"], "bob", "/unhold")
     await world.settle()
     [mark] = marks(world, staging)
@@ -232,9 +237,8 @@ async def test_unhold_on_the_blocked_promotion_clears_the_mark(world: World) -> 
     assert "Cleared by @bob with `/unhold`." in mark["output"]["summary"]
     gate = world.gate(world.pull("Promote web 1.1.0 to production", state="open"))
     assert "reported failing" not in gate["output"]["summary"]
-    replies = [c["body"] for c in world.emulator.comments(world.repo, production["number"])
-               if c["user"]["login"] == world.conveyor.ctx.bot_login]
-    assert any("the failure mark is cleared" in body for body in replies)
+    assert any("the failure mark is cleared" in body
+               for body in replies_on(world, production["number"]))
     # A redelivered failure report does not mark it again.
     world.conveyor.door.seen.clear()
     delivery = next(d for d in reversed(world.emulator.deliveries) if d.event == "status")
@@ -247,18 +251,14 @@ async def test_unhold_on_the_blocked_promotion_clears_the_mark(world: World) -> 
 async def test_only_an_approver_of_the_promotion_clears_the_mark(world: World) -> None:
     """alice may write but is not in `@acme/sre`, production's approvers: her `/unhold`
     clears nothing and says who decides; bob's does."""
-    _, _, staging = await two_releases(world)
-    world.clock.advance(minutes=10)
-    await argo_reports(world, staging["merge_commit_sha"], "failure")
-    production = world.pull("Promote web 1.1.0 to production", state="open")
+    staging, production = await production_marked_failing(world)
     await world.emulator.comment(world.repo, production["number"], "alice", "/unhold")
     await world.settle()
     [mark] = marks(world, staging)
     assert mark["conclusion"] == "failure"
     gate = world.gate(world.pull("Promote web 1.1.0 to production", state="open"))
     assert "reported failing" in gate["output"]["summary"]
-    replies = [c["body"] for c in world.emulator.comments(world.repo, production["number"])
-               if c["user"]["login"] == world.conveyor.ctx.bot_login]
+    replies = replies_on(world, production["number"])
     assert any("@alice cannot clear a failure mark on a promotion to `production`" in body
                and "`@acme/sre`" in body for body in replies), replies
     await world.emulator.comment(world.repo, production["number"], "bob", "/unhold")

@@ -20,7 +20,7 @@ from bot.promotion.triggers import merging
 from bot.promotion.triggers.downstream import RERUN_AT_ONCE
 from bot.runtime.queue import KeyedLocks
 from bot.sandbox.demo import digest_of
-from tests.harness import World, close_world, hand_pr, pinned_kustomization
+from tests.harness import World, close_world, hand_pr, open_unseen_notes, pinned_kustomization
 from tests.reliability.support import (
     assert_no_half_made_branches,
     assert_one_pr_per_promotion,
@@ -276,12 +276,8 @@ async def older_production_pr_approved_unseen(world: World) -> dict[str, Any]:
     await world.release("web", "1.0.0")
     [production] = [pr for pr in world.open_pulls() if "production" in pr["title"]]
     assert world.gate(production)["conclusion"] == "action_required"
+    await open_unseen_notes(world, RERUN_AT_ONCE)
     world.emulator.webhook_url = None
-    for n in range(RERUN_AT_ONCE):
-        branch = f"hand/note-{n}"
-        await world.emulator.push_files(world.repo, {f"notes/{n}.md": f"note {n}\n"},
-                                        branch=branch, author="alice", message=f"note {n}")
-        await world.emulator.open_pull(world.repo, branch, title=f"Note {n}", author="alice")
     await world.emulator.review(world.repo, production["number"], "bob", "APPROVE")
     await world.settle()
     world.emulator.webhook_url = world.webhook_url
