@@ -37,8 +37,10 @@ async def list_pulls(ctx: Ctx) -> Reply:
                  and i.pull is not None and i.pull.head_ref == branch]
     if base:
         items = [i for i in items if i.pull is not None and i.pull.base_ref == base]
+    # "List pull requests": `sort` defaults to `created`; `direction` to "`desc` when sort is
+    # `created` or sort is not specified, otherwise `asc`" (the operation's parameters)
     sort = ctx.query.get("sort", "created")
-    direction = ctx.query.get("direction", "desc")
+    direction = ctx.query.get("direction", "desc" if sort == "created" else "asc")
     key = {"created": lambda i: (i.created_at, i.number),
            "updated": lambda i: (i.updated_at, i.number)}.get(sort, lambda i: (i.created_at,
                                                                                 i.number))

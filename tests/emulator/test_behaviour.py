@@ -154,6 +154,23 @@ async def test_a_squash_merge_is_authored_by_whoever_merges_with_githubs_default
     assert em.violations == []
 
 
+async def test_pulls_are_listed_newest_first_unless_sorted_otherwise(
+        emulator: Emulator, gh: GitHubAPI) -> None:
+    """"List pull requests": `direction` defaults to `desc` when `sort` is `created` or not
+    given, otherwise to `asc`."""
+    em = emulator
+    numbers = []
+    for name in ("one", "two", "three"):
+        await em.push_files("acme/deploy", {f"{name}.txt": "x\n"}, branch=name, message=name)
+        numbers.append((await em.open_pull("acme/deploy", name, title=name,
+                                           author="alice"))["number"])
+    listed = [pr["number"] for pr in await gh.getitem(f"{R}/pulls")]
+    assert listed == numbers[::-1]
+    by_update = [pr["number"] for pr in await gh.getitem(f"{R}/pulls?sort=updated")]
+    assert by_update == numbers
+    assert em.violations == []
+
+
 async def test_merge_commit_and_rebase(emulator: Emulator, gh: GitHubAPI) -> None:
     em = emulator
     await branch_with(em, "a", {"a.txt": "a\n"})
