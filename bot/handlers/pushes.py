@@ -33,8 +33,9 @@ class Pushes:
         re-runs every open gate; any other push re-runs the newest ones (the resync, all)."""
         if not is_default_branch_push(event):
             return
-        policy_changed = POLICY_PATH in pushed_paths(event) or not event.data.get("commits")
-        if policy_changed:
+        # a push that lists no commits (the ref moved back, say) may have changed it too
+        policy_may_change = POLICY_PATH in pushed_paths(event) or not event.data.get("commits")
+        if policy_may_change:
             repo = await self.policies.refresh(gh, event.data["installation"]["id"],
                                                event.data["repository"]["full_name"],
                                                default_branch(event), force=True)
@@ -43,7 +44,7 @@ class Pushes:
         if not isinstance(repo, DeploymentRepo):
             return
         await reevaluate_open_pulls(self.gates, gh, repo,
-                                    newest=None if policy_changed else RERUN_AT_ONCE)
+                                    newest=None if policy_may_change else RERUN_AT_ONCE)
 
 
 POLICY = "pushes.policy"
